@@ -1,0 +1,54 @@
+// `li state create KIND`: a row for an external orchestrator, with its first history row.
+import { defineCommand } from "citty";
+import { canonicalKind, type EntityKind } from "../../lifecycle/policy.ts";
+import { UsageError } from "../../util/errors.ts";
+import { assertSafeId } from "../../util/ids.ts";
+import { cliLedger } from "../context.ts";
+import { entityJson } from "../render.ts";
+import { writeJson } from "../output.ts";
+
+const CREATABLE: readonly EntityKind[] = ["invocation", "play", "schedule_run", "show", "team"];
+
+export default defineCommand({
+  meta: { name: "create", description: "Create an invocation, play, schedule_run, show or team; prints its id" },
+  args: {
+    kind: { type: "positional", description: `one of ${CREATABLE.join(", ")}`, required: true },
+    id: { type: "string", description: "use this id instead of a random UUID" },
+    status: { type: "string", description: "initial status (default: the kind's first initial status)" },
+    reason: { type: "string", description: "initial reason code (default: the kind's creation code)" },
+    summary: { type: "string", description: "a one-line reason summary" },
+    session: { type: "string", description: "the play's session id" },
+    invocation: { type: "string", description: "the schedule run's invocation id" },
+    json: { type: "boolean", description: "print the new row as JSON" },
+  },
+  async run({ args }) {
+    const kind = canonicalKind(args.kind);
+    if (!kind || !CREATABLE.includes(kind)) throw new UsageError(`cannot create '${args.kind}': KIND is one of ${CREATABLE.join(", ")}`);
+    const fields: Record<string, unknown> = {};
+    if (args.session !== undefined) {
+      if (kind !== "play") throw new UsageError(`--session applies to a play, not a ${kind}`);
+      fields.session_id = assertSafeId(args.session, "--session");
+    }
+    if (args.invocation !== undefined) {
+      if (kind !== "schedule_run") throw new UsageError(`--invocation applies to a schedule_run, not a ${kind}`);
+      fields.invocation_id = assertSafeId(args.invocation, "--invocation");
+    }
+    const ledger = cliLedger({ create: true });
+    try {
+      const row = await ledger.createEntity(kind, {
+        ...(args.id !== undefined ? { id: args.id } : {}),
+        ...(args.status !== undefined ? { status: args.status } : {}),
+        ...(args.reason !== undefined ? { reasonCode: args.reason } : {}),
+        ...(args.summary !== undefined ? { reasonSummary: args.summary } : {}),
+        source: "admin",
+        actor: process.env.USER ?? null,
+        fields,
+      });
+      if (args.json) writeJson({ kind, ...entityJson(row) });
+      else process.stdout.write(`${row.id}\n`);
+      return 0;
+    } finally {
+      ledger.close();
+    }
+  },
+});

@@ -1,0 +1,55 @@
+// `li state set-status`: the audited repair path through the guarded write (§5, §13).
+import { defineCommand } from "citty";
+import { canonicalKind } from "../../lifecycle/policy.ts";
+import { UsageError } from "../../util/errors.ts";
+import { resolveOne } from "../../ledger/resolve.ts";
+import { cliLedger } from "../context.ts";
+import { writeJson } from "../output.ts";
+
+export default defineCommand({
+  meta: { name: "set-status", description: "Move an entity to a status through the guarded write. Exit 0 applied, 1 not applied, 2 invalid or not found" },
+  args: {
+    kind: { type: "positional", description: "session, invocation, schedule_run, play, show or team", required: true },
+    id: { type: "positional", description: "the entity id (or a unique prefix)", required: true },
+    status: { type: "string", description: "the new status", required: true },
+    reason: { type: "string", description: "a registered reason code (li reasons)", required: true },
+    summary: { type: "string", description: "a one-line reason summary" },
+    expect: { type: "string", description: "apply only if the current status is one of these (comma-separated; 'null' for none)" },
+    override: { type: "boolean", description: "allow leaving a terminal status or an undeclared edge (needs --actor and --why)" },
+    actor: { type: "string", description: "who is making this change" },
+    why: { type: "string", description: "the justification recorded with an override" },
+    json: { type: "boolean", description: "print the outcome as JSON" },
+  },
+  async run({ args }) {
+    const kind = canonicalKind(args.kind);
+    if (!kind) throw new UsageError(`unknown kind '${args.kind}'`);
+    if (args.override && (!args.actor?.trim() || !args.why?.trim())) throw new UsageError("--override needs --actor and --why");
+    if (!args.override && (args.why !== undefined)) throw new UsageError("--why is only meaningful with --override");
+    const expected = args.expect === undefined ? undefined : args.expect.split(",").map((s) => s.trim()).filter(Boolean).map((s) => (s === "null" ? null : s));
+    if (expected !== undefined && expected.length === 0) throw new UsageError("--expect needs at least one status");
+    const ledger = cliLedger({ create: false });
+    try {
+      const target = await resolveOne(ledger.backend, args.id, [kind]);
+      const outcome = await ledger.transition(kind, target.id, {
+        newStatus: args.status,
+        reasonCode: args.reason,
+        ...(args.summary !== undefined ? { reasonSummary: args.summary } : {}),
+        source: "admin",
+        actor: args.actor ?? process.env.USER ?? null,
+        ...(expected ? { expectedStatuses: expected } : {}),
+        ...(args.override ? { override: true, overrideActor: args.actor!, overrideJustification: args.why! } : {}),
+      });
+      if (outcome.result === "applied") {
+        if (args.json) writeJson({ applied: true, kind, id: target.id, previous_status: outcome.transition.previousStatus, status: outcome.transition.status, event_id: outcome.transition.transitionId });
+        else process.stderr.write(`li: ${kind} ${target.id}: ${outcome.transition.previousStatus} → ${outcome.transition.status}\n`);
+        return 0;
+      }
+      const current = outcome.result === "conflict" ? outcome.current.status : null;
+      if (args.json) writeJson({ applied: false, kind, id: target.id, conflict: outcome.result === "conflict" ? outcome.why : null, status: current });
+      process.stderr.write(`li: not applied: ${kind} ${target.id} is '${current}' (guard: --expect ${args.expect ?? ""})\n`);
+      return 1;
+    } finally {
+      ledger.close();
+    }
+  },
+});

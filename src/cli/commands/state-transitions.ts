@@ -1,0 +1,33 @@
+// `li state transitions ID`: the append-only history of one entity.
+import { defineCommand } from "citty";
+import { ENTITY_KINDS } from "../../lifecycle/policy.ts";
+import { resolveOne } from "../../ledger/resolve.ts";
+import { cliLedger } from "../context.ts";
+import { table, writeJson } from "../output.ts";
+import { isoTime, transitionJson } from "../render.ts";
+
+export default defineCommand({
+  meta: { name: "transitions", description: "Print the status history of one entity, oldest first" },
+  args: {
+    id: { type: "positional", description: "an entity id (or a unique prefix)", required: true },
+    json: { type: "boolean", description: "print JSON" },
+  },
+  async run({ args }) {
+    const ledger = cliLedger({ create: false });
+    try {
+      const target = await resolveOne(ledger.backend, args.id, ENTITY_KINDS);
+      const rows = await ledger.backend.listTransitions(target.kind, target.id);
+      if (args.json) writeJson({ kind: target.kind, id: target.id, transitions: rows.map(transitionJson) });
+      else
+        process.stdout.write(
+          table([
+            ["TIME", "FROM", "TO", "REASON", "SOURCE", "ACTOR"],
+            ...rows.map((r) => [isoTime(r.created_at), r.previous_status ?? "-", r.status, r.reason_code, r.source, r.actor ?? "-"]),
+          ]),
+        );
+      return 0;
+    } finally {
+      ledger.close();
+    }
+  },
+});

@@ -1,0 +1,181 @@
+// The entry point: routes argv to a command, enforces strict flags, and owns every exit code (§16).
+
+import { renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
+import { LedgerUnavailableError, NotFoundError, UsageError } from "../util/errors.ts";
+import { TransitionRejectedError, TransitionValidationError } from "../ledger/transition.ts";
+import { VERSION } from "./version.ts";
+import { cliContext } from "./context.ts";
+
+type Loader = () => Promise<CommandDef<any>>;
+type Group = { description: string; commands: Record<string, Loader | Group> };
+
+const load = (f: () => Promise<{ default: CommandDef<any> }>): Loader => () => f().then((m) => m.default);
+
+/** The command tree. Subcommands load lazily so start-up only pays for the command it runs. */
+export const TREE: Group = {
+  description: "li — a run ledger for build and agent machines",
+  commands: {
+    show: load(() => import("./commands/show.ts")),
+    reasons: load(() => import("./commands/reasons.ts")),
+    state: {
+      description: "create, repair and inspect ledger entities",
+      commands: {
+        create: load(() => import("./commands/state-create.ts")),
+        "set-status": load(() => import("./commands/state-set-status.ts")),
+        transitions: load(() => import("./commands/state-transitions.ts")),
+      },
+    },
+  },
+};
+
+function isGroup(node: Loader | Group): node is Group {
+  return typeof node === "object";
+}
+
+const stripAnsi = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
+
+function groupUsage(path: string[], group: Group): string {
+  const lines = [`${group.description}`, "", `USAGE: li ${[...path, "<command>"].join(" ")} [--help]`, "", "COMMANDS:"];
+  const width = Math.max(...Object.keys(group.commands).map((k) => k.length));
+  for (const [name, node] of Object.entries(group.commands)) {
+    lines.push(`  ${name.padEnd(width)}  ${isGroup(node) ? node.description : ""}`.trimEnd());
+  }
+  if (path.length === 0) {
+    lines.push("", "GLOBAL OPTIONS:", "  --db PATH|URL   the ledger (beats LI_DB; default $LI_HOME/state.db)", "  --version       print li's version", "  --help          print help");
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** Every spelling of a flag the command accepts: names, aliases, kebab forms, `--no-` negations. */
+function knownFlags(args: ArgsDef): { names: Set<string>; takesValue: Set<string> } {
+  const names = new Set<string>(["help", "h"]);
+  const takesValue = new Set<string>();
+  for (const [name, def] of Object.entries(args)) {
+    if (def.type === "positional") continue;
+    const kebab = name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    const alias = (def as { alias?: string | string[] }).alias;
+    const aliases = alias === undefined ? [] : Array.isArray(alias) ? alias : [alias];
+    for (const spelling of [name, kebab, ...aliases]) {
+      names.add(spelling);
+      if (def.type === "string" || def.type === "enum") takesValue.add(spelling);
+      if (def.type === "boolean") names.add(`no-${spelling}`);
+    }
+  }
+  return { names, takesValue };
+}
+
+/** citty accepts unknown flags silently; li rejects them with one line naming the flag. */
+function rejectUnknownFlags(tokens: string[], args: ArgsDef, where: string): void {
+  const { names, takesValue } = knownFlags(args);
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (!token.startsWith("-") || token === "-" || /^-\d/.test(token)) continue;
+    const body = token.replace(/^--?/, "");
+    const name = body.split("=", 1)[0]!;
+    if (!token.startsWith("--") && name.length > 1) {
+      // Short flags may be bundled (-abc): each letter must be known.
+      for (const letter of name) if (!names.has(letter)) throw new UsageError(`unknown flag -${letter} for '${where}' (see li ${where.replace(/^li /, "")} --help)`);
+      continue;
+    }
+    if (!names.has(name)) throw new UsageError(`unknown flag ${token.split("=", 1)[0]} for '${where}' (see ${where} --help)`);
+    if (takesValue.has(name) && !body.includes("=")) {
+      if (i + 1 >= tokens.length) throw new UsageError(`flag ${token} needs a value`);
+      i++;
+    }
+  }
+}
+
+/** Pulls the global `--db` out of the tokens before `--`. */
+function takeGlobalDb(tokens: string[]): string[] {
+  const rest: string[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (token === "--db") {
+      const value = tokens[++i];
+      if (value === undefined || value === "") throw new UsageError("flag --db needs a path or a postgres:// URL");
+      cliContext.dbFlag = value;
+    } else if (token.startsWith("--db=")) {
+      const value = token.slice(5);
+      if (!value) throw new UsageError("flag --db needs a path or a postgres:// URL");
+      cliContext.dbFlag = value;
+    } else rest.push(token);
+  }
+  return rest;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const dashdash = argv.indexOf("--");
+  const own = dashdash === -1 ? argv : argv.slice(0, dashdash);
+  const passthrough = dashdash === -1 ? null : argv.slice(dashdash + 1);
+  const tokens = takeGlobalDb(own);
+  const wantsHelp = tokens.includes("--help") || tokens.includes("-h");
+
+  let node: Loader | Group = TREE;
+  const path: string[] = [];
+  let i = 0;
+  while (isGroup(node)) {
+    const word = tokens[i];
+    if (word === undefined || word.startsWith("-")) {
+      if (path.length === 0 && (word === "--version" || word === "-V")) {
+        process.stdout.write(`li ${VERSION}\n`);
+        return 0;
+      }
+      if (wantsHelp || word === undefined) {
+        process.stdout.write(groupUsage(path, node));
+        return word === undefined && !wantsHelp ? 2 : 0;
+      }
+      throw new UsageError(`unknown flag ${word} for 'li${path.length ? " " + path.join(" ") : ""}' (see li --help)`);
+    }
+    const next: Loader | Group | undefined = node.commands[word];
+    if (!next) throw new UsageError(`unknown command '${[...path, word].join(" ")}' (see li ${path.join(" ")} --help)`.replace("  ", " "));
+    path.push(word);
+    node = next;
+    i++;
+  }
+  const command = await node();
+  const where = `li ${path.join(" ")}`;
+  const rest = tokens.slice(i);
+  if (wantsHelp) {
+    const usage = stripAnsi(await renderUsage({ ...command, meta: { ...(command.meta as object), name: where } }));
+    process.stdout.write(usage.trimEnd() + "\n");
+    return 0;
+  }
+  const args = ((typeof command.args === "function" ? await command.args() : await command.args) ?? {}) as ArgsDef;
+  rejectUnknownFlags(rest, args, where);
+  cliContext.passthrough = passthrough;
+  const { result } = await runCommand(command, { rawArgs: rest });
+  return typeof result === "number" ? result : 0;
+}
+
+/** Maps an error to its documented exit code and one line on stderr; never a stack trace for users. */
+export function reportError(error: unknown): number {
+  const line = (message: string) => process.stderr.write(`li: ${stripAnsi(message).split("\n")[0]}\n`);
+  if (error instanceof UsageError) {
+    line(error.message);
+    return error.exitCode;
+  }
+  if (error instanceof LedgerUnavailableError) {
+    line(error.message);
+    return error.exitCode;
+  }
+  if (error instanceof NotFoundError) {
+    line(error.message);
+    return 2;
+  }
+  if (error instanceof TransitionRejectedError) {
+    line(error.message);
+    return 1;
+  }
+  if (error instanceof TransitionValidationError) {
+    line(error.message);
+    return 2;
+  }
+  if (error instanceof Error && (error as { code?: string }).code?.startsWith("E")) {
+    // citty's own parse errors (missing positional, bad enum value): usage errors.
+    line(error.message);
+    return 2;
+  }
+  line(`internal error: ${error instanceof Error ? error.message : String(error)}`);
+  if (process.env.LI_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+  return 70;
+}

@@ -1,0 +1,35 @@
+// Rendering helpers shared by commands: JSON, colour on a TTY only, aligned columns.
+
+export function writeJson(value: unknown): void {
+  process.stdout.write(JSON.stringify(value) + "\n");
+}
+
+/** Colour only on a TTY, never with NO_COLOR or TERM=dumb (§13). */
+export function useColour(stream: NodeJS.WriteStream = process.stdout): boolean {
+  return Boolean(stream.isTTY) && !process.env.NO_COLOR && process.env.TERM !== "dumb";
+}
+
+const CODES = { red: 31, green: 32, yellow: 33, blue: 34, dim: 2, bold: 1 } as const;
+export type Colour = keyof typeof CODES;
+
+export function paint(text: string, colour: Colour | null, on: boolean): string {
+  return on && colour ? `\x1b[${CODES[colour]}m${text}\x1b[0m` : text;
+}
+
+/** Columns padded to the widest cell; the last column is not padded. */
+export function table(rows: string[][], widthOf: (cell: string) => number = (c) => c.replace(/\x1b\[[0-9;]*m/g, "").length): string {
+  if (rows.length === 0) return "";
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, widthOf(cell))));
+  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell + " ".repeat(widths[i]! - widthOf(cell)))).join("  ")).join("\n") + "\n";
+}
+
+/** Parses a JSON column for display; returns the raw text when it is not JSON. */
+export function parseJsonColumn(value: unknown): unknown {
+  if (typeof value !== "string") return value ?? null;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}

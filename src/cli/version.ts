@@ -1,0 +1,4 @@
+// li's version, taken from package.json at build time.
+import pkg from "../../package.json" with { type: "json" };
+
+export const VERSION: string = pkg.version;

@@ -1,0 +1,85 @@
+// The storage contract every backend implements (SQLite now, PostgreSQL beside it, §14).
+// Domain logic (the guarded transition, creation, views) is written once against these types;
+// only the adapters under src/ledger/<backend>/ hold dialect SQL.
+
+import type { EntityKind } from "../lifecycle/policy.ts";
+
+export type Awaitable<T> = T | Promise<T>;
+
+export type Source = "executor" | "agent" | "admin" | "system";
+export const SOURCES = ["executor", "agent", "admin", "system"] as const satisfies readonly Source[];
+
+/** The part of an entity row the guarded transition decides on. */
+export interface StatusRow {
+  status: string | null;
+  updated_at: number;
+}
+
+export interface TransitionRow {
+  id: string;
+  seq: number;
+  entity_type: EntityKind;
+  entity_id: string;
+  previous_status: string | null;
+  status: string;
+  reason_code: string;
+  reason_summary: string | null;
+  evidence_refs: string | null;
+  source: Source;
+  actor: string | null;
+  created_at: number;
+  metadata: string | null;
+  terminal_event: number;
+}
+
+export interface AdminEventRow {
+  id: string;
+  event_type: string;
+  entity_type: string | null;
+  entity_id: string | null;
+  actor: string | null;
+  justification: string | null;
+  payload: string | null;
+  created_at: number;
+}
+
+/** Columns a guarded write sets besides the extra fields. */
+export interface StatusSet {
+  status: string;
+  status_reason_code: string;
+  status_reason_summary: string | null;
+  status_evidence_refs: string | null;
+  updated_at: number;
+}
+
+export type EntityRow = Record<string, unknown> & { id: string; status: string; updated_at: number };
+
+/** Operations inside one write transaction. On SQLite the write lock is already held. */
+export interface Tx {
+  /** The row's status and version; takes the row lock where the backend has row locks. */
+  readStatus(kind: EntityKind, id: string): Awaitable<StatusRow | null>;
+  /** UPDATE … WHERE id = ? AND status IS <read status> [AND updated_at = ?]; returns rows changed. */
+  casStatus(kind: EntityKind, id: string, guard: { status: string | null; updatedAt?: number }, set: StatusSet, extra: Record<string, unknown>): Awaitable<number>;
+  /** Inserts a history row and returns its commit-ordered seq. */
+  insertTransition(row: Omit<TransitionRow, "seq">): Awaitable<number>;
+  insertAdminEvent(row: AdminEventRow): Awaitable<void>;
+  insertEntity(kind: EntityKind, row: Record<string, unknown>): Awaitable<void>;
+  getEntity(kind: EntityKind, id: string): Awaitable<EntityRow | null>;
+}
+
+/** A ledger backend: a write-transaction runner plus reads. */
+export interface Backend {
+  /** Printable location (a path, or a URL without its password). */
+  readonly location: string;
+  /**
+   * Runs `fn` in one write transaction and commits; any throw rolls back.
+   * `fn` must only touch storage through `tx` (on SQLite it runs under the database write lock).
+   */
+  transaction<T>(fn: (tx: Tx) => Awaitable<T>): Promise<T>;
+  getEntity(kind: EntityKind, id: string): Promise<EntityRow | null>;
+  /** Ids of `kind` starting with `prefix` (at most `limit`), by index range, not a scan. */
+  findIdsByPrefix(kind: EntityKind, prefix: string, limit: number): Promise<string[]>;
+  listTransitions(kind: EntityKind, id: string): Promise<TransitionRow[]>;
+  listAdminEvents(kind: EntityKind, id: string): Promise<AdminEventRow[]>;
+  close(): void;
+}

@@ -1,0 +1,22 @@
+// Opens the ledger a location names, with the backend that location needs.
+
+import { LedgerUnavailableError } from "../util/errors.ts";
+import { describeLocation, type Paths } from "./location.ts";
+import { Ledger, type LedgerOptions } from "./ledger.ts";
+import { SqliteBackend } from "./sqlite/backend.ts";
+import { openSqlite } from "./sqlite/open.ts";
+
+export interface OpenLedgerOptions extends LedgerOptions {
+  /** false for read-only commands: a missing ledger is "nothing recorded yet" and is not created. */
+  create: boolean;
+}
+
+export function openLedger(paths: Paths, options: OpenLedgerOptions): Ledger {
+  const { create, ...ledgerOptions } = options;
+  if (paths.ledger.kind === "postgres") {
+    throw new LedgerUnavailableError(describeLocation(paths.ledger), "the PostgreSQL backend is not available in this build of li");
+  }
+  const ownedDirs = paths.ledger.path.startsWith(paths.home + "/") ? [paths.home] : [];
+  const db = openSqlite(paths.ledger.path, { create, ownedDirs });
+  return new Ledger(new SqliteBackend(db, paths.ledger.path), ledgerOptions);
+}

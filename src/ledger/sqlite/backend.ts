@@ -1,0 +1,208 @@
+// The SQLite backend: drizzle over bun:sqlite, prepared statements on the hot path.
+
+import type { Database } from "bun:sqlite";
+import { and, asc, eq, gte, lt, sql, type SQL } from "drizzle-orm";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { EntityKind } from "../../lifecycle/policy.ts";
+import type { AdminEventRow, Backend, EntityRow, StatusRow, StatusSet, TransitionRow, Tx } from "../backend.ts";
+import { withBusyRetry } from "./open.ts";
+import * as schema from "./schema.ts";
+
+type AnyTable = SQLiteTable & { id: any; status: any; updated_at: any };
+
+const tableOf = (kind: EntityKind) => schema.ENTITY_TABLES[kind] as unknown as AnyTable;
+
+/** Serializes transactions of one process on its one connection (BEGIN…COMMIT is per connection). */
+class Mutex {
+  private tail: Promise<void> = Promise.resolve();
+  lock(): Promise<() => void> {
+    let release!: () => void;
+    const next = new Promise<void>((r) => (release = r));
+    const ready = this.tail.then(() => release);
+    this.tail = this.tail.then(() => next);
+    return ready;
+  }
+}
+
+/** The next key after every string starting with `prefix`, for index range scans. */
+export function prefixUpperBound(prefix: string): string {
+  return prefix + "\uffff";
+}
+
+export class SqliteBackend implements Backend {
+  readonly orm: BunSQLiteDatabase<typeof schema>;
+  private readonly mutex = new Mutex();
+  private readonly tx: SqliteTx;
+
+  constructor(
+    readonly db: Database,
+    readonly location: string,
+  ) {
+    this.orm = drizzle({ client: db, schema });
+    this.tx = new SqliteTx(this.orm);
+  }
+
+  async transaction<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T> {
+    const release = await this.mutex.lock();
+    try {
+      // BEGIN IMMEDIATE takes the write lock before the first read (the guarded write relies on it).
+      withBusyRetry(() => this.db.run("BEGIN IMMEDIATE"));
+      try {
+        const result = await fn(this.tx);
+        this.db.run("COMMIT");
+        return result;
+      } catch (error) {
+        if (this.db.inTransaction) this.db.run("ROLLBACK");
+        throw error;
+      }
+    } finally {
+      release();
+    }
+  }
+
+  async getEntity(kind: EntityKind, id: string): Promise<EntityRow | null> {
+    return this.tx.getEntity(kind, id);
+  }
+
+  async findIdsByPrefix(kind: EntityKind, prefix: string, limit: number): Promise<string[]> {
+    const t = tableOf(kind);
+    const rows = this.orm
+      .select({ id: t.id })
+      .from(t)
+      .where(and(gte(t.id, prefix), lt(t.id, prefixUpperBound(prefix))))
+      .orderBy(asc(t.id))
+      .limit(limit)
+      .all() as { id: string }[];
+    return rows.map((r) => r.id);
+  }
+
+  async listTransitions(kind: EntityKind, id: string): Promise<TransitionRow[]> {
+    const t = schema.statusTransitions;
+    return this.orm
+      .select()
+      .from(t)
+      .where(and(eq(t.entity_type, kind), eq(t.entity_id, id)))
+      .orderBy(asc(t.created_at), asc(t.seq))
+      .all() as TransitionRow[];
+  }
+
+  async listAdminEvents(kind: EntityKind, id: string): Promise<AdminEventRow[]> {
+    const t = schema.adminEvents;
+    return this.orm
+      .select()
+      .from(t)
+      .where(and(eq(t.entity_type, kind), eq(t.entity_id, id)))
+      .orderBy(asc(t.created_at))
+      .all() as AdminEventRow[];
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+/** Write operations; every method runs inside SqliteBackend.transaction, under the write lock. */
+class SqliteTx implements Tx {
+  private readonly statusQueries = new Map<EntityKind, { get: (p: { id: string }) => StatusRow | undefined }>();
+  private readonly casQueries = new Map<string, { run: (p: Record<string, unknown>) => unknown }>();
+  private readonly insertTransitionQuery;
+  private readonly insertAdminEventQuery;
+
+  constructor(private readonly orm: BunSQLiteDatabase<typeof schema>) {
+    const t = schema.statusTransitions;
+    const ph = (name: string) => sql.placeholder(name);
+    this.insertTransitionQuery = orm
+      .insert(t)
+      .values({
+        id: ph("id"),
+        // Assigned under the write lock, so seq order is commit order.
+        seq: sql`(SELECT COALESCE(MAX(${t.seq}), 0) + 1 FROM ${t})`,
+        entity_type: ph("entity_type"),
+        entity_id: ph("entity_id"),
+        previous_status: ph("previous_status"),
+        status: ph("status"),
+        reason_code: ph("reason_code"),
+        reason_summary: ph("reason_summary"),
+        evidence_refs: ph("evidence_refs"),
+        source: ph("source"),
+        actor: ph("actor"),
+        created_at: ph("created_at"),
+        metadata: ph("metadata"),
+        terminal_event: ph("terminal_event"),
+      })
+      .returning({ seq: t.seq })
+      .prepare();
+    const a = schema.adminEvents;
+    this.insertAdminEventQuery = orm
+      .insert(a)
+      .values({
+        id: ph("id"),
+        event_type: ph("event_type"),
+        entity_type: ph("entity_type"),
+        entity_id: ph("entity_id"),
+        actor: ph("actor"),
+        justification: ph("justification"),
+        payload: ph("payload"),
+        created_at: ph("created_at"),
+      })
+      .prepare();
+  }
+
+  readStatus(kind: EntityKind, id: string): StatusRow | null {
+    let q = this.statusQueries.get(kind);
+    if (!q) {
+      const t = tableOf(kind);
+      q = this.orm
+        .select({ status: t.status, updated_at: t.updated_at })
+        .from(t)
+        .where(eq(t.id, sql.placeholder("id")))
+        .prepare() as unknown as { get: (p: { id: string }) => StatusRow | undefined };
+      this.statusQueries.set(kind, q);
+    }
+    return q.get({ id }) ?? null;
+  }
+
+  casStatus(kind: EntityKind, id: string, guard: { status: string | null; updatedAt?: number }, set: StatusSet, extra: Record<string, unknown>): number {
+    const extraKeys = Object.keys(extra).sort();
+    const withVersion = guard.updatedAt !== undefined;
+    const key = `${kind}|${withVersion}|${extraKeys.join(",")}`;
+    let q = this.casQueries.get(key);
+    if (!q) {
+      const t = tableOf(kind) as AnyTable & Record<string, any>;
+      const values: Record<string, unknown> = {};
+      for (const column of ["status", "status_reason_code", "status_reason_summary", "status_evidence_refs", "updated_at", ...extraKeys]) {
+        values[column] = sql.placeholder(`set_${column}`);
+      }
+      // NULL-safe compare-and-set in the statement itself: `status IS ?` matches NULL too.
+      const conditions: SQL[] = [eq(t.id, sql.placeholder("id")), sql`${t.status} IS ${sql.placeholder("guard_status")}`];
+      if (withVersion) conditions.push(sql`${t.updated_at} = ${sql.placeholder("guard_updated_at")}`);
+      q = this.orm.update(t).set(values).where(and(...conditions)).prepare() as unknown as { run: (p: Record<string, unknown>) => unknown };
+      this.casQueries.set(key, q);
+    }
+    const params: Record<string, unknown> = { id, guard_status: guard.status };
+    if (withVersion) params.guard_updated_at = guard.updatedAt;
+    for (const [column, value] of Object.entries(set)) params[`set_${column}`] = value;
+    for (const column of extraKeys) params[`set_${column}`] = extra[column];
+    const result = q.run(params) as { changes: number };
+    return result.changes;
+  }
+
+  insertTransition(row: Omit<TransitionRow, "seq">): number {
+    const out = this.insertTransitionQuery.get(row as unknown as Record<string, unknown>) as { seq: number };
+    return out.seq;
+  }
+
+  insertAdminEvent(row: AdminEventRow): void {
+    this.insertAdminEventQuery.run(row as unknown as Record<string, unknown>);
+  }
+
+  insertEntity(kind: EntityKind, row: Record<string, unknown>): void {
+    this.orm.insert(tableOf(kind)).values(row as never).run();
+  }
+
+  getEntity(kind: EntityKind, id: string): EntityRow | null {
+    const t = tableOf(kind);
+    return (this.orm.select().from(t).where(eq(t.id, id)).get() as EntityRow | undefined) ?? null;
+  }
+}

@@ -1,0 +1,275 @@
+// The ledger's tables for SQLite (SPEC §3); names follow the seeds so an operator's SQL keeps working.
+
+import { sql, type SQL } from "drizzle-orm";
+import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex, type AnySQLiteColumn } from "drizzle-orm/sqlite-core";
+import { POLICY_SPECS, type EntityKind } from "../../lifecycle/policy.ts";
+
+/** `status IN (…)` derived from the registry, so the database enforces the same vocabulary. */
+function statusIn(kind: EntityKind, column: AnySQLiteColumn, opts: { nullable?: boolean } = {}): SQL {
+  const list = POLICY_SPECS[kind].statuses.map((s) => `'${s}'`).join(", ");
+  return opts.nullable ? sql`${column} IS NULL OR ${column} IN (${sql.raw(list)})` : sql`${column} IN (${sql.raw(list)})`;
+}
+
+/** Columns every status-bearing entity carries: current status and its denormalized reason. */
+const statusColumns = () => ({
+  status: text("status").notNull(),
+  status_reason_code: text("status_reason_code"),
+  status_reason_summary: text("status_reason_summary"),
+  status_evidence_refs: text("status_evidence_refs"),
+  created_at: real("created_at").notNull(),
+  updated_at: real("updated_at").notNull(),
+});
+
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    id: text("id").primaryKey(),
+    progression_id: text("progression_id"),
+    first_msg_id: text("first_msg_id"),
+    last_msg_id: text("last_msg_id"),
+    ...statusColumns(),
+    started_at: real("started_at"),
+    ended_at: real("ended_at"),
+    invocation_id: text("invocation_id"),
+    artifacts_path: text("artifacts_path"),
+    artifact_contract_json: text("artifact_contract_json"),
+    artifact_verification_json: text("artifact_verification_json"),
+    node_metadata: text("node_metadata"),
+    exit_code: integer("exit_code"),
+    current_leg_id: text("current_leg_id"),
+    linked_session_id: text("linked_session_id"),
+  },
+  (t) => [
+    check("sessions_status_check", statusIn("session", t.status)),
+    index("sessions_status_idx").on(t.status, t.updated_at),
+    index("sessions_invocation_idx").on(t.invocation_id, t.updated_at),
+    index("sessions_updated_idx").on(t.updated_at),
+  ],
+);
+
+export const branches = sqliteTable(
+  "branches",
+  {
+    id: text("id").primaryKey(),
+    session_id: text("session_id").notNull(),
+    name: text("name"),
+    metadata: text("metadata"),
+    created_at: real("created_at").notNull(),
+    updated_at: real("updated_at").notNull(),
+  },
+  (t) => [index("branches_session_idx").on(t.session_id)],
+);
+
+export const messages = sqliteTable(
+  "messages",
+  {
+    id: text("id").primaryKey(),
+    session_id: text("session_id").notNull(),
+    branch_id: text("branch_id"),
+    leg_id: text("leg_id"),
+    role: text("role").notNull(),
+    content: text("content").notNull(),
+    truncated: integer("truncated").notNull().default(0),
+    created_at: real("created_at").notNull(),
+  },
+  (t) => [index("messages_session_idx").on(t.session_id, t.created_at), index("messages_leg_idx").on(t.leg_id)],
+);
+
+export const legs = sqliteTable(
+  "legs",
+  {
+    id: text("id").primaryKey(),
+    session_id: text("session_id").notNull(),
+    seq: integer("seq").notNull(),
+    run_id: text("run_id").notNull(),
+    state_root: text("state_root").notNull(),
+    artifact_root: text("artifact_root").notNull(),
+    command: text("command").notNull(),
+    cwd: text("cwd"),
+    pid: integer("pid"),
+    pid_start_ticks: integer("pid_start_ticks"),
+    boot_id: text("boot_id"),
+    host_id: text("host_id"),
+    command_pid: integer("command_pid"),
+    command_start_ticks: integer("command_start_ticks"),
+    started_at: real("started_at").notNull(),
+    heartbeat_at: real("heartbeat_at"),
+    kill_requested_at: real("kill_requested_at"),
+    ended_at: real("ended_at"),
+    status: text("status").notNull(),
+    reason_code: text("reason_code"),
+    exit_code: integer("exit_code"),
+    deferred: integer("deferred").notNull().default(0),
+  },
+  (t) => [
+    check("legs_status_check", statusIn("session", t.status)),
+    uniqueIndex("legs_run_id_idx").on(t.run_id),
+    uniqueIndex("legs_session_seq_idx").on(t.session_id, t.seq),
+    index("legs_open_idx").on(t.ended_at),
+  ],
+);
+
+export const invocations = sqliteTable(
+  "invocations",
+  {
+    id: text("id").primaryKey(),
+    ...statusColumns(),
+    started_at: real("started_at"),
+    ended_at: real("ended_at"),
+  },
+  (t) => [check("invocations_status_check", statusIn("invocation", t.status)), index("invocations_status_idx").on(t.status)],
+);
+
+export const plays = sqliteTable(
+  "plays",
+  {
+    id: text("id").primaryKey(),
+    ...statusColumns(),
+    session_id: text("session_id"),
+    started_at: real("started_at"),
+    ended_at: real("ended_at"),
+    exit_code: integer("exit_code"),
+  },
+  (t) => [
+    check("plays_status_check", statusIn("play", t.status)),
+    index("plays_status_idx").on(t.status),
+    index("plays_session_idx").on(t.session_id),
+  ],
+);
+
+export const scheduleRuns = sqliteTable(
+  "schedule_runs",
+  {
+    id: text("id").primaryKey(),
+    ...statusColumns(),
+    invocation_id: text("invocation_id"),
+    started_at: real("started_at"),
+    ended_at: real("ended_at"),
+    exit_code: integer("exit_code"),
+  },
+  (t) => [
+    check("schedule_runs_status_check", statusIn("schedule_run", t.status)),
+    index("schedule_runs_status_idx").on(t.status),
+    index("schedule_runs_invocation_idx").on(t.invocation_id),
+  ],
+);
+
+export const shows = sqliteTable(
+  "shows",
+  { id: text("id").primaryKey(), ...statusColumns() },
+  (t) => [check("shows_status_check", statusIn("show", t.status)), index("shows_status_idx").on(t.status)],
+);
+
+export const teams = sqliteTable(
+  "teams",
+  { id: text("id").primaryKey(), ...statusColumns() },
+  (t) => [check("teams_status_check", statusIn("team", t.status)), index("teams_status_idx").on(t.status)],
+);
+
+export const statusTransitions = sqliteTable(
+  "status_transitions",
+  {
+    id: text("id").primaryKey(),
+    /** Increasing in commit order (assigned under the write lock); consumer watermarks use it. */
+    seq: integer("seq").notNull(),
+    entity_type: text("entity_type").notNull(),
+    entity_id: text("entity_id").notNull(),
+    previous_status: text("previous_status"),
+    status: text("status").notNull(),
+    reason_code: text("reason_code").notNull(),
+    reason_summary: text("reason_summary"),
+    evidence_refs: text("evidence_refs"),
+    source: text("source").notNull(),
+    actor: text("actor"),
+    created_at: real("created_at").notNull(),
+    metadata: text("metadata"),
+    /** 1 when this row is a terminal event (§2): applied, changed status, landed terminal, execution kind. */
+    terminal_event: integer("terminal_event").notNull().default(0),
+  },
+  (t) => [
+    uniqueIndex("status_transitions_seq_idx").on(t.seq),
+    index("status_transitions_entity_idx").on(t.entity_type, t.entity_id, t.created_at),
+    index("status_transitions_events_idx").on(t.terminal_event, t.seq),
+    check("status_transitions_source_check", sql`${t.source} IN ('executor', 'agent', 'admin', 'system')`),
+  ],
+);
+
+export const adminEvents = sqliteTable(
+  "admin_events",
+  {
+    id: text("id").primaryKey(),
+    event_type: text("event_type").notNull(),
+    entity_type: text("entity_type"),
+    entity_id: text("entity_id"),
+    actor: text("actor"),
+    justification: text("justification"),
+    payload: text("payload"),
+    created_at: real("created_at").notNull(),
+  },
+  (t) => [index("admin_events_entity_idx").on(t.entity_type, t.entity_id, t.created_at), index("admin_events_type_idx").on(t.event_type)],
+);
+
+export const terminalCallbacks = sqliteTable(
+  "terminal_callbacks",
+  {
+    id: text("id").primaryKey(),
+    /** 'leg' (bound to one leg's session) or 'standing' (a named handler over many entities). */
+    scope: text("scope").notNull(),
+    name: text("name"),
+    consumer: text("consumer").notNull(),
+    session_id: text("session_id"),
+    leg_id: text("leg_id"),
+    argv: text("argv").notNull(),
+    filter_kinds: text("filter_kinds"),
+    filter_ids: text("filter_ids"),
+    origin: text("origin").notNull(),
+    host_id: text("host_id").notNull(),
+    enabled: integer("enabled").notNull().default(1),
+    created_at: real("created_at").notNull(),
+    retired_at: real("retired_at"),
+  },
+  (t) => [
+    check("terminal_callbacks_scope_check", sql`${t.scope} IN ('leg', 'standing')`),
+    uniqueIndex("terminal_callbacks_consumer_idx").on(t.consumer),
+    index("terminal_callbacks_session_idx").on(t.session_id),
+    index("terminal_callbacks_leg_idx").on(t.leg_id),
+  ],
+);
+
+export const consumers = sqliteTable("consumers", {
+  name: text("name").primaryKey(),
+  watermark: integer("watermark").notNull(),
+  registered_at: real("registered_at").notNull(),
+  retired_at: real("retired_at"),
+});
+
+export const terminalDeliveries = sqliteTable(
+  "terminal_deliveries",
+  {
+    transition_id: text("transition_id").notNull(),
+    consumer: text("consumer").notNull(),
+    state: text("state").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    last_error: text("last_error"),
+    claimed_until: real("claimed_until"),
+    next_attempt_at: real("next_attempt_at"),
+    acked_at: real("acked_at"),
+    created_at: real("created_at").notNull(),
+    updated_at: real("updated_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.transition_id, t.consumer] }),
+    check("terminal_deliveries_state_check", sql`${t.state} IN ('claimed', 'retry', 'acked', 'dead')`),
+    index("terminal_deliveries_consumer_idx").on(t.consumer, t.state),
+  ],
+);
+
+/** The table of each entity kind, derived from the registry's table names. */
+export const ENTITY_TABLES = {
+  session: sessions,
+  invocation: invocations,
+  schedule_run: scheduleRuns,
+  play: plays,
+  show: shows,
+  team: teams,
+} as const satisfies Record<EntityKind, unknown>;

@@ -1,0 +1,233 @@
+// The guarded status write (SPEC §5, ADR-0064 D5): the one seam through which every status changes.
+
+import { z } from "zod";
+import { canonicalKind, POLICIES, type EntityKind, type Policy } from "../lifecycle/policy.ts";
+import { reasonRefusal } from "../lifecycle/reasons.ts";
+import { NotFoundError, UsageError } from "../util/errors.ts";
+import type { IdFactory } from "../util/ids.ts";
+import { SOURCES, type Awaitable, type Source, type StatusRow, type Tx } from "./backend.ts";
+
+/** Refused before any write: bad kind, status, reason, source, field or override. */
+export class TransitionValidationError extends UsageError {}
+
+/** Leaving a terminal status, or moving along an undeclared edge, without an override (audited). */
+export class TransitionRejectedError extends Error {
+  override readonly name = "TransitionRejectedError";
+  constructor(
+    readonly kind: EntityKind,
+    readonly id: string,
+    readonly from: string | null,
+    readonly to: string,
+    readonly why: "terminal_exit" | "undeclared_edge",
+  ) {
+    super(
+      why === "terminal_exit"
+        ? `refusing to move ${kind} ${id} from terminal status '${from}' to '${to}' without --override`
+        : `refusing to move ${kind} ${id} from '${from}' to '${to}': not a declared edge (needs --override)`,
+    );
+  }
+}
+
+const evidenceSchema = z.array(z.record(z.string(), z.unknown()));
+
+export const transitionCommandSchema = z.strictObject({
+  newStatus: z.string().min(1),
+  reasonCode: z.string().min(1),
+  reasonSummary: z.string().optional(),
+  evidenceRefs: evidenceSchema.optional(),
+  source: z.enum(SOURCES).optional(),
+  actor: z.string().nullable().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  expectedStatuses: z.array(z.string().nullable()).optional(),
+  expectedUpdatedAt: z.number().optional(),
+  extraFields: z.record(z.string(), z.unknown()).optional(),
+  override: z.boolean().optional(),
+  overrideActor: z.string().optional(),
+  overrideJustification: z.string().optional(),
+});
+
+export type TransitionCommand = z.input<typeof transitionCommandSchema> & {
+  /** Runs inside the same transaction, only when the write applied (e.g. to close or open a `legs` row). */
+  alsoInTransaction?: (tx: Tx, applied: AppliedTransition) => Awaitable<void>;
+};
+
+export interface AppliedTransition {
+  transitionId: string;
+  seq: number;
+  kind: EntityKind;
+  entityId: string;
+  previousStatus: string | null;
+  status: string;
+  reasonCode: string;
+  occurredAt: number;
+  terminalEvent: boolean;
+}
+
+export type TransitionOutcome =
+  | { result: "applied"; transition: AppliedTransition }
+  | { result: "conflict"; current: StatusRow; why: "expected_status" | "expected_updated_at" | "cas_lost" }
+  | { result: "rejected"; error: TransitionRejectedError };
+
+/** Test seams: pause or fail between the steps of a guarded write. */
+export interface TransitionHooks {
+  afterRead?(tx: Tx, kind: EntityKind, id: string): Awaitable<void>;
+  afterUpdate?(tx: Tx, kind: EntityKind, id: string): Awaitable<void>;
+}
+
+export interface TransitionContext {
+  now: () => number;
+  newId: IdFactory;
+  hooks?: TransitionHooks;
+}
+
+export interface ValidatedTransition {
+  kind: EntityKind;
+  policy: Policy;
+  command: z.output<typeof transitionCommandSchema>;
+  alsoInTransaction?: TransitionCommand["alsoInTransaction"];
+}
+
+/** Every check that needs no database: kind, status, reason, source, extra fields, override. */
+export function validateTransition(entityType: string, command: TransitionCommand): ValidatedTransition {
+  const kind = canonicalKind(entityType);
+  if (!kind) throw new TransitionValidationError(`unknown entity kind '${entityType}'`);
+  const { alsoInTransaction, ...data } = command;
+  const parsed = transitionCommandSchema.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new TransitionValidationError(`invalid transition: ${issue.path.join(".") || "command"}: ${issue.message}`);
+  }
+  const cmd = parsed.data;
+  const policy = POLICIES[kind];
+  if (!policy.statuses.has(cmd.newStatus)) {
+    throw new TransitionValidationError(`'${cmd.newStatus}' is not a ${kind} status (valid: ${[...policy.statuses].join(", ")})`);
+  }
+  const refusal = reasonRefusal(kind, cmd.reasonCode);
+  if (refusal) throw new TransitionValidationError(refusal);
+  for (const expected of cmd.expectedStatuses ?? []) {
+    if (expected !== null && !policy.statuses.has(expected)) {
+      throw new TransitionValidationError(`expected status '${expected}' is not a ${kind} status`);
+    }
+  }
+  for (const field of Object.keys(cmd.extraFields ?? {})) {
+    if (!policy.extraFields.has(field)) {
+      throw new TransitionValidationError(`field '${field}' may not be written with a ${kind} status (allowed: ${[...policy.extraFields].join(", ") || "none"})`);
+    }
+  }
+  if (cmd.override && (!cmd.overrideActor?.trim() || !cmd.overrideJustification?.trim())) {
+    throw new TransitionValidationError("an override needs a non-empty actor and justification");
+  }
+  return { kind, policy, command: cmd, ...(alsoInTransaction ? { alsoInTransaction } : {}) };
+}
+
+function json(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
+}
+
+function encodeExtra(extra: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(extra)) {
+    out[k] = v !== null && typeof v === "object" ? JSON.stringify(v) : v === undefined ? null : v;
+  }
+  return out;
+}
+
+/**
+ * The guarded write inside an open transaction. Returns the outcome; never throws for a guard
+ * conflict or a policy rejection (the caller commits the rejection audit row, then throws).
+ */
+export async function applyTransition(tx: Tx, ctx: TransitionContext, v: ValidatedTransition, id: string): Promise<TransitionOutcome> {
+  const { kind, policy, command: cmd } = v;
+  const row = await tx.readStatus(kind, id);
+  if (!row) throw new NotFoundError(kind, id);
+  await ctx.hooks?.afterRead?.(tx, kind, id);
+  if (cmd.expectedStatuses && !cmd.expectedStatuses.includes(row.status)) {
+    return { result: "conflict", current: row, why: "expected_status" };
+  }
+  if (cmd.expectedUpdatedAt !== undefined && cmd.expectedUpdatedAt !== row.updated_at) {
+    return { result: "conflict", current: row, why: "expected_updated_at" };
+  }
+  const from = row.status;
+  const to = cmd.newStatus;
+  const now = ctx.now();
+  if (from !== to && !cmd.override) {
+    const fromTerminal = from !== null && policy.terminal.has(from);
+    const declared = from !== null && (policy.edges.get(from)?.has(to) ?? false);
+    if (fromTerminal || !declared) {
+      const error = new TransitionRejectedError(kind, id, from, to, fromTerminal ? "terminal_exit" : "undeclared_edge");
+      await tx.insertAdminEvent({
+        id: ctx.newId(),
+        event_type: "status_transition_rejected",
+        entity_type: kind,
+        entity_id: id,
+        actor: cmd.actor ?? null,
+        justification: null,
+        payload: JSON.stringify({ from, to, reason_code: cmd.reasonCode, source: cmd.source ?? "executor", why: error.why }),
+        created_at: now,
+      });
+      return { result: "rejected", error };
+    }
+  }
+  // A strictly increasing version, so expectedUpdatedAt detects every write even within one clock tick.
+  const updatedAt = Math.max(now, row.updated_at + 1e-6);
+  const changed = await tx.casStatus(
+    kind,
+    id,
+    { status: from, ...(cmd.expectedUpdatedAt !== undefined ? { updatedAt: cmd.expectedUpdatedAt } : {}) },
+    {
+      status: to,
+      status_reason_code: cmd.reasonCode,
+      status_reason_summary: cmd.reasonSummary ?? null,
+      status_evidence_refs: json(cmd.evidenceRefs),
+      updated_at: updatedAt,
+    },
+    encodeExtra(cmd.extraFields ?? {}),
+  );
+  if (changed === 0) {
+    const current = (await tx.readStatus(kind, id)) ?? row;
+    return { result: "conflict", current, why: "cas_lost" };
+  }
+  await ctx.hooks?.afterUpdate?.(tx, kind, id);
+  if (cmd.override && from !== to) {
+    await tx.insertAdminEvent({
+      id: ctx.newId(),
+      event_type: "status_transition_override",
+      entity_type: kind,
+      entity_id: id,
+      actor: cmd.overrideActor ?? null,
+      justification: cmd.overrideJustification ?? null,
+      payload: JSON.stringify({ from, to, reason_code: cmd.reasonCode }),
+      created_at: now,
+    });
+  }
+  const terminalEvent = from !== to && policy.terminal.has(to) && policy.execution;
+  const transitionId = ctx.newId();
+  const seq = await tx.insertTransition({
+    id: transitionId,
+    entity_type: kind,
+    entity_id: id,
+    previous_status: from,
+    status: to,
+    reason_code: cmd.reasonCode,
+    reason_summary: cmd.reasonSummary ?? null,
+    evidence_refs: json(cmd.evidenceRefs),
+    source: (cmd.source ?? "executor") as Source,
+    actor: cmd.actor ?? null,
+    created_at: now,
+    metadata: json(cmd.metadata),
+    terminal_event: terminalEvent ? 1 : 0,
+  });
+  const transition: AppliedTransition = {
+    transitionId,
+    seq,
+    kind,
+    entityId: id,
+    previousStatus: from,
+    status: to,
+    reasonCode: cmd.reasonCode,
+    occurredAt: now,
+    terminalEvent,
+  };
+  await v.alsoInTransaction?.(tx, transition);
+  return { result: "applied", transition };
+}

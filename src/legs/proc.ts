@@ -1,0 +1,183 @@
+// Process identity on Linux (SPEC §8.5, §12.1): /proc start ticks and state, boot and host ids, and positive-evidence probes.
+
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+export const PROC_ROOT = "/proc";
+
+/** Where a machine id may live, in the order tried. */
+export const MACHINE_ID_PATHS: readonly string[] = ["/etc/machine-id", "/var/lib/dbus/machine-id"];
+
+/** What a probe saw: the process runs, is gone (or a zombie), or its pid now names another process. */
+export type ProbeResult = "alive" | "dead" | "reused";
+
+/** The identity a leg records for a process it owns (SPEC §8.5). */
+export interface ProcessIdentity {
+  pid: number;
+  startTicks: number | null;
+  bootId: string;
+  hostId: string;
+}
+
+/** `process.kill`'s shape: injectable so the EPERM path can be exercised without a second user. */
+export type SignalSender = (pid: number, signal: NodeJS.Signals | number) => boolean;
+
+export interface ProbeOptions {
+  procRoot?: string;
+  sendSignal?: SignalSender;
+}
+
+export interface HostIdOptions {
+  procRoot?: string;
+  machineIdPaths?: readonly string[];
+}
+
+/** Fields of /proc/<pid>/stat from field 3 (state) on; the command name (field 2) may hold spaces and ')'. */
+function readStatTail(pid: number | "self", procRoot: string): string[] | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(procRoot, String(pid), "stat"), "utf8");
+  } catch {
+    return null;
+  }
+  const close = text.lastIndexOf(")");
+  if (close < 0) return null;
+  return text.slice(close + 1).trim().split(/\s+/);
+}
+
+/** Field N of stat (1-based, as in proc(5)) from the tail that starts at field 3. */
+function statField(tail: string[], field: number): string | undefined {
+  return tail[field - 3];
+}
+
+function parseInteger(value: string | undefined): number | null {
+  if (value === undefined || !/^-?\d+$/.test(value)) return null;
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : null;
+}
+
+function assertPid(pid: number, what: string, min: number): void {
+  if (!Number.isSafeInteger(pid) || pid < min) {
+    throw new RangeError(`${what}: ${pid} is not a usable process id`);
+  }
+}
+
+/** Start time of the process in clock ticks since boot (stat field 22), or null when it cannot be read. */
+export function readStartTicks(pid: number, procRoot: string = PROC_ROOT): number | null {
+  const tail = readStatTail(pid, procRoot);
+  return tail ? parseInteger(statField(tail, 22)) : null;
+}
+
+/** Scheduler state letter (stat field 3), e.g. "S", "R", "Z"; null when it cannot be read. */
+export function readProcState(pid: number, procRoot: string = PROC_ROOT): string | null {
+  const tail = readStatTail(pid, procRoot);
+  const state = tail ? statField(tail, 3) : undefined;
+  return state && state.length > 0 ? state : null;
+}
+
+/** The kernel's id of this boot; falls back to the boot time when /proc does not offer it. */
+export function bootId(procRoot: string = PROC_ROOT): string {
+  try {
+    const id = fs.readFileSync(path.join(procRoot, "sys/kernel/random/boot_id"), "utf8").trim();
+    if (id) return id;
+  } catch {
+    // Not Linux, or /proc is hidden: the boot time still separates boots.
+  }
+  return `boot-${Math.round(Date.now() / 1000 - os.uptime())}`;
+}
+
+/** The machine id (systemd/dbus), or the host name when neither file exists. */
+export function machineId(paths: readonly string[] = MACHINE_ID_PATHS): string {
+  for (const candidate of paths) {
+    try {
+      const id = fs.readFileSync(candidate, "utf8").trim();
+      if (id) return id;
+    } catch {
+      // Try the next place.
+    }
+  }
+  return os.hostname();
+}
+
+/** Machine id and boot id: a pid is only meaningful on the same host within the same boot. */
+export function hostId(options: HostIdOptions = {}): string {
+  return `${machineId(options.machineIdPaths)}:${bootId(options.procRoot)}`;
+}
+
+/** The identity of the current process, as a leg records it. */
+export function processIdentity(options: HostIdOptions = {}): ProcessIdentity {
+  const procRoot = options.procRoot ?? PROC_ROOT;
+  return {
+    pid: process.pid,
+    startTicks: readStartTicks(process.pid, procRoot),
+    bootId: bootId(procRoot),
+    hostId: hostId(options),
+  };
+}
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === "object" && error !== null && "code" in error ? String(error.code) : undefined;
+}
+
+/** true when the pid exists (ours or not), false on ESRCH. */
+function exists(pid: number, sendSignal: SignalSender): boolean {
+  try {
+    sendSignal(pid, 0);
+    return true;
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === "ESRCH") return false;
+    if (code === "EPERM") return true;
+    throw error;
+  }
+}
+
+/**
+ * Judges a recorded process on positive evidence only: gone or a zombie → "dead"; running with
+ * another start time → "reused"; otherwise "alive". Without expected start ticks no reuse can be seen.
+ */
+export function probeProcess(pid: number, expectedStartTicks: number | null, options: ProbeOptions = {}): ProbeResult {
+  assertPid(pid, "probeProcess", 1);
+  const procRoot = options.procRoot ?? PROC_ROOT;
+  const sendSignal = options.sendSignal ?? process.kill.bind(process);
+  if (!exists(pid, sendSignal)) return "dead";
+  // On EPERM the process is not ours, but /proc still tells its state and start time.
+  const tail = readStatTail(pid, procRoot);
+  if (!tail) {
+    // It exited between the two looks, or /proc hides it (hidepid): only a second signal can tell.
+    return exists(pid, sendSignal) ? "alive" : "dead";
+  }
+  const state = statField(tail, 3);
+  if (state === "Z" || state === "X" || state === "x") return "dead";
+  const startTicks = parseInteger(statField(tail, 22));
+  if (expectedStartTicks !== null && startTicks !== null && startTicks !== expectedStartTicks) return "reused";
+  return "alive";
+}
+
+/**
+ * true when our process group is the foreground group of our controlling terminal: Ctrl-C then
+ * already reaches the command's group, and forwarding SIGINT would deliver it twice.
+ */
+export function isForegroundOfTerminal(procRoot: string = PROC_ROOT): boolean {
+  const tail = readStatTail("self", procRoot);
+  if (!tail) return false;
+  const pgrp = parseInteger(statField(tail, 5));
+  const tpgid = parseInteger(statField(tail, 8));
+  return pgrp !== null && tpgid !== null && tpgid > 0 && pgrp === tpgid;
+}
+
+/**
+ * Signals every process of a group; false when the group no longer exists. Refuses groups 0 and 1,
+ * which would mean our own group and every process on the machine.
+ */
+export function killGroup(pgid: number, signal: NodeJS.Signals | number, sendSignal: SignalSender = process.kill.bind(process)): boolean {
+  assertPid(pgid, "killGroup", 2);
+  try {
+    sendSignal(-pgid, signal);
+    return true;
+  } catch (error) {
+    if (errorCode(error) === "ESRCH") return false;
+    throw error;
+  }
+}

@@ -1,0 +1,245 @@
+// Run directories (SPEC §6, ADR-0064 D1): where one leg's snapshots, streams, manifest and default artifacts live.
+
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { isContained } from "../contracts/artifacts.ts";
+import { UsageError } from "../util/errors.ts";
+import { assertSafeId, isSafeId } from "../util/ids.ts";
+
+export const RUN_ID_ENV = "LI_RUN_ID";
+/** State directories hold the command's output and identity: owner-only, like LI_HOME (§3). */
+const STATE_DIR_MODE = 0o700;
+const MANIFEST_MODE = 0o600;
+
+export type Manifest = Record<string, unknown>;
+
+/** The files of one leg. Frozen: paths never change after allocation. */
+export class RunDir {
+  readonly manifestPath: string;
+  readonly checkpointPath: string;
+  readonly branchesDir: string;
+  readonly streamDir: string;
+
+  constructor(
+    readonly runId: string,
+    readonly stateRoot: string,
+    readonly artifactRoot: string,
+  ) {
+    this.manifestPath = path.join(stateRoot, "run.json");
+    this.checkpointPath = path.join(stateRoot, "checkpoint.json");
+    this.branchesDir = path.join(stateRoot, "branches");
+    this.streamDir = path.join(stateRoot, "stream");
+    Object.freeze(this);
+  }
+
+  branchPath(branchId: string): string {
+    return path.join(this.branchesDir, `${assertSafeId(branchId, "branch id")}.json`);
+  }
+
+  streamPath(branchId: string): string {
+    return path.join(this.streamDir, `${assertSafeId(branchId, "branch id")}.log`);
+  }
+
+  /** A per-agent folder under the artifact root; throws when it would land outside the root (symlinks followed). */
+  agentArtifactDir(agentId: string): string {
+    const dir = path.join(this.artifactRoot, assertSafeId(agentId, "agent id"));
+    if (!isContained(this.artifactRoot, dir)) {
+      throw new UsageError(`agent id ${JSON.stringify(agentId)}: artifact directory ${dir} escapes the artifact root ${this.artifactRoot}`);
+    }
+    return dir;
+  }
+
+  /** Writes run.json atomically (temp file + rename, 0600); the run's own identity fields cannot be overridden. */
+  writeManifest(fields: Manifest = {}): void {
+    const manifest: Manifest = { run_id: this.runId, state_root: this.stateRoot, artifact_root: this.artifactRoot };
+    for (const [key, value] of Object.entries(fields)) {
+      if (!(key in manifest)) manifest[key] = value;
+    }
+    writeFileAtomic(this.manifestPath, `${JSON.stringify(manifest, null, 2)}\n`, MANIFEST_MODE);
+  }
+
+  /** The manifest, or {} when none was written; unreadable or invalid JSON propagates. */
+  readManifest(): Manifest {
+    let text: string;
+    try {
+      text = fs.readFileSync(this.manifestPath, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return {};
+      throw err;
+    }
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      throw new Error(`${this.manifestPath}: manifest is not a JSON object`);
+    }
+    return parsed as Manifest;
+  }
+
+  /** Creates the artifact root on demand; allocation never does (a --save-dir may be meant to appear only when used). */
+  ensureArtifactRoot(): string {
+    fs.mkdirSync(this.artifactRoot, { recursive: true });
+    return this.artifactRoot;
+  }
+}
+
+export interface AllocateRunOptions {
+  runsRoot: string;
+  /** `--save-dir`: becomes the artifact root, resolved against the working directory, `~` expanded. */
+  saveDir?: string | undefined;
+  /** `--run-id`. */
+  runId?: string | undefined;
+  /** Where LI_RUN_ID is read from and removed; defaults to process.env. */
+  env?: Record<string, string | undefined>;
+  /** Unix seconds; the generated id uses its UTC time. */
+  now?: number;
+  /** Hex source for a generated id's suffix; the first 6 characters are used. */
+  randomHex?: () => string;
+  /** Home directory for `~` in saveDir; defaults to os.homedir(). */
+  homeDir?: string;
+}
+
+/**
+ * Allocates a new leg's run directory (SPEC §6): picks the run id, claims RUNS_ROOT/<run_id>
+ * (a usage error when it exists), creates branches/ and stream/, never the artifact root.
+ */
+export function allocateRun(options: AllocateRunOptions): RunDir {
+  const env = options.env ?? process.env;
+  const runId = pickRunId(options, env);
+  const runsRoot = path.resolve(options.runsRoot);
+  const stateRoot = path.join(runsRoot, runId);
+  const artifactRoot =
+    options.saveDir !== undefined
+      ? path.resolve(expandHome(options.saveDir, options.homeDir ?? os.homedir()))
+      : path.join(stateRoot, "artifacts");
+
+  fs.mkdirSync(runsRoot, { recursive: true, mode: STATE_DIR_MODE });
+  try {
+    // Non-recursive on purpose: the mkdir itself is the atomic claim of the run id.
+    fs.mkdirSync(stateRoot, { mode: STATE_DIR_MODE });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new UsageError(`run id ${runId} is already used (${stateRoot} exists)`);
+    throw err;
+  }
+  const run = new RunDir(runId, stateRoot, artifactRoot);
+  fs.mkdirSync(run.branchesDir, { mode: STATE_DIR_MODE });
+  fs.mkdirSync(run.streamDir, { mode: STATE_DIR_MODE });
+  return run;
+}
+
+/** Rebuilds the RunDir of an existing leg from its recorded paths; creates nothing. */
+export function openRun(fields: { runId: string; stateRoot: string; artifactRoot: string }): RunDir {
+  return new RunDir(assertSafeId(fields.runId, "run id"), path.resolve(fields.stateRoot), path.resolve(fields.artifactRoot));
+}
+
+function pickRunId(options: AllocateRunOptions, env: Record<string, string | undefined>): string {
+  const fromEnv = env[RUN_ID_ENV];
+  // Consumed whatever wins, so a nested `li agent` in the command never reuses it.
+  delete env[RUN_ID_ENV];
+  if (options.runId !== undefined) return assertSafeId(options.runId, "--run-id");
+  if (fromEnv !== undefined && fromEnv !== "") return assertSafeId(fromEnv, RUN_ID_ENV);
+  return generateRunId(options.now ?? Date.now() / 1000, options.randomHex ?? randomUuidHex);
+}
+
+/** `<UTC YYYYMMDDTHHMMSS>-<6 hex>`. */
+export function generateRunId(nowSeconds: number, randomHex: () => string = randomUuidHex): string {
+  const stamp = new Date(Math.floor(nowSeconds) * 1000).toISOString(); // 2024-05-01T12:34:56.000Z
+  const compact = stamp.slice(0, 19).replace(/[-:]/g, "");
+  const suffix = randomHex().slice(0, 6).toLowerCase();
+  if (!/^[0-9a-f]{6}$/.test(suffix)) throw new Error(`run id suffix ${JSON.stringify(suffix)} is not 6 hex characters`);
+  return `${compact}-${suffix}`;
+}
+
+function randomUuidHex(): string {
+  return crypto.randomUUID().replace(/-/g, "");
+}
+
+function expandHome(p: string, home: string): string {
+  if (p === "~") return home;
+  if (p.startsWith("~/")) return path.join(home, p.slice(2));
+  return p;
+}
+
+function writeFileAtomic(target: string, text: string, mode: number): void {
+  const temp = `${target}.${process.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  const fd = fs.openSync(temp, "wx", mode);
+  try {
+    try {
+      fs.writeSync(fd, text);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(temp, target);
+  } catch (err) {
+    fs.rmSync(temp, { force: true });
+    throw err;
+  }
+}
+
+export interface BranchSnapshot {
+  branchId: string;
+  path: string;
+  snapshot: unknown;
+}
+
+/**
+ * Finds a branch snapshot in RUNS_ROOT/<run>/branches/<branch_id>.json, for resuming a branch
+ * the ledger no longer holds (§10): exact id first, then a unique prefix. When several legs
+ * left a snapshot of the same branch, the newest readable one wins. Ambiguity is a usage error.
+ */
+export function findBranchSnapshot(runsRoot: string, branchIdOrPrefix: string): BranchSnapshot | null {
+  if (branchIdOrPrefix === "") return null;
+  const files = listBranchSnapshots(runsRoot);
+  const exact = files.filter((file) => file.branchId === branchIdOrPrefix);
+  if (exact.length > 0) return newestReadable(exact);
+  const matches = files.filter((file) => file.branchId.startsWith(branchIdOrPrefix));
+  const ids = [...new Set(matches.map((file) => file.branchId))].sort();
+  if (ids.length > 1) {
+    throw new UsageError(`branch prefix ${JSON.stringify(branchIdOrPrefix)} is ambiguous: ${ids.join(", ")}`);
+  }
+  return matches.length > 0 ? newestReadable(matches) : null;
+}
+
+interface SnapshotFile {
+  branchId: string;
+  path: string;
+}
+
+function listBranchSnapshots(runsRoot: string): SnapshotFile[] {
+  const files: SnapshotFile[] = [];
+  for (const run of readDirOrEmpty(runsRoot)) {
+    if (!run.isDirectory()) continue;
+    const branchesDir = path.join(runsRoot, run.name, "branches");
+    for (const entry of readDirOrEmpty(branchesDir)) {
+      if (!entry.isFile() || !entry.name.endsWith(".json")) continue;
+      const branchId = entry.name.slice(0, -".json".length);
+      if (isSafeId(branchId)) files.push({ branchId, path: path.join(branchesDir, entry.name) });
+    }
+  }
+  return files;
+}
+
+function readDirOrEmpty(dir: string): fs.Dirent[] {
+  try {
+    return fs.readdirSync(dir, { withFileTypes: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return [];
+    throw err;
+  }
+}
+
+function newestReadable(files: SnapshotFile[]): BranchSnapshot {
+  const byAge = files
+    .map((file) => ({ ...file, mtime: fs.statSync(file.path).mtimeMs }))
+    .sort((a, b) => b.mtime - a.mtime || b.path.localeCompare(a.path));
+  for (const file of byAge) {
+    try {
+      return { branchId: file.branchId, path: file.path, snapshot: JSON.parse(fs.readFileSync(file.path, "utf8")) };
+    } catch {
+      // A torn or corrupt snapshot: an older leg's copy of the same branch may still be good.
+    }
+  }
+  const newest = byAge[0];
+  throw new UsageError(`branch ${files[0]?.branchId}: snapshot ${newest?.path} is not readable JSON`);
+}

@@ -1,0 +1,119 @@
+// The closed reason-code vocabulary (SPEC §4): `<domain>.<status_or_outcome>.<cause>`, declared once.
+
+import { POLICIES, type EntityKind } from "./policy.ts";
+
+/** Every registered code with a one-line meaning; `li reasons` prints this table. */
+export const REASONS = {
+  "legacy.imported": "imported from an older ledger; accepted for every entity",
+
+  "run.started.ok": "the leg started",
+  "run.completed.ok": "the command exited 0 and every check passed",
+  "run.completed_empty.no_evidence": "clean exit, but no artifact, response, commit or dirty tree",
+  "run.failed.exit_nonzero": "the command exited non-zero or was killed by a signal of its own",
+  "run.failed.exception": "li failed to run the command (spawn error, internal error)",
+  "run.failed.missing_artifact": "a required artifact was not produced",
+  "run.failed.escalated": "the command escalated through LI_ESCALATE_FILE",
+  "run.failed.orphaned_parent": "the parent execution went away",
+  "run.failed.spawn_identity_lost": "the spawned process could not be identified",
+  "run.failed.provider_retryable": "a provider failure that may succeed on retry",
+  "run.failed.provider_nonretryable": "a provider failure that will not succeed on retry",
+  "run.timed_out.deadline": "the --timeout deadline passed",
+  "run.aborted.user": "interrupted with SIGINT (Ctrl-C)",
+  "run.cancelled.sigint": "cancelled by SIGINT",
+  "run.cancelled.sigterm": "li received SIGTERM or SIGHUP",
+  "run.cancelled.system": "cancelled by the system",
+  "run.cancelled.manual_kill": "cancelled by li kill",
+  "run.cancelled.force_kill": "li kill had to SIGKILL the leg",
+  "run.cancelled.stale_auto": "cancelled by li kill --all-stale: supervisor dead, leg stale",
+  "run.cancelled.operator": "cancelled by an operator",
+
+  "session.phantom.process_dead": "the reaper found the leg's supervisor dead",
+  "session.stale.no_heartbeat": "li state doctor found the leg stale with its supervisor dead",
+  "session.orphaned.no_process": "running with no process markers past the phantom threshold",
+  "session.reopened.by_resume": "a resumed leg reopened the session",
+  "session.linked.finalized": "finalized with the outcome of its linked session",
+
+  "schedule.queued.created": "the schedule run was queued",
+  "schedule.queued.requeued": "the schedule run was queued again",
+  "schedule.fired.due": "the schedule fired because it was due",
+  "schedule.running.started": "the schedule run started",
+  "schedule.waiting_dependency.blocked": "waiting for a dependency",
+  "schedule.retry_wait.backoff": "waiting before a retry",
+  "schedule.skipped.precondition": "skipped: a precondition did not hold",
+  "schedule.cancelled.operator": "cancelled by an operator",
+
+  "play.pending.created": "the play was created",
+  "play.pending.reset": "the play was reset to pending",
+  "play.prepared.ok": "the play was prepared",
+  "play.running.started": "the play started",
+  "play.running_complete.ok": "the play's run finished; gates pending",
+  "play.gated.awaiting_gate": "waiting at a gate",
+  "play.gate_failed.checks": "a gate's checks failed",
+  "play.redoing.requested": "a redo was requested",
+  "play.merged.ok": "the play merged",
+  "play.escalated.operator": "escalated to an operator",
+  "play.blocked.runner_orphaned": "the play's runner went away",
+  "play.aborted_after_finish.operator": "aborted after its run finished",
+
+  "show.active.created": "the show was created",
+  "show.imported.created": "the show was imported",
+  "show.completed.final_gate": "the show passed its final gate",
+  "show.aborted.operator": "aborted by an operator",
+
+  "team.active.created": "the team was created",
+  "team.archived.operator": "archived by an operator",
+} as const satisfies Record<string, string>;
+
+export type ReasonCode = keyof typeof REASONS;
+
+export const LEGACY_REASON = "legacy.imported" satisfies ReasonCode;
+
+const REASON_SHAPE = /^[a-z][a-z_]*\.[a-z][a-z_]*\.[a-z][a-z_]*$/;
+
+export function isRegisteredReason(code: string): code is ReasonCode {
+  return Object.hasOwn(REASONS, code);
+}
+
+export function reasonDomain(code: string): string {
+  return code.slice(0, code.indexOf("."));
+}
+
+/** Why a code is refused for a kind, or null when it is accepted. */
+export function reasonRefusal(kind: EntityKind, code: string): string | null {
+  if (!isRegisteredReason(code)) return `unknown reason code '${code}' (see li reasons)`;
+  if (code === LEGACY_REASON) return null;
+  const domains = POLICIES[kind].reasonDomains;
+  if (!domains.includes(reasonDomain(code))) {
+    return `reason code '${code}' is not accepted for ${kind} (accepted domains: ${domains.join(", ")})`;
+  }
+  return null;
+}
+
+/** The reason a new row of `kind` carries when created in `status` without an explicit code. */
+export const INITIAL_REASONS: Readonly<Record<EntityKind, Readonly<Record<string, ReasonCode>>>> = Object.freeze({
+  session: { running: "run.started.ok" },
+  invocation: { running: "run.started.ok" },
+  schedule_run: {
+    queued: "schedule.queued.created",
+    running: "schedule.fired.due",
+    failed: "run.failed.exception",
+    skipped: "schedule.skipped.precondition",
+  },
+  play: { pending: "play.pending.created" },
+  show: { active: "show.active.created", imported: "show.imported.created" },
+  team: { active: "team.active.created" },
+});
+
+/** Self-check at load: every code is well formed, and every initial status has a default reason. */
+function checkVocabulary(): void {
+  for (const code of Object.keys(REASONS)) {
+    if (code !== LEGACY_REASON && !REASON_SHAPE.test(code)) throw new Error(`reason code '${code}' is malformed`);
+  }
+  for (const [kind, byStatus] of Object.entries(INITIAL_REASONS) as [EntityKind, Record<string, string>][]) {
+    for (const status of POLICIES[kind].initial) {
+      const code = byStatus[status];
+      if (!code || reasonRefusal(kind, code)) throw new Error(`${kind}: no valid initial reason for '${status}'`);
+    }
+  }
+}
+checkVocabulary();

@@ -1,0 +1,348 @@
+// Settings (SPEC §15): project `.li/settings.yaml` over `$LI_HOME/settings.yaml` over defaults, warnings instead of failures.
+
+import { readFileSync, realpathSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { z } from "zod";
+import { EXECUTION_KINDS, canonicalKind } from "../lifecycle/policy.ts";
+import { compileArgvWords, compileTemplate } from "../notify/argv.ts";
+import { parseDuration, parsePositiveNumber } from "../util/duration.ts";
+import { UsageError } from "../util/errors.ts";
+import { isSafeId } from "../util/ids.ts";
+
+export interface NotifyFilter {
+  /** Execution kinds the handler is for; null = every kind. */
+  readonly kinds: readonly string[] | null;
+  /** Entity ids the handler is for; null = every id. */
+  readonly ids: readonly string[] | null;
+}
+
+/** `notify.on_terminal`, kept raw; `argv.ts` compiles it when a registration is written. */
+export interface NotifySetting {
+  /** Names the key and the file, for warnings: `settings /p/.li/settings.yaml: notify.on_terminal`. */
+  readonly origin: string;
+  readonly enabled: boolean;
+  /** The string form. */
+  readonly template?: string;
+  /** The mapping form's `argv` words. */
+  readonly argv?: readonly string[];
+  readonly filter: NotifyFilter;
+}
+
+export interface WatchSettings {
+  readonly sweepInterval: number;
+  readonly phantomGrace: number;
+  readonly phantomHours: number;
+  /** Null: the watcher never prunes (§12.6). */
+  readonly pruneKeepDays: number | null;
+}
+
+export interface Settings {
+  readonly notifyOnTerminal: NotifySetting | null;
+  /** Seconds; null = no deadline. */
+  readonly agentTimeout: number | null;
+  readonly watch: WatchSettings;
+}
+
+export const SETTINGS_FILE = "settings.yaml";
+export const PROJECT_DIR = ".li";
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
+type KeyParser<T> = (raw: unknown, origin: string) => Parsed<T>;
+
+const durationValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parseDuration, "a duration");
+const positiveNumberValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parsePositiveNumber, "a positive number");
+
+/** The keys, as data: their parser and default. Sections and the unknown-key check derive from it. */
+const KEYS = {
+  "notify.on_terminal": { parse: parseNotify, fallback: null },
+  "agent.timeout": { parse: durationValue, fallback: null },
+  "watch.sweep_interval": { parse: durationValue, fallback: 30 },
+  "watch.phantom_grace": { parse: durationValue, fallback: 60 },
+  "watch.phantom_hours": { parse: positiveNumberValue, fallback: 1 },
+  "watch.prune_keep_days": { parse: positiveNumberValue, fallback: null },
+} as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown }>;
+
+type Key = keyof typeof KEYS;
+type ValueOf<K extends Key> = ((typeof KEYS)[K]["parse"] extends KeyParser<infer T> ? T : never) | (typeof KEYS)[K]["fallback"];
+
+export const SETTING_KEYS = Object.freeze(Object.keys(KEYS) as Key[]);
+const SECTIONS: ReadonlySet<string> = new Set(SETTING_KEYS.map((key) => key.split(".")[0] ?? ""));
+
+function isKey(name: string): name is Key {
+  return Object.hasOwn(KEYS, name);
+}
+
+export interface LoadSettingsOptions {
+  /** Where the walk for the project file starts (`--cwd` when given, else the working directory). */
+  readonly cwd: string;
+  /** Defaults to `env.LI_HOME`, else `~/.li`. */
+  readonly liHome?: string;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** One settings file, read and sorted into known keys. */
+interface Layer {
+  readonly file: string;
+  readonly values: ReadonlyMap<Key, unknown>;
+}
+
+/** Resolves the settings; never throws: problems come back as warnings, one line each. */
+export function loadSettings(options: LoadSettingsOptions): { settings: Settings; warnings: string[] } {
+  const env = options.env ?? process.env;
+  const liHome = options.liHome ?? env.LI_HOME ?? join(env.HOME ?? homedir(), ".li");
+  const warnings: string[] = [];
+  const globalFile = join(resolve(liHome), SETTINGS_FILE);
+  const projectFile = findProjectFile(resolve(options.cwd), globalFile);
+  // Highest precedence first.
+  const layers = [projectFile, globalFile]
+    .filter((file): file is string => file !== null)
+    .map((file) => readLayer(file, warnings))
+    .filter((layer): layer is Layer => layer !== null);
+
+  const pick = <K extends Key>(key: K): ValueOf<K> => resolveKey(key, layers, warnings);
+  const notify = pick("notify.on_terminal");
+  const settings: Settings = {
+    notifyOnTerminal: notify === null ? null : freezeNotify(notify),
+    agentTimeout: pick("agent.timeout"),
+    watch: Object.freeze({
+      sweepInterval: pick("watch.sweep_interval"),
+      phantomGrace: pick("watch.phantom_grace"),
+      phantomHours: pick("watch.phantom_hours"),
+      pruneKeepDays: pick("watch.prune_keep_days"),
+    }),
+  };
+  return { settings: Object.freeze(settings), warnings };
+}
+
+/**
+ * The first valid value, from the highest layer down; else the default. An invalid value warns.
+ * Exception: an invalid `notify.on_terminal` disables the callback instead of falling through to a
+ * lower layer, so a broken project handler never silently runs the global one in its place.
+ */
+function resolveKey<K extends Key>(key: K, layers: readonly Layer[], warnings: string[]): ValueOf<K> {
+  const spec = KEYS[key];
+  const invalid: string[] = [];
+  let chosen: { value: ValueOf<K>; file: string } | null = null;
+  for (const layer of layers) {
+    if (!layer.values.has(key)) continue;
+    const origin = `settings ${layer.file}: ${key}`;
+    const parsed = (spec.parse as KeyParser<ValueOf<K>>)(layer.values.get(key), origin);
+    if (parsed.ok) {
+      chosen = { value: parsed.value, file: layer.file };
+      break;
+    }
+    invalid.push(`${origin}: ${parsed.problem}`);
+    if (key === "notify.on_terminal") break;
+  }
+  const outcome =
+    key === "notify.on_terminal"
+      ? "the callback is disabled"
+      : chosen === null
+        ? "using the default"
+        : `using the value from ${chosen.file}`;
+  for (const problem of invalid) warnings.push(`${problem}; ${outcome}`);
+  if (key === "notify.on_terminal" && invalid.length > 0) return null as ValueOf<K>;
+  return chosen === null ? (spec.fallback as ValueOf<K>) : chosen.value;
+}
+
+/** The nearest `.li/settings.yaml` at or above `start`, skipping the global file itself (`~/.li` is also a project dir of `~`). */
+function findProjectFile(start: string, globalFile: string): string | null {
+  const globalReal = realOrSelf(globalFile);
+  for (let dir = start; ; dir = dirname(dir)) {
+    const candidate = join(dir, PROJECT_DIR, SETTINGS_FILE);
+    if (exists(candidate) && realOrSelf(candidate) !== globalReal) return candidate;
+    if (dirname(dir) === dir) return null;
+  }
+}
+
+function exists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/** Reads one file into known keys; a missing file is no layer, an unreadable or invalid one warns and is ignored. */
+function readLayer(file: string, warnings: string[]): Layer | null {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    warnings.push(`settings ${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); the file is ignored`);
+    return null;
+  }
+  let document: unknown;
+  try {
+    document = Bun.YAML.parse(text);
+  } catch (error) {
+    warnings.push(`settings ${file}: not valid YAML (${firstLine(error)}); the file is ignored`);
+    return null;
+  }
+  if (document === null || document === undefined) return { file, values: new Map() };
+  if (!isMapping(document)) {
+    warnings.push(`settings ${file}: expected a mapping of keys at the top (one YAML document); the file is ignored`);
+    return null;
+  }
+  return { file, values: collectKeys(document, file, warnings) };
+}
+
+/** Accepts nested (`watch: {sweep_interval: 30}`) and dotted (`watch.sweep_interval: 30`) keys. */
+function collectKeys(document: Record<string, unknown>, file: string, warnings: string[]): Map<Key, unknown> {
+  const values = new Map<Key, unknown>();
+  const set = (key: string, value: unknown, dotted: boolean) => {
+    if (!isKey(key)) {
+      warnings.push(`settings ${file}: unknown key ${key}; known keys: ${SETTING_KEYS.join(", ")}`);
+      return;
+    }
+    if (values.has(key)) {
+      warnings.push(`settings ${file}: ${key} is set twice (nested and dotted); using the dotted one`);
+      if (!dotted) return;
+    }
+    // YAML `key:` with nothing after it means "not set", as if the line were absent.
+    if (value === null) values.delete(key);
+    else values.set(key, value);
+  };
+  for (const [name, value] of Object.entries(document)) {
+    if (name.includes(".")) {
+      set(name, value, true);
+    } else if (SECTIONS.has(name)) {
+      if (value === null) continue;
+      if (!isMapping(value)) {
+        warnings.push(`settings ${file}: ${name}: expected a mapping of keys (such as ${SETTING_KEYS.filter((k) => k.startsWith(`${name}.`)).join(", ")})`);
+        continue;
+      }
+      for (const [sub, subValue] of Object.entries(value)) set(`${name}.${sub}`, subValue, false);
+    } else {
+      set(name, value, false);
+    }
+  }
+  return values;
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split("\n")[0] ?? message;
+}
+
+/** A number of seconds (or a positive number) given as a YAML number or as text for `parse`. */
+function numeric(raw: unknown, origin: string, parse: (text: string, flag: string) => number, what: string): Parsed<number> {
+  if (typeof raw === "number") {
+    return Number.isFinite(raw) && raw > 0 ? { ok: true, value: raw } : { ok: false, problem: `expected ${what} greater than zero, got ${raw}` };
+  }
+  if (typeof raw !== "string") return { ok: false, problem: `expected ${what}, got ${describeType(raw)}` };
+  try {
+    return { ok: true, value: parse(raw, origin) };
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    // The parser's message starts with the origin we gave it; keep only the problem.
+    return { ok: false, problem: error.message.slice(origin.length + 2) };
+  }
+}
+
+function describeType(value: unknown): string {
+  if (Array.isArray(value)) return "a list";
+  if (value === null) return "nothing";
+  return typeof value === "object" ? "a mapping" : `a ${typeof value}`;
+}
+
+const notifyMapping = z.strictObject({
+  enabled: z.boolean().optional(),
+  argv: z.array(z.string()).optional(),
+  filter: z
+    .strictObject({
+      kinds: z.array(z.string()).optional(),
+      ids: z.array(z.string()).optional(),
+    })
+    .optional(),
+});
+
+function parseNotify(raw: unknown, origin: string): Parsed<NotifySetting> {
+  const noFilter: NotifyFilter = { kinds: null, ids: null };
+  if (typeof raw === "string") {
+    const compiled = compileTemplate(raw, origin);
+    if (!compiled.ok) return { ok: false, problem: stripOrigin(compiled.warning, origin) };
+    return { ok: true, value: { origin, enabled: true, template: raw, filter: noFilter } };
+  }
+  const shape = notifyMapping.safeParse(raw);
+  if (!shape.success) {
+    const issue = shape.error.issues[0];
+    const where = issue === undefined || issue.path.length === 0 ? "" : `${issue.path.map(String).join(".")}: `;
+    return { ok: false, problem: `expected a template string or a mapping {enabled, argv, filter}: ${where}${issue?.message ?? "invalid"}` };
+  }
+  const { enabled = true, argv, filter } = shape.data;
+  if (argv === undefined && enabled) return { ok: false, problem: "argv is required when the callback is enabled" };
+  if (argv !== undefined) {
+    const compiled = compileArgvWords(argv, origin);
+    if (!compiled.ok) return { ok: false, problem: stripOrigin(compiled.warning, origin) };
+  }
+  const kinds = filter?.kinds === undefined ? null : normalizeKinds(filter.kinds);
+  if (kinds !== null && !kinds.ok) return kinds;
+  const badId = filter?.ids?.find((id) => !isSafeId(id));
+  if (badId !== undefined) return { ok: false, problem: `filter.ids: ${JSON.stringify(badId.slice(0, 40))} is not a valid id` };
+  return {
+    ok: true,
+    value: {
+      origin,
+      enabled,
+      ...(argv === undefined ? {} : { argv }),
+      filter: { kinds: kinds?.value ?? null, ids: filter?.ids ?? null },
+    },
+  };
+}
+
+function normalizeKinds(kinds: readonly string[]): Parsed<string[]> {
+  const out: string[] = [];
+  for (const kind of kinds) {
+    const canonical = canonicalKind(kind);
+    if (canonical === null || !EXECUTION_KINDS.includes(canonical)) {
+      return { ok: false, problem: `filter.kinds: ${JSON.stringify(kind.slice(0, 40))} is not one of ${EXECUTION_KINDS.join(", ")}` };
+    }
+    if (!out.includes(canonical)) out.push(canonical);
+  }
+  return { ok: true, value: out };
+}
+
+/** compileTemplate's warnings read `<origin>: <problem>; the callback is disabled`; settings adds its own ending. */
+function stripOrigin(warning: string, origin: string): string {
+  const body = warning.startsWith(`${origin}: `) ? warning.slice(origin.length + 2) : warning;
+  return body.replace(/; the callback is disabled$/, "");
+}
+
+function freezeNotify(setting: NotifySetting): NotifySetting {
+  return Object.freeze({
+    ...setting,
+    ...(setting.argv === undefined ? {} : { argv: Object.freeze([...setting.argv]) }),
+    filter: Object.freeze({
+      kinds: setting.filter.kinds === null ? null : Object.freeze([...setting.filter.kinds]),
+      ids: setting.filter.ids === null ? null : Object.freeze([...setting.filter.ids]),
+    }),
+  });
+}
+
+/**
+ * Whether the settings handler gives a leg its default registration (§9.1, §15): it must be enabled,
+ * its kinds (when given) must include `session`, and its ids (when given) must name the session or the branch.
+ */
+export function notifyAppliesToLeg(setting: NotifySetting | null, leg: { readonly sessionId: string; readonly branchId: string }): boolean {
+  if (setting === null || !setting.enabled) return false;
+  const { kinds, ids } = setting.filter;
+  if (kinds !== null && !kinds.includes("session")) return false;
+  if (ids !== null && !ids.includes(leg.sessionId) && !ids.includes(leg.branchId)) return false;
+  return true;
+}

@@ -1,0 +1,44 @@
+// Typed errors that carry the exit code the CLI maps them to (SPEC §16).
+
+/** Exit codes li documents (§8.1, §11, §16). */
+export const ExitCode = {
+  ok: 0,
+  failure: 1,
+  usage: 2,
+  interrupted: 3,
+  unavailable: 78,
+} as const;
+
+/** A problem the user can fix: one line naming the culprit, exit 2 unless said otherwise. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+  constructor(
+    message: string,
+    readonly exitCode: number = ExitCode.usage,
+  ) {
+    super(message);
+  }
+}
+
+/** The ledger cannot be opened, migrated, or was written by a newer li (exit 78). */
+export class LedgerUnavailableError extends Error {
+  override readonly name = "LedgerUnavailableError";
+  readonly exitCode = ExitCode.unavailable;
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`ledger ${path}: ${reason}`);
+  }
+}
+
+/** A lookup by id found nothing. */
+export class NotFoundError extends Error {
+  override readonly name = "NotFoundError";
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+  ) {
+    super(`${kind} not found: ${id}`);
+  }
+}

@@ -1,0 +1,383 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { type NotifySetting, loadSettings, notifyAppliesToLeg } from "../../src/settings/settings.ts";
+
+let root: string;
+let liHome: string;
+let project: string;
+let globalFile: string;
+let projectFile: string;
+
+beforeEach(() => {
+  root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "li-settings-")));
+  liHome = path.join(root, "home", ".li");
+  project = path.join(root, "work", "proj");
+  fs.mkdirSync(liHome, { recursive: true });
+  fs.mkdirSync(path.join(project, "src", "deep"), { recursive: true });
+  globalFile = path.join(liHome, "settings.yaml");
+  projectFile = path.join(project, ".li", "settings.yaml");
+});
+
+afterEach(() => {
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+function write(file: string, text: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, text);
+}
+
+function load(cwd = project) {
+  return loadSettings({ cwd, liHome, env: {} });
+}
+
+const DEFAULTS = {
+  notifyOnTerminal: null,
+  agentTimeout: null,
+  watch: { sweepInterval: 30, phantomGrace: 60, phantomHours: 1, pruneKeepDays: null },
+};
+
+describe("loadSettings: files and precedence", () => {
+  test("without any file, every key has its default and nothing warns", () => {
+    const { settings, warnings } = load();
+    expect(settings).toEqual(DEFAULTS);
+    expect(warnings).toEqual([]);
+  });
+
+  test("the result is frozen all the way down", () => {
+    write(globalFile, "notify:\n  on_terminal:\n    argv: [hook, '{id}']\n    filter: {kinds: [session], ids: [abc]}\n");
+    const { settings } = load();
+    expect(Object.isFrozen(settings)).toBe(true);
+    expect(Object.isFrozen(settings.watch)).toBe(true);
+    expect(Object.isFrozen(settings.notifyOnTerminal)).toBe(true);
+    expect(Object.isFrozen(settings.notifyOnTerminal?.argv)).toBe(true);
+    expect(Object.isFrozen(settings.notifyOnTerminal?.filter)).toBe(true);
+    expect(Object.isFrozen(settings.notifyOnTerminal?.filter.kinds)).toBe(true);
+  });
+
+  test("the global file is read in nested form", () => {
+    write(
+      globalFile,
+      [
+        "agent:",
+        "  timeout: 2h",
+        "watch:",
+        "  sweep_interval: 10",
+        "  phantom_grace: 90s",
+        "  phantom_hours: 2",
+        "  prune_keep_days: 14",
+        "notify:",
+        "  on_terminal: notify-send li '{status}'",
+      ].join("\n"),
+    );
+    const { settings, warnings } = load();
+    expect(warnings).toEqual([]);
+    expect(settings).toEqual({
+      notifyOnTerminal: {
+        origin: `settings ${globalFile}: notify.on_terminal`,
+        enabled: true,
+        template: "notify-send li '{status}'",
+        filter: { kinds: null, ids: null },
+      },
+      agentTimeout: 7200,
+      watch: { sweepInterval: 10, phantomGrace: 90, phantomHours: 2, pruneKeepDays: 14 },
+    });
+  });
+
+  test("dotted top-level keys are read too", () => {
+    write(globalFile, "agent.timeout: 500ms\nwatch.sweep_interval: 1m\nwatch.prune_keep_days: '0.5'\n");
+    const { settings, warnings } = load();
+    expect(warnings).toEqual([]);
+    expect(settings.agentTimeout).toBe(0.5);
+    expect(settings.watch.sweepInterval).toBe(60);
+    expect(settings.watch.pruneKeepDays).toBe(0.5);
+  });
+
+  test("the project file beats the global one key by key", () => {
+    write(globalFile, "watch:\n  sweep_interval: 10\n  phantom_hours: 2\nagent:\n  timeout: 1h\n");
+    write(projectFile, "watch:\n  sweep_interval: 5m\n");
+    const { settings, warnings } = load();
+    expect(warnings).toEqual([]);
+    expect(settings.watch.sweepInterval).toBe(300);
+    expect(settings.watch.phantomHours).toBe(2);
+    expect(settings.agentTimeout).toBe(3600);
+  });
+
+  test("the nearest project file wins, found by walking up from cwd", () => {
+    write(projectFile, "agent:\n  timeout: 1h\n");
+    write(path.join(project, "src", ".li", "settings.yaml"), "agent:\n  timeout: 2h\n");
+    expect(load(path.join(project, "src", "deep")).settings.agentTimeout).toBe(7200);
+    expect(load(path.join(project, "src")).settings.agentTimeout).toBe(7200);
+    expect(load(project).settings.agentTimeout).toBe(3600);
+    expect(load(root).settings.agentTimeout).toBe(null);
+  });
+
+  test("a .li directory without settings.yaml does not stop the walk", () => {
+    write(projectFile, "agent:\n  timeout: 1h\n");
+    fs.mkdirSync(path.join(project, "src", ".li"));
+    expect(load(path.join(project, "src", "deep")).settings.agentTimeout).toBe(3600);
+  });
+
+  test("$LI_HOME/settings.yaml is not also taken for a project file when cwd is under the home", () => {
+    write(globalFile, "watch:\n  phantom_hours: 3\n  sweep_interval: 1m\n");
+    write(path.join(root, ".li", "settings.yaml"), "watch:\n  sweep_interval: 2m\n  phantom_hours: nope\n");
+    const { settings, warnings } = load(path.join(root, "home"));
+    // ~/.li is skipped as a project, so the next one up is the project and ~/.li stays the global.
+    expect(settings.watch.sweepInterval).toBe(120);
+    expect(settings.watch.phantomHours).toBe(3);
+    expect(warnings).toEqual([
+      `settings ${path.join(root, ".li", "settings.yaml")}: watch.phantom_hours: "nope" is not a positive number; using the value from ${globalFile}`,
+    ]);
+  });
+
+  test("liHome defaults to $LI_HOME from env", () => {
+    write(globalFile, "agent:\n  timeout: 42\n");
+    expect(loadSettings({ cwd: project, env: { LI_HOME: liHome } }).settings.agentTimeout).toBe(42);
+  });
+
+  test("an empty file or an empty value means not set", () => {
+    write(globalFile, "watch:\n  sweep_interval: 10\n");
+    write(projectFile, "watch:\n  sweep_interval:\nagent:\n");
+    const { settings, warnings } = load();
+    expect(warnings).toEqual([]);
+    expect(settings.watch.sweepInterval).toBe(10);
+    write(projectFile, "");
+    expect(load()).toEqual({ settings: { ...DEFAULTS, watch: { ...DEFAULTS.watch, sweepInterval: 10 } }, warnings: [] });
+  });
+});
+
+describe("loadSettings: bad files", () => {
+  test("invalid YAML warns naming the file and the file is ignored", () => {
+    write(globalFile, "watch:\n  phantom_hours: 4\n");
+    write(projectFile, "watch: [unclosed\n");
+    const { settings, warnings } = load();
+    expect(settings.watch.phantomHours).toBe(4);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toStartWith(`settings ${projectFile}: not valid YAML`);
+    expect(warnings[0]).toEndWith("the file is ignored");
+  });
+
+  test("a file whose top is not a mapping warns and is ignored", () => {
+    write(globalFile, "- a\n- b\n");
+    const { settings, warnings } = load();
+    expect(settings).toEqual(DEFAULTS);
+    expect(warnings).toEqual([`settings ${globalFile}: expected a mapping of keys at the top (one YAML document); the file is ignored`]);
+  });
+
+  test("an unreadable settings file warns and is ignored", () => {
+    fs.mkdirSync(projectFile, { recursive: true });
+    write(globalFile, "agent:\n  timeout: 5\n");
+    const { settings, warnings } = load();
+    expect(settings.agentTimeout).toBe(5);
+    expect(warnings).toEqual([`settings ${projectFile}: cannot be read (EISDIR); the file is ignored`]);
+  });
+
+  test("unknown keys warn, nested, dotted and at the top", () => {
+    write(globalFile, "colour: true\nwatch:\n  sweep_intervall: 10\nnotify.on_success: hook\n");
+    const { settings, warnings } = load();
+    expect(settings).toEqual(DEFAULTS);
+    expect(warnings.map((w) => w.split(";")[0])).toEqual([
+      `settings ${globalFile}: unknown key colour`,
+      `settings ${globalFile}: unknown key watch.sweep_intervall`,
+      `settings ${globalFile}: unknown key notify.on_success`,
+    ]);
+  });
+
+  test("a section that is not a mapping warns", () => {
+    write(globalFile, "watch: 5\n");
+    const { warnings } = load();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toStartWith(`settings ${globalFile}: watch: expected a mapping of keys`);
+  });
+
+  test("a key given both nested and dotted warns and the dotted one is used", () => {
+    write(globalFile, "watch:\n  phantom_hours: 2\nwatch.phantom_hours: 3\n");
+    const { settings, warnings } = load();
+    expect(settings.watch.phantomHours).toBe(3);
+    expect(warnings).toEqual([`settings ${globalFile}: watch.phantom_hours is set twice (nested and dotted); using the dotted one`]);
+  });
+});
+
+describe("loadSettings: invalid values", () => {
+  const durationKeys = [
+    ["agent.timeout", "agent:\n  timeout: VALUE\n"],
+    ["watch.sweep_interval", "watch:\n  sweep_interval: VALUE\n"],
+    ["watch.phantom_grace", "watch:\n  phantom_grace: VALUE\n"],
+  ] as const;
+  const numberKeys = [
+    ["watch.phantom_hours", "watch:\n  phantom_hours: VALUE\n"],
+    ["watch.prune_keep_days", "watch:\n  prune_keep_days: VALUE\n"],
+  ] as const;
+
+  for (const [key, yaml] of [...durationKeys, ...numberKeys]) {
+    test.each(["0", "-3", "abc", "true", "[1]", "{a: 1}", "'0s'"])(`${key}: %p warns naming the key and file, and the default is used`, (value) => {
+      write(globalFile, yaml.replace("VALUE", value));
+      const { settings, warnings } = load();
+      expect(settings).toEqual(DEFAULTS);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toStartWith(`settings ${globalFile}: ${key}: `);
+      expect(warnings[0]).toEndWith("; using the default");
+    });
+  }
+
+  test("a duration key accepts a unit and a positive-number key does not", () => {
+    write(globalFile, "watch:\n  phantom_grace: 2m\n  phantom_hours: 2h\n");
+    const { settings, warnings } = load();
+    expect(settings.watch.phantomGrace).toBe(120);
+    expect(settings.watch.phantomHours).toBe(1);
+    expect(warnings).toEqual([`settings ${globalFile}: watch.phantom_hours: "2h" is not a positive number; using the default`]);
+  });
+
+  test("an invalid project value falls back to the global value and says so", () => {
+    write(globalFile, "watch:\n  phantom_hours: 6\n");
+    write(projectFile, "watch:\n  phantom_hours: 0\n");
+    const { settings, warnings } = load();
+    expect(settings.watch.phantomHours).toBe(6);
+    expect(warnings).toEqual([
+      `settings ${projectFile}: watch.phantom_hours: expected a positive number greater than zero, got 0; using the value from ${globalFile}`,
+    ]);
+  });
+
+  test("invalid values in both files each warn", () => {
+    write(globalFile, "agent:\n  timeout: soon\n");
+    write(projectFile, "agent:\n  timeout: later\n");
+    const { settings, warnings } = load();
+    expect(settings.agentTimeout).toBe(null);
+    expect(warnings).toEqual([
+      `settings ${projectFile}: agent.timeout: "later" is not a duration (seconds, or a number with ms, s, m, h, d (90, 1.5, 500ms, 10m, 2h, 7d)); using the default`,
+      `settings ${globalFile}: agent.timeout: "soon" is not a duration (seconds, or a number with ms, s, m, h, d (90, 1.5, 500ms, 10m, 2h, 7d)); using the default`,
+    ]);
+  });
+});
+
+describe("loadSettings: notify.on_terminal", () => {
+  function notifyFrom(yaml: string) {
+    write(globalFile, yaml);
+    return load();
+  }
+  const origin = () => `settings ${globalFile}: notify.on_terminal`;
+
+  test("a template string keeps shell syntax that is quoted", () => {
+    const { settings, warnings } = notifyFrom(`notify:\n  on_terminal: "hook '{id} | done; $(x) > y' \\"a && b\\""\n`);
+    expect(warnings).toEqual([]);
+    expect(settings.notifyOnTerminal?.template).toBe(`hook '{id} | done; $(x) > y' "a && b"`);
+  });
+
+  test.each(["hook | tee", "hook; rm", "hook && x", "hook > out", "hook $HOME", "hook `id`", "hook &", "(hook)"])(
+    "a template with unquoted shell syntax (%p) warns and leaves no handler",
+    (template) => {
+      const { settings, warnings } = notifyFrom(`notify.on_terminal: ${JSON.stringify(template)}\n`);
+      expect(settings.notifyOnTerminal).toBe(null);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toStartWith(`${origin()}: unquoted `);
+      expect(warnings[0]).toEndWith("; the callback is disabled");
+    },
+  );
+
+  test.each([
+    ["an unknown placeholder", "notify.on_terminal: 'hook {nope}'\n", "unknown placeholder {nope}"],
+    ["an unterminated quote", "notify.on_terminal: \"hook 'x\"\n", "unterminated single quote"],
+    ["an empty template", "notify.on_terminal: '  '\n", "the template is empty"],
+    ["a number", "notify.on_terminal: 5\n", "expected a template string or a mapping"],
+    ["a list", "notify.on_terminal: [hook]\n", "expected a template string or a mapping"],
+    ["an unknown mapping key", "notify.on_terminal: {argvs: [hook]}\n", "argvs"],
+    ["argv that is not a list", "notify.on_terminal: {argv: hook}\n", "argv: "],
+    ["argv with a non-string word", "notify.on_terminal: {argv: [hook, [x]]}\n", "argv.1: "],
+    ["an empty argv", "notify.on_terminal: {argv: []}\n", "the argv is empty"],
+    ["an argv with an unknown placeholder", "notify.on_terminal: {argv: [hook, '{stat}']}\n", "unknown placeholder {stat} in word 2"],
+    ["enabled without argv", "notify.on_terminal: {enabled: true}\n", "argv is required"],
+    ["enabled that is not a boolean", "notify.on_terminal: {enabled: 'yes', argv: [hook]}\n", "enabled: "],
+    ["an unknown filter key", "notify.on_terminal: {argv: [hook], filter: {kind: [session]}}\n", "kind"],
+    ["an unknown kind", "notify.on_terminal: {argv: [hook], filter: {kinds: [session, show]}}\n", 'filter.kinds: "show" is not one of'],
+    ["an invalid id", "notify.on_terminal: {argv: [hook], filter: {ids: ['../x']}}\n", 'filter.ids: "../x" is not a valid id'],
+  ])("%s warns naming notify.on_terminal and the file, and leaves no handler", (_what, yaml, problem) => {
+    const { settings, warnings } = notifyFrom(yaml);
+    expect(settings.notifyOnTerminal).toBe(null);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toStartWith(`${origin()}: `);
+    expect(warnings[0]).toContain(problem);
+    expect(warnings[0]).toEndWith("; the callback is disabled");
+  });
+
+  test("the mapping form keeps its words literally, with filter defaults", () => {
+    const { settings, warnings } = notifyFrom("notify:\n  on_terminal:\n    argv: [hook, 'a | b', '{status}']\n");
+    expect(warnings).toEqual([]);
+    expect(settings.notifyOnTerminal).toEqual({
+      origin: origin(),
+      enabled: true,
+      argv: ["hook", "a | b", "{status}"],
+      filter: { kinds: null, ids: null },
+    });
+  });
+
+  test("the mapping form reads enabled and the filter, normalizing kind aliases", () => {
+    const { settings, warnings } = notifyFrom(
+      "notify:\n  on_terminal:\n    enabled: false\n    argv: [hook]\n    filter:\n      kinds: [session, schedule_runs, play, invocation, session]\n      ids: [abc-1]\n",
+    );
+    expect(warnings).toEqual([]);
+    expect(settings.notifyOnTerminal?.enabled).toBe(false);
+    expect(settings.notifyOnTerminal?.filter).toEqual({ kinds: ["session", "schedule_run", "play", "invocation"], ids: ["abc-1"] });
+  });
+
+  test("a project can switch the global handler off with enabled: false alone", () => {
+    write(globalFile, "notify.on_terminal: hook {id}\n");
+    write(projectFile, "notify:\n  on_terminal:\n    enabled: false\n");
+    const { settings, warnings } = load();
+    expect(warnings).toEqual([]);
+    expect(settings.notifyOnTerminal).toEqual({ origin: `settings ${projectFile}: notify.on_terminal`, enabled: false, filter: { kinds: null, ids: null } });
+  });
+
+  test("the project handler beats the global one", () => {
+    write(globalFile, "notify.on_terminal: global-hook\n");
+    write(projectFile, "notify.on_terminal: project-hook\n");
+    expect(load().settings.notifyOnTerminal?.template).toBe("project-hook");
+  });
+
+  test("an invalid project handler disables the callback rather than running the global one", () => {
+    write(globalFile, "notify.on_terminal: global-hook\n");
+    write(projectFile, "notify.on_terminal: project-hook | tee\n");
+    const { settings, warnings } = load();
+    expect(settings.notifyOnTerminal).toBe(null);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toStartWith(`settings ${projectFile}: notify.on_terminal: unquoted '|'`);
+  });
+
+  test("a warning never carries a long secret argument in full", () => {
+    const secret = "tok_0123456789abcdefSECRET";
+    const { warnings } = notifyFrom(`notify.on_terminal: "curl -H 'X-Token: ${secret}' {oops}"\n`);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).not.toContain(secret);
+    expect(warnings[0]).not.toContain("SECRET");
+  });
+});
+
+describe("notifyAppliesToLeg", () => {
+  const base: NotifySetting = { origin: "x", enabled: true, template: "hook", filter: { kinds: null, ids: null } };
+  const leg = { sessionId: "sess-1", branchId: "br-1" };
+  const withFilter = (kinds: string[] | null, ids: string[] | null): NotifySetting => ({ ...base, filter: { kinds, ids } });
+
+  test("an enabled handler without a filter applies to every leg", () => {
+    expect(notifyAppliesToLeg(base, leg)).toBe(true);
+  });
+
+  test("no handler, or a disabled one, applies to no leg", () => {
+    expect(notifyAppliesToLeg(null, leg)).toBe(false);
+    expect(notifyAppliesToLeg({ ...base, enabled: false }, leg)).toBe(false);
+  });
+
+  test("kinds that leave out session give legs no registration", () => {
+    expect(notifyAppliesToLeg(withFilter(["invocation", "play"], null), leg)).toBe(false);
+    expect(notifyAppliesToLeg(withFilter([], null), leg)).toBe(false);
+    expect(notifyAppliesToLeg(withFilter(["play", "session"], null), leg)).toBe(true);
+  });
+
+  test("ids match the session id or the branch id", () => {
+    expect(notifyAppliesToLeg(withFilter(null, ["sess-1"]), leg)).toBe(true);
+    expect(notifyAppliesToLeg(withFilter(null, ["br-1"]), leg)).toBe(true);
+    expect(notifyAppliesToLeg(withFilter(["session"], ["other", "br-1"]), leg)).toBe(true);
+    expect(notifyAppliesToLeg(withFilter(null, ["other"]), leg)).toBe(false);
+    expect(notifyAppliesToLeg(withFilter(null, ["sess"]), leg)).toBe(false);
+  });
+});
