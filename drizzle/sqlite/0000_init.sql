@@ -65,6 +65,8 @@ CREATE TABLE `legs` (
 	`reason_code` text,
 	`exit_code` integer,
 	`deferred` integer DEFAULT 0 NOT NULL,
+	`first_msg_id` text,
+	`last_msg_id` text,
 	CONSTRAINT "legs_status_check" CHECK("legs"."status" IN ('running', 'completed', 'completed_empty', 'failed', 'timed_out', 'aborted', 'cancelled'))
 );
 --> statement-breakpoint

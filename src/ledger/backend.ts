@@ -54,6 +54,58 @@ export interface StatusSet {
 
 export type EntityRow = Record<string, unknown> & { id: string; status: string; updated_at: number };
 
+/** One leg of a session (§3, §8): bookkeeping written at the leg's start and by its session's guarded write. */
+export interface LegRow {
+  id: string;
+  session_id: string;
+  seq: number;
+  run_id: string;
+  state_root: string;
+  artifact_root: string;
+  /** JSON argv. */
+  command: string;
+  cwd: string | null;
+  pid: number | null;
+  pid_start_ticks: number | null;
+  boot_id: string | null;
+  host_id: string | null;
+  command_pid: number | null;
+  command_start_ticks: number | null;
+  started_at: number;
+  heartbeat_at: number | null;
+  kill_requested_at: number | null;
+  ended_at: number | null;
+  status: string;
+  reason_code: string | null;
+  exit_code: number | null;
+  deferred: number;
+  first_msg_id: string | null;
+  last_msg_id: string | null;
+}
+
+export interface BranchRow {
+  id: string;
+  session_id: string;
+  name: string | null;
+  metadata: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface MessageRow {
+  id: string;
+  session_id: string;
+  branch_id: string | null;
+  leg_id: string | null;
+  role: string;
+  content: string;
+  truncated: number;
+  created_at: number;
+}
+
+/** Leg columns that may change after insert (never `status` of the session: that is the guarded write's). */
+export type LegPatch = Partial<Omit<LegRow, "id" | "session_id" | "seq" | "run_id">>;
+
 /** Operations inside one write transaction. On SQLite the write lock is already held. */
 export interface Tx {
   /** The row's status and version; takes the row lock where the backend has row locks. */
@@ -65,6 +117,14 @@ export interface Tx {
   insertAdminEvent(row: AdminEventRow): Awaitable<void>;
   insertEntity(kind: EntityKind, row: Record<string, unknown>): Awaitable<void>;
   getEntity(kind: EntityKind, id: string): Awaitable<EntityRow | null>;
+  insertBranch(row: BranchRow): Awaitable<void>;
+  insertLeg(row: LegRow): Awaitable<void>;
+  /** Sets leg bookkeeping columns; with `onlyOpen`, only while the leg has no `ended_at`. Returns rows changed. */
+  updateLeg(id: string, patch: LegPatch, opts?: { onlyOpen?: boolean }): Awaitable<number>;
+  getLeg(id: string): Awaitable<LegRow | null>;
+  /** The next `legs.seq` for a session (1 for its first leg). */
+  nextLegSeq(sessionId: string): Awaitable<number>;
+  insertMessage(row: MessageRow): Awaitable<void>;
 }
 
 /** A ledger backend: a write-transaction runner plus reads. */
@@ -81,5 +141,13 @@ export interface Backend {
   findIdsByPrefix(kind: EntityKind, prefix: string, limit: number): Promise<string[]>;
   listTransitions(kind: EntityKind, id: string): Promise<TransitionRow[]>;
   listAdminEvents(kind: EntityKind, id: string): Promise<AdminEventRow[]>;
+  getLeg(id: string): Promise<LegRow | null>;
+  /** A session's legs in seq order. */
+  listLegs(sessionId: string): Promise<LegRow[]>;
+  /** Whether any leg already uses this run id (run ids are unique among legs, §6). */
+  runIdTaken(runId: string): Promise<boolean>;
+  getBranch(id: string): Promise<BranchRow | null>;
+  /** A session's messages, oldest first. */
+  listMessages(sessionId: string): Promise<MessageRow[]>;
   close(): void;
 }

@@ -111,8 +111,47 @@ export class PolicyError extends Error {
   override readonly name = "PolicyError";
 }
 
+/** A Set that refuses changes once built (Object.freeze alone does not stop Set.add). */
+class FrozenSet<T> extends Set<T> {
+  private sealed = false;
+  constructor(values: Iterable<T>) {
+    super(values);
+    this.sealed = true;
+    Object.freeze(this);
+  }
+  override add(value: T): this {
+    if (this.sealed) throw new TypeError("the lifecycle registry is frozen");
+    return super.add(value);
+  }
+  override delete(): boolean {
+    throw new TypeError("the lifecycle registry is frozen");
+  }
+  override clear(): void {
+    throw new TypeError("the lifecycle registry is frozen");
+  }
+}
+
+class FrozenMap<K, V> extends Map<K, V> {
+  private sealed = false;
+  constructor(entries: Iterable<readonly [K, V]>) {
+    super(entries);
+    this.sealed = true;
+    Object.freeze(this);
+  }
+  override set(key: K, value: V): this {
+    if (this.sealed) throw new TypeError("the lifecycle registry is frozen");
+    return super.set(key, value);
+  }
+  override delete(): boolean {
+    throw new TypeError("the lifecycle registry is frozen");
+  }
+  override clear(): void {
+    throw new TypeError("the lifecycle registry is frozen");
+  }
+}
+
 function freezeSet<T>(values: Iterable<T>): ReadonlySet<T> {
-  return Object.freeze(new Set(values)) as ReadonlySet<T>;
+  return new FrozenSet(values);
 }
 
 /** Builds and validates one policy; a malformed declaration fails here, at start-up. */
@@ -156,7 +195,7 @@ export function buildPolicy(kind: string, spec: PolicySpec): Policy {
     statuses: freezeSet(spec.statuses),
     initial: freezeSet(spec.initial),
     terminal: freezeSet(spec.terminal),
-    edges: Object.freeze(edges) as ReadonlyMap<string, ReadonlySet<string>>,
+    edges: new FrozenMap(edges) as ReadonlyMap<string, ReadonlySet<string>>,
     extraFields: freezeSet(spec.extraFields),
     reasonDomains: Object.freeze([...spec.reasonDomains]),
     execution: spec.execution,

@@ -5,7 +5,8 @@ import { and, asc, eq, gte, lt, sql, type SQL } from "drizzle-orm";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { EntityKind } from "../../lifecycle/policy.ts";
-import type { AdminEventRow, Backend, EntityRow, StatusRow, StatusSet, TransitionRow, Tx } from "../backend.ts";
+import type { AdminEventRow, Backend, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, StatusRow, StatusSet, TransitionRow, Tx } from "../backend.ts";
+import * as legStore from "./legs.ts";
 import { withBusyRetry } from "./open.ts";
 import * as schema from "./schema.ts";
 
@@ -95,6 +96,26 @@ export class SqliteBackend implements Backend {
       .where(and(eq(t.entity_type, kind), eq(t.entity_id, id)))
       .orderBy(asc(t.created_at))
       .all() as AdminEventRow[];
+  }
+
+  async getLeg(id: string): Promise<LegRow | null> {
+    return legStore.getLeg(this.orm, id);
+  }
+
+  async listLegs(sessionId: string): Promise<LegRow[]> {
+    return legStore.listLegs(this.orm, sessionId);
+  }
+
+  async runIdTaken(runId: string): Promise<boolean> {
+    return legStore.runIdTaken(this.orm, runId);
+  }
+
+  async getBranch(id: string): Promise<BranchRow | null> {
+    return legStore.getBranch(this.orm, id);
+  }
+
+  async listMessages(sessionId: string): Promise<MessageRow[]> {
+    return legStore.listMessages(this.orm, sessionId);
   }
 
   close(): void {
@@ -204,5 +225,29 @@ class SqliteTx implements Tx {
   getEntity(kind: EntityKind, id: string): EntityRow | null {
     const t = tableOf(kind);
     return (this.orm.select().from(t).where(eq(t.id, id)).get() as EntityRow | undefined) ?? null;
+  }
+
+  insertBranch(row: BranchRow): void {
+    legStore.insertBranch(this.orm, row);
+  }
+
+  insertLeg(row: LegRow): void {
+    legStore.insertLeg(this.orm, row);
+  }
+
+  updateLeg(id: string, patch: LegPatch, opts?: { onlyOpen?: boolean }): number {
+    return legStore.updateLeg(this.orm, id, patch, opts);
+  }
+
+  getLeg(id: string): LegRow | null {
+    return legStore.getLeg(this.orm, id);
+  }
+
+  nextLegSeq(sessionId: string): number {
+    return legStore.nextLegSeq(this.orm, sessionId);
+  }
+
+  insertMessage(row: MessageRow): void {
+    legStore.insertMessage(this.orm, row);
   }
 }

@@ -5,7 +5,7 @@ export interface EmbeddedMigration { readonly name: string; readonly hash: strin
 export const MIGRATIONS: readonly EmbeddedMigration[] = [
   {
     "name": "0000_init",
-    "hash": "c679787c789e17b67b7187ad3ddf9b71cdd7145fca4c4c7dbf19f16fe5647c9e",
+    "hash": "1736a081ff1b491632f17fe41c90134234ad261bcd626d7611b48eeac1e62828",
     "statements": [
       "CREATE TABLE `admin_events` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`event_type` text NOT NULL,\n\t`entity_type` text,\n\t`entity_id` text,\n\t`actor` text,\n\t`justification` text,\n\t`payload` text,\n\t`created_at` real NOT NULL\n);",
       "CREATE INDEX `admin_events_entity_idx` ON `admin_events` (`entity_type`,`entity_id`,`created_at`);",
@@ -15,7 +15,7 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE TABLE `consumers` (\n\t`name` text PRIMARY KEY NOT NULL,\n\t`watermark` integer NOT NULL,\n\t`registered_at` real NOT NULL,\n\t`retired_at` real\n);",
       "CREATE TABLE `invocations` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`status` text NOT NULL,\n\t`status_reason_code` text,\n\t`status_reason_summary` text,\n\t`status_evidence_refs` text,\n\t`created_at` real NOT NULL,\n\t`updated_at` real NOT NULL,\n\t`started_at` real,\n\t`ended_at` real,\n\tCONSTRAINT \"invocations_status_check\" CHECK(\"invocations\".\"status\" IN ('running', 'completed', 'completed_empty', 'failed', 'timed_out', 'aborted', 'cancelled'))\n);",
       "CREATE INDEX `invocations_status_idx` ON `invocations` (`status`);",
-      "CREATE TABLE `legs` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`session_id` text NOT NULL,\n\t`seq` integer NOT NULL,\n\t`run_id` text NOT NULL,\n\t`state_root` text NOT NULL,\n\t`artifact_root` text NOT NULL,\n\t`command` text NOT NULL,\n\t`cwd` text,\n\t`pid` integer,\n\t`pid_start_ticks` integer,\n\t`boot_id` text,\n\t`host_id` text,\n\t`command_pid` integer,\n\t`command_start_ticks` integer,\n\t`started_at` real NOT NULL,\n\t`heartbeat_at` real,\n\t`kill_requested_at` real,\n\t`ended_at` real,\n\t`status` text NOT NULL,\n\t`reason_code` text,\n\t`exit_code` integer,\n\t`deferred` integer DEFAULT 0 NOT NULL,\n\tCONSTRAINT \"legs_status_check\" CHECK(\"legs\".\"status\" IN ('running', 'completed', 'completed_empty', 'failed', 'timed_out', 'aborted', 'cancelled'))\n);",
+      "CREATE TABLE `legs` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`session_id` text NOT NULL,\n\t`seq` integer NOT NULL,\n\t`run_id` text NOT NULL,\n\t`state_root` text NOT NULL,\n\t`artifact_root` text NOT NULL,\n\t`command` text NOT NULL,\n\t`cwd` text,\n\t`pid` integer,\n\t`pid_start_ticks` integer,\n\t`boot_id` text,\n\t`host_id` text,\n\t`command_pid` integer,\n\t`command_start_ticks` integer,\n\t`started_at` real NOT NULL,\n\t`heartbeat_at` real,\n\t`kill_requested_at` real,\n\t`ended_at` real,\n\t`status` text NOT NULL,\n\t`reason_code` text,\n\t`exit_code` integer,\n\t`deferred` integer DEFAULT 0 NOT NULL,\n\t`first_msg_id` text,\n\t`last_msg_id` text,\n\tCONSTRAINT \"legs_status_check\" CHECK(\"legs\".\"status\" IN ('running', 'completed', 'completed_empty', 'failed', 'timed_out', 'aborted', 'cancelled'))\n);",
       "CREATE UNIQUE INDEX `legs_run_id_idx` ON `legs` (`run_id`);",
       "CREATE UNIQUE INDEX `legs_session_seq_idx` ON `legs` (`session_id`,`seq`);",
       "CREATE INDEX `legs_open_idx` ON `legs` (`ended_at`);",

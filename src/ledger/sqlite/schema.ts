@@ -100,6 +100,9 @@ export const legs = sqliteTable(
     reason_code: text("reason_code"),
     exit_code: integer("exit_code"),
     deferred: integer("deferred").notNull().default(0),
+    /** The leg's message endpoints (the session's own columns are outside the guarded write's allowlist, §4). */
+    first_msg_id: text("first_msg_id"),
+    last_msg_id: text("last_msg_id"),
   },
   (t) => [
     check("legs_status_check", statusIn("session", t.status)),

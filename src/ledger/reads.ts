@@ -1,0 +1,66 @@
+// The read-only queries of waiting and the views (§11, §13), declared once; each backend implements them.
+// Kept free of drizzle and zod so `li wait` can load it cheaply.
+
+import type { EntityKind } from "../lifecycle/policy.ts";
+
+/** Kinds an id is looked up in: the entity tables plus branch ids and run ids (legs.run_id), §11. */
+export type LookupKind = EntityKind | "branch" | "run";
+
+/** The state `li wait` projects into its line: the target's own status plus its backing session. */
+export interface WaitState {
+  status: string | null;
+  reason: string | null;
+  /** The artifact root of the backing session's current leg, else the session's artifacts_path. */
+  artifactDir: string | null;
+  /** The command's own exit code (§8.1): the entity's column, else its backing session's. */
+  exitCode: number | null;
+}
+
+export interface RecentFilter {
+  kinds: readonly EntityKind[];
+  status?: string;
+  /** Only rows updated at or after this Unix time. */
+  since?: number;
+  limit: number;
+}
+
+/** One line of `li ls`: the entity plus, for sessions, its current leg. */
+export interface RecentRow {
+  kind: EntityKind;
+  id: string;
+  status: string;
+  reason: string | null;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  ended_at: number | null;
+  leg_count: number | null;
+  leg_started_at: number | null;
+  leg_ended_at: number | null;
+  /** The current leg's argv as stored (JSON text). */
+  leg_command: string | null;
+}
+
+export type LegRow = Record<string, unknown> & { id: string; session_id: string; seq: number; run_id: string };
+export type CallbackRow = Record<string, unknown> & { id: string; consumer: string };
+export type DeliveryRow = Record<string, unknown> & { transition_id: string; consumer: string; state: string };
+
+export interface LedgerReads {
+  /** Whether `id` exists as `kind` (branch: branches.id; run: legs.run_id). */
+  exists(kind: LookupKind, id: string): boolean | Promise<boolean>;
+  /** Ids of `kind` starting with `prefix`, at most `limit`, by an index range scan. */
+  idsWithPrefix(kind: LookupKind, prefix: string, limit: number): string[] | Promise<string[]>;
+  /** The session a branch or run id belongs to. */
+  owningSession(kind: "branch" | "run", id: string): string | null | Promise<string | null>;
+  /** The wait projection of one target; null when the row is gone. */
+  waitState(kind: EntityKind, id: string): WaitState | null | Promise<WaitState | null>;
+  /** A number that changes whenever another connection commits (a cheap "anything new?" probe). */
+  changeCounter(): number | Promise<number>;
+  /** The longest prefix `id` shares with any other id a user could type (every LookupKind). */
+  sharedPrefixLength(id: string): number | Promise<number>;
+  listRecent(filter: RecentFilter): RecentRow[] | Promise<RecentRow[]>;
+  listLegs(sessionId: string): LegRow[] | Promise<LegRow[]>;
+  listCallbacks(sessionId: string): CallbackRow[] | Promise<CallbackRow[]>;
+  /** Deliveries of the entity's transitions (terminal_deliveries joined through status_transitions). */
+  listDeliveries(kind: EntityKind, id: string): DeliveryRow[] | Promise<DeliveryRow[]>;
+}

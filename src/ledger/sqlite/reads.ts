@@ -1,0 +1,144 @@
+// The read queries of §11/§13 on SQLite: raw prepared bun:sqlite statements (no drizzle), every lookup
+// by index (primary keys, legs_run_id_idx, range scans for prefixes), so a million rows cost no more.
+
+import type { Database, Statement } from "bun:sqlite";
+import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
+import type { CallbackRow, DeliveryRow, LedgerReads, LegRow, LookupKind, RecentFilter, RecentRow, WaitState } from "../reads.ts";
+
+/** Table and id column of every kind an id can be looked up in. */
+function idColumn(kind: LookupKind): { table: string; column: string } {
+  if (kind === "branch") return { table: "branches", column: "id" };
+  if (kind === "run") return { table: "legs", column: "run_id" };
+  return { table: POLICIES[kind].table, column: "id" };
+}
+
+const LOOKUP_KINDS: readonly LookupKind[] = ["session", "invocation", "play", "branch", "run", "schedule_run", "show", "team"];
+
+/** Kinds whose tables carry started_at/ended_at (shows and teams do not). */
+const TIMED: ReadonlySet<EntityKind> = new Set(["session", "invocation", "play", "schedule_run"]);
+
+/** The next key after every string starting with `prefix`, for index range scans. */
+const upperBound = (prefix: string) => prefix + "\uffff";
+
+function commonPrefix(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+type Row = Record<string, unknown>;
+
+export class SqliteReads implements LedgerReads {
+  private readonly cache = new Map<string, Statement<Row, any[]>>();
+
+  constructor(private readonly db: Database) {}
+
+  /** Prepares each statement once per connection (the wait loop re-runs the same few). */
+  private q(sql: string): Statement<Row, any[]> {
+    let statement = this.cache.get(sql);
+    if (!statement) {
+      statement = this.db.query<Row, any[]>(sql);
+      this.cache.set(sql, statement);
+    }
+    return statement;
+  }
+
+  exists(kind: LookupKind, id: string): boolean {
+    const { table, column } = idColumn(kind);
+    return this.q(`SELECT 1 AS x FROM ${table} WHERE ${column} = ?`).get(id) !== null;
+  }
+
+  idsWithPrefix(kind: LookupKind, prefix: string, limit: number): string[] {
+    const { table, column } = idColumn(kind);
+    const rows = this.q(`SELECT ${column} AS id FROM ${table} WHERE ${column} >= ? AND ${column} < ? ORDER BY ${column} LIMIT ?`).all(prefix, upperBound(prefix), limit);
+    return rows.map((r) => r.id as string);
+  }
+
+  owningSession(kind: "branch" | "run", id: string): string | null {
+    const { table, column } = idColumn(kind);
+    const row = this.q(`SELECT session_id FROM ${table} WHERE ${column} = ?`).get(id);
+    return (row?.session_id as string | undefined) ?? null;
+  }
+
+  /** Artifact root of the current leg (else artifacts_path) and exit code of one session. */
+  private sessionBacking(sessionId: string | null): { artifactDir: string | null; exitCode: number | null } {
+    if (!sessionId) return { artifactDir: null, exitCode: null };
+    const row = this.q(
+      `SELECT COALESCE(l.artifact_root, s.artifacts_path) AS artifact_dir, s.exit_code AS exit_code
+       FROM sessions s LEFT JOIN legs l ON l.id = s.current_leg_id WHERE s.id = ?`,
+    ).get(sessionId);
+    return { artifactDir: (row?.artifact_dir as string | null) ?? null, exitCode: (row?.exit_code as number | null) ?? null };
+  }
+
+  /** The invocation's most recently updated session (sessions_invocation_idx). */
+  private newestSessionOf(invocationId: string | null): string | null {
+    if (!invocationId) return null;
+    const row = this.q(`SELECT id FROM sessions WHERE invocation_id = ? ORDER BY updated_at DESC, id DESC LIMIT 1`).get(invocationId);
+    return (row?.id as string | undefined) ?? null;
+  }
+
+  waitState(kind: EntityKind, id: string): WaitState | null {
+    const table = POLICIES[kind].table;
+    const extra = kind === "play" ? ", session_id, exit_code" : kind === "schedule_run" ? ", invocation_id, exit_code" : "";
+    const row = this.q(`SELECT status, status_reason_code AS reason${extra} FROM ${table} WHERE id = ?`).get(id);
+    if (!row) return null;
+    const backingId =
+      kind === "session" ? id : kind === "invocation" ? this.newestSessionOf(id) : kind === "play" ? ((row.session_id as string | null) ?? null) : kind === "schedule_run" ? this.newestSessionOf((row.invocation_id as string | null) ?? null) : null;
+    const backing = this.sessionBacking(backingId);
+    const own = (row.exit_code as number | null | undefined) ?? null;
+    return { status: (row.status as string | null) ?? null, reason: (row.reason as string | null) ?? null, artifactDir: backing.artifactDir, exitCode: own ?? backing.exitCode };
+  }
+
+  changeCounter(): number {
+    return (this.q("PRAGMA data_version").get()?.data_version as number | undefined) ?? 0;
+  }
+
+  sharedPrefixLength(id: string): number {
+    let longest = 0;
+    for (const kind of LOOKUP_KINDS) {
+      const { table, column } = idColumn(kind);
+      const before = this.q(`SELECT ${column} AS id FROM ${table} WHERE ${column} < ? ORDER BY ${column} DESC LIMIT 1`).get(id);
+      const after = this.q(`SELECT ${column} AS id FROM ${table} WHERE ${column} > ? ORDER BY ${column} LIMIT 1`).get(id);
+      for (const neighbour of [before?.id, after?.id]) if (typeof neighbour === "string") longest = Math.max(longest, commonPrefix(id, neighbour));
+    }
+    return longest;
+  }
+
+  listRecent(filter: RecentFilter): RecentRow[] {
+    const rows: RecentRow[] = [];
+    for (const kind of filter.kinds) {
+      if (filter.status !== undefined && !POLICIES[kind].statuses.has(filter.status)) continue;
+      const t = POLICIES[kind].table;
+      const times = TIMED.has(kind) ? "e.started_at, e.ended_at" : "NULL AS started_at, NULL AS ended_at";
+      const legs =
+        kind === "session"
+          ? `(SELECT COUNT(*) FROM legs c WHERE c.session_id = e.id) AS leg_count, l.started_at AS leg_started_at, l.ended_at AS leg_ended_at, l.command AS leg_command
+             FROM ${t} e LEFT JOIN legs l ON l.id = e.current_leg_id`
+          : `NULL AS leg_count, NULL AS leg_started_at, NULL AS leg_ended_at, NULL AS leg_command FROM ${t} e`;
+      const found = this.q(
+        `SELECT '${kind}' AS kind, e.id, e.status, e.status_reason_code AS reason, e.created_at, e.updated_at, ${times}, ${legs}
+         WHERE (?1 IS NULL OR e.status = ?1) AND (?2 IS NULL OR e.updated_at >= ?2)
+         ORDER BY e.updated_at DESC, e.id DESC LIMIT ?3`,
+      ).all(filter.status ?? null, filter.since ?? null, filter.limit);
+      rows.push(...(found as unknown as RecentRow[]));
+    }
+    rows.sort((a, b) => b.updated_at - a.updated_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    return rows.slice(0, filter.limit);
+  }
+
+  listLegs(sessionId: string): LegRow[] {
+    return this.q(`SELECT * FROM legs WHERE session_id = ? ORDER BY seq`).all(sessionId) as LegRow[];
+  }
+
+  listCallbacks(sessionId: string): CallbackRow[] {
+    return this.q(`SELECT * FROM terminal_callbacks WHERE session_id = ? ORDER BY created_at, id`).all(sessionId) as CallbackRow[];
+  }
+
+  listDeliveries(kind: EntityKind, id: string): DeliveryRow[] {
+    return this.q(
+      `SELECT d.* FROM terminal_deliveries d JOIN status_transitions t ON t.id = d.transition_id
+       WHERE t.entity_type = ? AND t.entity_id = ? ORDER BY t.seq, d.consumer`,
+    ).all(kind, id) as DeliveryRow[];
+  }
+}

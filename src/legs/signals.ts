@@ -1,0 +1,72 @@
+// Stopping a leg's command: one termination cause, the signal sent to its group once, SIGKILL after a grace.
+
+import { killGroup, type SignalSender } from "./proc.ts";
+import type { Termination } from "./outcome.ts";
+
+/** Signals to li that end a leg, and the termination each one records. */
+export const LI_SIGNALS = { SIGINT: "sigint", SIGTERM: "sigterm", SIGHUP: "sighup" } as const satisfies Record<string, Termination>;
+export type LiSignal = keyof typeof LI_SIGNALS;
+
+export const DEFAULT_KILL_GRACE_MS = 5000;
+
+/**
+ * Ends the command's process group at most once. The first cause wins (a Ctrl-C after a
+ * deadline stays a timeout); later requests neither re-signal nor change the cause.
+ */
+export class GroupTerminator {
+  private cause: Termination | null = null;
+  private killTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly pgid: number,
+    private readonly graceMs: number = DEFAULT_KILL_GRACE_MS,
+    private readonly sendSignal?: SignalSender,
+  ) {}
+
+  get reason(): Termination | null {
+    return this.cause;
+  }
+
+  /** Records the cause, sends `signal` to the group, and schedules SIGKILL of the group after the grace. */
+  stop(cause: Termination, signal: NodeJS.Signals): void {
+    if (this.cause !== null) return;
+    this.cause = cause;
+    this.send(signal);
+    this.killTimer = setTimeout(() => this.send("SIGKILL"), this.graceMs);
+  }
+
+  /** The command has exited: no SIGKILL for whatever of its group remains. */
+  dispose(): void {
+    clearTimeout(this.killTimer);
+  }
+
+  private send(signal: NodeJS.Signals): void {
+    try {
+      killGroup(this.pgid, signal, this.sendSignal);
+    } catch {
+      // EPERM: the group now holds a process that is not ours; nothing more li may do.
+    }
+  }
+}
+
+/**
+ * Routes SIGINT/SIGTERM/SIGHUP received by li to `onSignal` for as long as the leg runs.
+ * The command sits in its own session, so a terminal's Ctrl-C reaches it only through li.
+ */
+export function trapLiSignals(onSignal: (signal: LiSignal) => void): () => void {
+  const handlers = (Object.keys(LI_SIGNALS) as LiSignal[]).map((signal) => {
+    const handler = () => onSignal(signal);
+    process.on(signal, handler);
+    return [signal, handler] as const;
+  });
+  return () => {
+    for (const [signal, handler] of handlers) process.off(signal, handler);
+  };
+}
+
+/** Arms the deadline; returns a disarm function. */
+export function armDeadline(seconds: number | null, onDeadline: () => void): () => void {
+  if (seconds === null) return () => {};
+  const timer = setTimeout(onDeadline, Math.max(0, seconds * 1000));
+  return () => clearTimeout(timer);
+}

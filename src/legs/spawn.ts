@@ -1,0 +1,51 @@
+// Starts a leg's command: argv as given (never a shell), in a session and process group of its own.
+
+import type { Subprocess } from "bun";
+
+export interface SpawnOptions {
+  cwd: string;
+  env: Record<string, string>;
+  /** "inherit" passes piped stdin through; "ignore" gives /dev/null (li's stdin is a terminal, or a detached leg). */
+  stdin: "inherit" | "ignore";
+}
+
+export interface SpawnedCommand {
+  /** Also the process group id: the child leads a new session (setsid). */
+  readonly pid: number;
+  readonly stdout: ReadableStream<Uint8Array>;
+  readonly stderr: ReadableStream<Uint8Array>;
+  /** Resolves when the command exits: its exit status, or the signal that ended it. */
+  readonly exited: Promise<{ exitCode: number | null; signalCode: string | null }>;
+}
+
+/** A command that could not start (not found, not executable, bad cwd). */
+export class SpawnError extends Error {
+  override readonly name = "SpawnError";
+}
+
+export function spawnCommand(argv: readonly string[], options: SpawnOptions): SpawnedCommand {
+  let child: Subprocess<"inherit" | "ignore", "pipe", "pipe">;
+  try {
+    child = Bun.spawn([...argv], {
+      cwd: options.cwd,
+      env: options.env,
+      stdin: options.stdin,
+      stdout: "pipe",
+      stderr: "pipe",
+      // setsid: the command's group is its own, so signals to it never reach li's caller.
+      detached: true,
+    });
+  } catch (error) {
+    throw new SpawnError(`cannot run ${JSON.stringify(argv[0])}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const exited = child.exited.then(() => {
+    const signal = child.signalCode;
+    return { exitCode: signal ? null : child.exitCode, signalCode: signal === null || signal === undefined ? null : String(signal) };
+  });
+  return { pid: child.pid, stdout: child.stdout, stderr: child.stderr, exited };
+}
+
+/** The stdin a command gets: a terminal cannot be shared with a group outside its foreground (§8). */
+export function stdinMode(stdinIsTty: boolean, detached: boolean): "inherit" | "ignore" {
+  return stdinIsTty || detached ? "ignore" : "inherit";
+}

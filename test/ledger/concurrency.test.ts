@@ -1,0 +1,52 @@
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { checkHistoryInvariants, tempLedger } from "../helpers/ledger.ts";
+import { Database } from "bun:sqlite";
+
+const BUN = process.execPath;
+const worker = (name: string) => join(import.meta.dir, "../helpers/workers", name);
+
+describe("compare-and-set with real processes", () => {
+  test("two processes racing the same guarded write 200 rounds: exactly one winner per round", async () => {
+    const t = tempLedger();
+    const ids: string[] = [];
+    for (let i = 0; i < 200; i++) ids.push((await t.ledger.createEntity("invocation")).id);
+    t.ledger.close();
+    const idsFile = join(t.home, "ids.txt");
+    await Bun.write(idsFile, ids.join("\n"));
+    const startAt = String(Date.now() + 1500);
+    const home = join(t.home, "home");
+    const racers = ["completed", "failed"].map((status) =>
+      Bun.spawn([BUN, worker("race-writer.ts"), home, idsFile, startAt, status], { stdout: "pipe", stderr: "inherit" }),
+    );
+    const outputs = await Promise.all(racers.map(async (p) => (await new Response(p.stdout).text()).split("\n").filter(Boolean)));
+    expect(await Promise.all(racers.map((p) => p.exited))).toEqual([0, 0]);
+    const [a, b] = outputs as [string[], string[]];
+    expect(a.length + b.length).toBe(200);
+    expect(a.filter((id) => b.includes(id))).toEqual([]);
+    const db = new Database(t.dbPath, { readonly: true });
+    const counts = db.query("SELECT status, COUNT(*) AS n FROM invocations GROUP BY status ORDER BY status").all() as { status: string; n: number }[];
+    expect(counts.reduce((s, c) => s + c.n, 0)).toBe(200);
+    expect(counts.find((c) => c.status === "running")).toBeUndefined();
+    // One terminal history row per invocation, never two.
+    const doubled = db.query("SELECT entity_id FROM status_transitions WHERE previous_status = 'running' GROUP BY entity_id HAVING COUNT(*) > 1").all();
+    expect(doubled).toEqual([]);
+    db.close();
+    expect(checkHistoryInvariants(t.dbPath)).toEqual([]);
+  }, 120_000);
+
+  test("8 processes opening one fresh database at the same moment all succeed", async () => {
+    const t = tempLedger();
+    t.ledger.close();
+    const home = join(t.home, "fresh-home");
+    const startAt = String(Date.now() + 1500);
+    const procs = Array.from({ length: 8 }, () => Bun.spawn([BUN, worker("open-fresh.ts"), home, startAt], { stdout: "ignore", stderr: "pipe" }));
+    const codes = await Promise.all(procs.map((p) => p.exited));
+    const errors = await Promise.all(procs.map((p) => new Response(p.stderr).text()));
+    expect({ codes, errors: errors.filter(Boolean) }).toEqual({ codes: Array(8).fill(0), errors: [] });
+    const db = new Database(join(home, "state.db"), { readonly: true });
+    expect((db.query("SELECT COUNT(*) AS n FROM teams").get() as { n: number }).n).toBe(8);
+    db.close();
+    expect(checkHistoryInvariants(join(home, "state.db"))).toEqual([]);
+  }, 120_000);
+});
