@@ -4,10 +4,9 @@ import { openLedger } from "../ledger/open.ts";
 import { resolvePaths, type Paths } from "../ledger/location.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 
-export const cliContext: { dbFlag: string | undefined; passthrough: string[] | null } = {
-  dbFlag: undefined,
-  passthrough: null,
-};
+import { cliContext } from "./globals.ts";
+
+export { cliContext };
 
 let paths: Paths | undefined;
 

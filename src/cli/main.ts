@@ -2,9 +2,9 @@
 
 import { renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
 import { LedgerUnavailableError, NotFoundError, UsageError } from "../util/errors.ts";
-import { TransitionRejectedError, TransitionValidationError } from "../ledger/transition.ts";
+import { TransitionRejectedError, TransitionValidationError } from "../ledger/errors.ts";
 import { VERSION } from "./version.ts";
-import { cliContext } from "./context.ts";
+import { cliContext } from "./globals.ts";
 
 type Loader = () => Promise<CommandDef<any>>;
 type Group = { description: string; commands: Record<string, Loader | Group> };
@@ -15,6 +15,8 @@ const load = (f: () => Promise<{ default: CommandDef<any> }>): Loader => () => f
 export const TREE: Group = {
   description: "li — a run ledger for build and agent machines",
   commands: {
+    wait: load(() => import("./commands/wait.ts")),
+    ls: load(() => import("./commands/ls.ts")),
     show: load(() => import("./commands/show.ts")),
     reasons: load(() => import("./commands/reasons.ts")),
     state: {
@@ -27,6 +29,9 @@ export const TREE: Group = {
     },
   },
 };
+
+/** Commands that take a command line after `--` (everything else refuses one). */
+const TAKES_COMMAND: ReadonlySet<string> = new Set(["agent", "events handlers add"]);
 
 function isGroup(node: Loader | Group): node is Group {
   return typeof node === "object";
@@ -142,6 +147,9 @@ export async function main(argv: string[]): Promise<number> {
   }
   const args = ((typeof command.args === "function" ? await command.args() : await command.args) ?? {}) as ArgsDef;
   rejectUnknownFlags(rest, args, where);
+  if (passthrough !== null && !TAKES_COMMAND.has(path.join(" "))) {
+    throw new UsageError(`'${where}' takes no command after --`);
+  }
   cliContext.passthrough = passthrough;
   const { result } = await runCommand(command, { rawArgs: rest });
   return typeof result === "number" ? result : 0;

@@ -3,6 +3,9 @@
 // only the adapters under src/ledger/<backend>/ hold dialect SQL.
 
 import type { EntityKind } from "../lifecycle/policy.ts";
+import type { SweepReads, SweepWrites } from "./sweep-store.ts";
+import type { LedgerReads } from "./reads.ts";
+import type { NotifyStore } from "./notify-store.ts";
 
 export type Awaitable<T> = T | Promise<T>;
 
@@ -107,7 +110,7 @@ export interface MessageRow {
 export type LegPatch = Partial<Omit<LegRow, "id" | "session_id" | "seq" | "run_id">>;
 
 /** Operations inside one write transaction. On SQLite the write lock is already held. */
-export interface Tx {
+export interface Tx extends SweepWrites {
   /** The row's status and version; takes the row lock where the backend has row locks. */
   readStatus(kind: EntityKind, id: string): Awaitable<StatusRow | null>;
   /** UPDATE … WHERE id = ? AND status IS <read status> [AND updated_at = ?]; returns rows changed. */
@@ -125,12 +128,18 @@ export interface Tx {
   /** The next `legs.seq` for a session (1 for its first leg). */
   nextLegSeq(sessionId: string): Awaitable<number>;
   insertMessage(row: MessageRow): Awaitable<void>;
+  /** Handlers, consumers and deliveries (§9), under this transaction. */
+  readonly notify: NotifyStore;
 }
 
 /** A ledger backend: a write-transaction runner plus reads. */
-export interface Backend {
+export interface Backend extends SweepReads {
   /** Printable location (a path, or a URL without its password). */
   readonly location: string;
+  /** The read-only queries of waiting and the views (§11, §13). */
+  readonly reads: LedgerReads;
+  /** Handler, consumer and delivery reads outside a transaction (§9); write through `tx.notify`. */
+  readonly notify: NotifyStore;
   /**
    * Runs `fn` in one write transaction and commits; any throw rolls back.
    * `fn` must only touch storage through `tx` (on SQLite it runs under the database write lock).

@@ -5,16 +5,12 @@ import { INITIAL_REASONS, reasonRefusal } from "../lifecycle/reasons.ts";
 import { NotFoundError, UsageError } from "../util/errors.ts";
 import { assertSafeId, randomId, type IdFactory } from "../util/ids.ts";
 import type { Backend, EntityRow, Source, Tx } from "./backend.ts";
-import {
-  applyTransition,
-  TransitionValidationError,
-  validateTransition,
-  type AppliedTransition,
-  type TransitionCommand,
-  type TransitionContext,
-  type TransitionHooks,
-  type TransitionOutcome,
-} from "./transition.ts";
+import { TransitionValidationError } from "./errors.ts";
+import type { AppliedTransition, TransitionCommand, TransitionContext, TransitionHooks, TransitionOutcome } from "./transition.ts";
+
+/** The write path (and zod) load on first write, so read-only commands start fast. */
+let transitionModule: Promise<typeof import("./transition.ts")> | undefined;
+export const loadTransition = () => (transitionModule ??= import("./transition.ts"));
 
 export type TerminalListener = (event: AppliedTransition) => void;
 
@@ -92,6 +88,7 @@ export class Ledger {
 
   /** The same write, returning the full outcome (the applied transition, or the conflicting row). */
   async transition(entityType: string, id: string, command: TransitionCommand): Promise<TransitionOutcome> {
+    const { validateTransition, applyTransition } = await loadTransition();
     const validated = validateTransition(entityType, command);
     const outcome = await this.backend.transaction(async (tx) => {
       const result = await applyTransition(tx, this.ctx, validated, id);

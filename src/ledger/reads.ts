@@ -41,7 +41,6 @@ export interface RecentRow {
   leg_command: string | null;
 }
 
-export type LegRow = Record<string, unknown> & { id: string; session_id: string; seq: number; run_id: string };
 export type CallbackRow = Record<string, unknown> & { id: string; consumer: string };
 export type DeliveryRow = Record<string, unknown> & { transition_id: string; consumer: string; state: string };
 
@@ -59,7 +58,6 @@ export interface LedgerReads {
   /** The longest prefix `id` shares with any other id a user could type (every LookupKind). */
   sharedPrefixLength(id: string): number | Promise<number>;
   listRecent(filter: RecentFilter): RecentRow[] | Promise<RecentRow[]>;
-  listLegs(sessionId: string): LegRow[] | Promise<LegRow[]>;
   listCallbacks(sessionId: string): CallbackRow[] | Promise<CallbackRow[]>;
   /** Deliveries of the entity's transitions (terminal_deliveries joined through status_transitions). */
   listDeliveries(kind: EntityKind, id: string): DeliveryRow[] | Promise<DeliveryRow[]>;

@@ -1,40 +1,75 @@
-// Finds the entity an id (or a unique id prefix) names, across kinds, in a fixed order.
+// Finds the entity an id (or a unique id prefix) names, across kinds, in a fixed order (§11).
 
 import type { EntityKind } from "../lifecycle/policy.ts";
 import { UsageError } from "../util/errors.ts";
 import type { Backend } from "./backend.ts";
+import type { LedgerReads, LookupKind } from "./reads.ts";
 
 export interface ResolvedId {
   kind: EntityKind;
   id: string;
+  /** Set when the id named a branch or a run and resolved to its owning session. */
+  via?: { kind: "branch" | "run"; id: string };
 }
 
-export type Resolution =
-  | { found: ResolvedId }
-  | { notFound: true }
-  | { ambiguous: ResolvedId[] };
+export interface LookupMatch {
+  kind: LookupKind;
+  id: string;
+}
 
-/** Exact match in `kinds` order first; then a prefix match across all of them (ambiguity reported). */
-export async function resolveId(backend: Backend, input: string, kinds: readonly EntityKind[]): Promise<Resolution> {
+export type Resolution = { found: ResolvedId } | { notFound: true } | { ambiguous: LookupMatch[] };
+
+/** The lookup order of `li wait` (§11): exact matches are tried in this order, then prefixes across all. */
+export const WAIT_LOOKUP_ORDER: readonly LookupKind[] = Object.freeze(["session", "invocation", "play", "branch", "run", "schedule_run"]);
+
+/** The same order plus the kinds only the views show. */
+export const VIEW_LOOKUP_ORDER: readonly LookupKind[] = Object.freeze([...WAIT_LOOKUP_ORDER, "show", "team"]);
+
+/** A full UUID is exact-only: a 36-character id never matches as a prefix of something longer. */
+export const EXACT_ONLY_LENGTH = 36;
+
+async function toTarget(reads: LedgerReads, match: LookupMatch): Promise<ResolvedId | null> {
+  if (match.kind !== "branch" && match.kind !== "run") return { kind: match.kind, id: match.id };
+  const session = await reads.owningSession(match.kind, match.id);
+  return session === null ? null : { kind: "session", id: session, via: { kind: match.kind, id: match.id } };
+}
+
+/** Exact match in `kinds` order first; then a prefix match across all of them (ambiguity reported, never first-row-wins). */
+export async function resolveIn(reads: LedgerReads, input: string, kinds: readonly LookupKind[]): Promise<Resolution> {
   for (const kind of kinds) {
-    if (await backend.getEntity(kind, input)) return { found: { kind, id: input } };
+    if (await reads.exists(kind, input)) {
+      const target = await toTarget(reads, { kind, id: input });
+      return target ? { found: target } : { notFound: true };
+    }
   }
-  const matches: ResolvedId[] = [];
+  if (input.length >= EXACT_ONLY_LENGTH) return { notFound: true };
+  const matches: LookupMatch[] = [];
   for (const kind of kinds) {
-    for (const id of await backend.findIdsByPrefix(kind, input, 2)) matches.push({ kind, id });
+    for (const id of await reads.idsWithPrefix(kind, input, 2)) matches.push({ kind, id });
   }
-  if (matches.length === 1) return { found: matches[0]! };
   if (matches.length === 0) return { notFound: true };
-  return { ambiguous: matches };
+  if (matches.length > 1) return { ambiguous: matches };
+  const target = await toTarget(reads, matches[0]!);
+  return target ? { found: target } : { notFound: true };
+}
+
+/** The same over a backend. */
+export async function resolveId(backend: Backend, input: string, kinds: readonly LookupKind[]): Promise<Resolution> {
+  return resolveIn(backend.reads, input, kinds);
+}
+
+/** One line naming an ambiguous prefix and some of what it matches. */
+export function ambiguityMessage(input: string, matches: readonly LookupMatch[]): string {
+  const sample = matches.slice(0, 4).map((m) => `${m.kind} ${m.id}`).join(", ");
+  return `id prefix '${input}' is ambiguous (${sample}${matches.length >= 2 ? ", …" : ""}); give more characters`;
 }
 
 /** The same, for commands that need exactly one entity: not found and ambiguous are usage errors. */
-export async function resolveOne(backend: Backend, input: string, kinds: readonly EntityKind[]): Promise<ResolvedId> {
+export async function resolveOne(backend: Backend, input: string, kinds: readonly LookupKind[]): Promise<ResolvedId> {
   const id = input.trim();
   if (!id) throw new UsageError("an id is required");
   const r = await resolveId(backend, id, kinds);
   if ("found" in r) return r.found;
   if ("notFound" in r) throw new UsageError(`no entity matches id '${id}'`);
-  const sample = r.ambiguous.map((m) => `${m.kind} ${m.id}`).join(", ");
-  throw new UsageError(`id prefix '${id}' is ambiguous (${sample}${r.ambiguous.length >= 2 ? ", …" : ""}); give more characters`);
+  throw new UsageError(ambiguityMessage(id, r.ambiguous));
 }

@@ -3,30 +3,12 @@
 import { z } from "zod";
 import { canonicalKind, POLICIES, type EntityKind, type Policy } from "../lifecycle/policy.ts";
 import { reasonRefusal } from "../lifecycle/reasons.ts";
-import { NotFoundError, UsageError } from "../util/errors.ts";
+import { NotFoundError } from "../util/errors.ts";
+import { TransitionRejectedError, TransitionValidationError } from "./errors.ts";
 import type { IdFactory } from "../util/ids.ts";
 import { SOURCES, type Awaitable, type Source, type StatusRow, type Tx } from "./backend.ts";
 
-/** Refused before any write: bad kind, status, reason, source, field or override. */
-export class TransitionValidationError extends UsageError {}
-
-/** Leaving a terminal status, or moving along an undeclared edge, without an override (audited). */
-export class TransitionRejectedError extends Error {
-  override readonly name = "TransitionRejectedError";
-  constructor(
-    readonly kind: EntityKind,
-    readonly id: string,
-    readonly from: string | null,
-    readonly to: string,
-    readonly why: "terminal_exit" | "undeclared_edge",
-  ) {
-    super(
-      why === "terminal_exit"
-        ? `refusing to move ${kind} ${id} from terminal status '${from}' to '${to}' without --override`
-        : `refusing to move ${kind} ${id} from '${from}' to '${to}': not a declared edge (needs --override)`,
-    );
-  }
-}
+export { TransitionRejectedError, TransitionValidationError };
 
 const evidenceSchema = z.array(z.record(z.string(), z.unknown()));
 

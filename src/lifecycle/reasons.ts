@@ -32,6 +32,7 @@ export const REASONS = {
   "session.orphaned.no_process": "running with no process markers past the phantom threshold",
   "session.reopened.by_resume": "a resumed leg reopened the session",
   "session.linked.finalized": "finalized with the outcome of its linked session",
+  "session.running.linked_pending": "held running by li agent while its linked session still runs",
 
   "schedule.queued.created": "the schedule run was queued",
   "schedule.queued.requeued": "the schedule run was queued again",

@@ -8,7 +8,11 @@ import type { EntityKind } from "../../lifecycle/policy.ts";
 import type { AdminEventRow, Backend, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, StatusRow, StatusSet, TransitionRow, Tx } from "../backend.ts";
 import * as legStore from "./legs.ts";
 import { withBusyRetry } from "./open.ts";
+import { SqliteReads } from "./reads.ts";
+import { SqliteNotifyStore } from "./notify.ts";
 import * as schema from "./schema.ts";
+import * as sweeps from "./sweeps.ts";
+import type { PruneStatement, RunningSession } from "../sweep-store.ts";
 
 type AnyTable = SQLiteTable & { id: any; status: any; updated_at: any };
 
@@ -35,13 +39,17 @@ export class SqliteBackend implements Backend {
   readonly orm: BunSQLiteDatabase<typeof schema>;
   private readonly mutex = new Mutex();
   private readonly tx: SqliteTx;
+  readonly reads: SqliteReads;
+  readonly notify: SqliteNotifyStore;
 
   constructor(
     readonly db: Database,
     readonly location: string,
   ) {
+    this.reads = new SqliteReads(db);
     this.orm = drizzle({ client: db, schema });
-    this.tx = new SqliteTx(this.orm);
+    this.notify = new SqliteNotifyStore(db);
+    this.tx = new SqliteTx(this.orm, this.notify);
   }
 
   async transaction<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T> {
@@ -118,6 +126,23 @@ export class SqliteBackend implements Backend {
     return legStore.listMessages(this.orm, sessionId);
   }
 
+  // Sweep reads (SPEC §12), delegated to sweeps.ts.
+  async listRunningSessions(options: { afterId?: string | null; limit: number }): Promise<RunningSession[]> {
+    return sweeps.listRunningSessions(this.db, options);
+  }
+
+  async getSweepSession(id: string): Promise<RunningSession | null> {
+    return sweeps.getSweepSession(this.db, id);
+  }
+
+  async listPruneCandidates(options: { terminalStatuses: readonly string[]; cutoff: number; afterId: string | null; limit: number }): Promise<string[]> {
+    return sweeps.listPruneCandidates(this.db, options);
+  }
+
+  async legsUsingDirectory(dir: string) {
+    return sweeps.legsUsingDirectory(this.db, dir);
+  }
+
   close(): void {
     this.db.close();
   }
@@ -130,7 +155,10 @@ class SqliteTx implements Tx {
   private readonly insertTransitionQuery;
   private readonly insertAdminEventQuery;
 
-  constructor(private readonly orm: BunSQLiteDatabase<typeof schema>) {
+  constructor(
+    private readonly orm: BunSQLiteDatabase<typeof schema>,
+    readonly notify: SqliteNotifyStore,
+  ) {
     const t = schema.statusTransitions;
     const ph = (name: string) => sql.placeholder(name);
     this.insertTransitionQuery = orm
@@ -249,5 +277,18 @@ class SqliteTx implements Tx {
 
   insertMessage(row: MessageRow): void {
     legStore.insertMessage(this.orm, row);
+  }
+
+  // Sweep re-checks and prune statements (SPEC §12), delegated to sweeps.ts.
+  readSweepGuard(sessionId: string) {
+    return sweeps.readSweepGuard(sweeps.clientOf(this.orm), sessionId);
+  }
+
+  pruneStatement(statement: Exclude<PruneStatement, "record_admin_event" | "read_legs">, sessionIds: readonly string[], options: { terminalStatuses: readonly string[]; cutoff: number }) {
+    return sweeps.pruneStatement(sweeps.clientOf(this.orm), statement, sessionIds, options);
+  }
+
+  legsOfSessions(sessionIds: readonly string[]) {
+    return sweeps.legsOfSessions(sweeps.clientOf(this.orm), sessionIds);
   }
 }

@@ -3,7 +3,7 @@
 
 import type { Database, Statement } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import type { CallbackRow, DeliveryRow, LedgerReads, LegRow, LookupKind, RecentFilter, RecentRow, WaitState } from "../reads.ts";
+import type { CallbackRow, DeliveryRow, LedgerReads, LookupKind, RecentFilter, RecentRow, WaitState } from "../reads.ts";
 
 /** Table and id column of every kind an id can be looked up in. */
 function idColumn(kind: LookupKind): { table: string; column: string } {
@@ -125,10 +125,6 @@ export class SqliteReads implements LedgerReads {
     }
     rows.sort((a, b) => b.updated_at - a.updated_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
     return rows.slice(0, filter.limit);
-  }
-
-  listLegs(sessionId: string): LegRow[] {
-    return this.q(`SELECT * FROM legs WHERE session_id = ? ORDER BY seq`).all(sessionId) as LegRow[];
   }
 
   listCallbacks(sessionId: string): CallbackRow[] {

@@ -1,0 +1,53 @@
+// Benchmark: start-up of the compiled binary (`li --version`, `li show <id>`) vs a compiled
+// hello-world built with the same flags in the same run — the floor.
+// Usage: bun bench/startup.ts [RUNS=40]   (needs dist/li: npm run build)
+
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { $ } from "bun";
+
+const RUNS = Number(process.argv[2] ?? 40);
+const li = join(import.meta.dir, "../dist/li");
+const dir = mkdtempSync(join(tmpdir(), "li-bench-startup-"));
+const hello = join(dir, "hello");
+writeFileSync(join(dir, "hello.ts"), 'console.log("hello");\n');
+await $`bun build --compile --bytecode --format=esm --no-compile-autoload-dotenv --no-compile-autoload-bunfig ${join(dir, "hello.ts")} --outfile ${hello}`.quiet();
+
+const env = { ...process.env, LI_HOME: join(dir, "home"), NO_COLOR: "1" };
+const id = Bun.spawnSync([li, "state", "create", "team"], { env }).stdout.toString().trim();
+if (!id) throw new Error("could not create an entity with dist/li");
+
+function medianMs(argv: string[]): { median: number; p90: number } {
+  const times: number[] = [];
+  for (let i = 0; i < RUNS + 3; i++) {
+    const t0 = performance.now();
+    const r = Bun.spawnSync(argv, { env, stdout: "ignore", stderr: "ignore" });
+    const dt = performance.now() - t0;
+    if (r.exitCode !== 0) throw new Error(`${argv.join(" ")} exited ${r.exitCode}`);
+    if (i >= 3) times.push(dt); // the first runs warm the page cache
+  }
+  times.sort((a, b) => a - b);
+  return { median: times[Math.floor(times.length / 2)]!, p90: times[Math.floor(times.length * 0.9)]! };
+}
+
+// Interleave the three so machine noise hits them alike.
+const hw = medianMs([hello]);
+const version = medianMs([li, "--version"]);
+const show = medianMs([li, "show", id]);
+const fmt = (x: { median: number; p90: number }) => `median ${x.median.toFixed(1)} ms, p90 ${x.p90.toFixed(1)} ms`;
+console.log(`startup over ${RUNS} runs each`);
+console.log(`  compiled hello-world  ${fmt(hw)}`);
+console.log(`  li --version          ${fmt(version)}  (${(version.median / hw.median).toFixed(2)}× hello-world)`);
+console.log(`  li show <id>          ${fmt(show)}  (${(show.median / hw.median).toFixed(2)}× hello-world)`);
+console.log(
+  JSON.stringify({
+    bench: "startup",
+    runs: RUNS,
+    hello_ms: Number(hw.median.toFixed(2)),
+    version_ms: Number(version.median.toFixed(2)),
+    show_ms: Number(show.median.toFixed(2)),
+    version_ratio: Number((version.median / hw.median).toFixed(2)),
+    show_ratio: Number((show.median / hw.median).toFixed(2)),
+  }),
+);

@@ -1,0 +1,131 @@
+// `li ls`: recent entities, newest first, with the current leg's age and duration (§13).
+import { defineCommand } from "citty";
+import { canonicalKind, ENTITY_KINDS, isTerminal, POLICIES, SUCCESS_STATUS, type EntityKind } from "../../lifecycle/policy.ts";
+import type { RecentRow } from "../../ledger/reads.ts";
+import { formatDuration, parseDuration, parsePositiveNumber } from "../../util/duration.ts";
+import { UsageError } from "../../util/errors.ts";
+import { cliLedger } from "../context.ts";
+import { paint, table, useColour, writeJson, type Colour } from "../output.ts";
+
+/** The shortest prefix a user can type for an id: unique across every id kind, 8 characters at least. */
+export const MIN_PREFIX = 8;
+
+export interface LsEntry {
+  row: RecentRow;
+  shortId: string;
+  ageSeconds: number;
+  durationSeconds: number | null;
+  argv: string[] | null;
+}
+
+/** Age and duration of what ran last: a session's current leg, never its (resume-surviving) started_at. */
+export function legTimes(row: RecentRow, now: number): { age: number; duration: number | null } {
+  if (row.kind === "session") {
+    if (row.leg_started_at === null) return { age: now - row.updated_at, duration: null };
+    return { age: now - row.leg_started_at, duration: (row.leg_ended_at ?? now) - row.leg_started_at };
+  }
+  const start = row.started_at ?? row.created_at;
+  const end = row.ended_at ?? (isTerminal(row.kind, row.status) ? row.updated_at : now);
+  return { age: now - start, duration: end - start };
+}
+
+function parseArgv(text: string | null): string[] | null {
+  if (text === null) return null;
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) ? value.map(String) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Words shown as a shell user would read them; display only, never executed. */
+function showArgv(argv: string[]): string {
+  return argv.map((w) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)).join(" ");
+}
+
+function statusColour(kind: EntityKind, status: string): Colour | null {
+  if (!isTerminal(kind, status)) return "yellow";
+  return status === SUCCESS_STATUS[kind] ? "green" : "red";
+}
+
+export default defineCommand({
+  meta: { name: "ls", description: "List recent entities, newest first (by last update)" },
+  args: {
+    status: { type: "string", description: "only this status" },
+    kind: { type: "string", description: "only this kind (session, invocation, play, schedule_run, show, team)" },
+    since: { type: "string", description: "only entities updated within this DURATION (30m, 2h, 7d)" },
+    limit: { type: "string", description: "at most N rows (default 50)" },
+    json: { type: "boolean", description: "print JSON" },
+  },
+  async run({ args }) {
+    let kinds: readonly EntityKind[] = ENTITY_KINDS;
+    if (args.kind !== undefined) {
+      const kind = canonicalKind(args.kind.trim());
+      if (!kind) throw new UsageError(`--kind: unknown kind '${args.kind}' (one of ${ENTITY_KINDS.join(", ")})`);
+      kinds = [kind];
+    }
+    if (args.status !== undefined && !kinds.some((k) => POLICIES[k].statuses.has(args.status!))) {
+      throw new UsageError(`--status: '${args.status}' is not a status of ${kinds.length === 1 ? kinds[0] : "any kind"}`);
+    }
+    const limit = args.limit === undefined ? 50 : parsePositiveNumber(args.limit, "--limit");
+    if (!Number.isInteger(limit)) throw new UsageError(`--limit: ${JSON.stringify(args.limit)} is not a whole number`);
+    const sinceSeconds = args.since === undefined ? undefined : parseDuration(args.since, "--since");
+
+    const ledger = cliLedger({ create: false });
+    try {
+      const now = ledger.now();
+      const reads = ledger.backend.reads;
+      const rows = await reads.listRecent({
+        kinds,
+        limit,
+        ...(args.status !== undefined ? { status: args.status } : {}),
+        ...(sinceSeconds !== undefined ? { since: now - sinceSeconds } : {}),
+      });
+      const entries: LsEntry[] = [];
+      for (const row of rows) {
+        const shared = await reads.sharedPrefixLength(row.id);
+        const { age, duration } = legTimes(row, now);
+        entries.push({ row, shortId: row.id.slice(0, Math.max(MIN_PREFIX, shared + 1)), ageSeconds: age, durationSeconds: duration, argv: parseArgv(row.leg_command) });
+      }
+      if (args.json) {
+        writeJson({
+          entities: entries.map((e) => ({
+            id: e.row.id,
+            short_id: e.shortId,
+            kind: e.row.kind,
+            status: e.row.status,
+            reason: e.row.reason,
+            created_at: e.row.created_at,
+            updated_at: e.row.updated_at,
+            age_seconds: e.ageSeconds,
+            duration_seconds: e.durationSeconds,
+            legs: e.row.leg_count,
+            command: e.argv,
+          })),
+        });
+        return 0;
+      }
+      const colour = useColour();
+      const header = ["ID", "KIND", "STATUS", "REASON", "AGE", "DURATION", "LEGS", "COMMAND"].map((h) => paint(h, "bold", colour));
+      process.stdout.write(
+        table([
+          header,
+          ...entries.map((e) => [
+            e.shortId,
+            e.row.kind,
+            paint(e.row.status, statusColour(e.row.kind, e.row.status), colour),
+            e.row.reason ?? "-",
+            formatDuration(e.ageSeconds),
+            e.durationSeconds === null ? "-" : formatDuration(e.durationSeconds),
+            e.row.leg_count === null ? "-" : String(e.row.leg_count),
+            e.argv ? showArgv(e.argv) : "-",
+          ]),
+        ]),
+      );
+      return 0;
+    } finally {
+      ledger.close();
+    }
+  },
+});

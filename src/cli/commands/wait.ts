@@ -1,0 +1,64 @@
+// `li wait ID…`: block until each target is terminal and print the frozen line per target (§11).
+// Its imports stay free of drizzle and zod: a script calls it in a loop, so start-up time matters.
+import { defineCommand } from "citty";
+import { openReads } from "../../ledger/open-reads.ts";
+import { ambiguityMessage } from "../../ledger/resolve.ts";
+import { pollingOnly, watchSqliteFile } from "../../ledger/sqlite/wake.ts";
+import { parseDuration, parsePositiveNumber } from "../../util/duration.ts";
+import { UsageError } from "../../util/errors.ts";
+import { parseWaitIds } from "../../wait/ids.ts";
+import { formatWaitLine, waitJson } from "../../wait/line.ts";
+import { resolveTargets, waitExitCode, waitForTerminal } from "../../wait/waiter.ts";
+import { cliPaths } from "../context.ts";
+
+export default defineCommand({
+  meta: {
+    name: "wait",
+    description:
+      "Wait until each id (session, invocation, play, schedule_run, branch or run id; or a unique prefix) is terminal; print one line per target as it finishes. Exit 0 all succeeded, 1 any unsuccessful, 2 any not found, 3 interrupted or --timeout",
+  },
+  args: {
+    ids: { type: "positional", description: "ids, space- or comma-separated", required: true },
+    interval: { type: "string", description: "safety poll in seconds (default 1.0); commits wake li wait at once anyway" },
+    timeout: { type: "string", description: "give up after this DURATION (90, 1.5, 500ms, 10m, 2h) with exit 3" },
+    json: { type: "boolean", description: "one JSON object per finished target instead of the line" },
+  },
+  async run({ args }) {
+    const intervalMs = args.interval === undefined ? 1000 : parsePositiveNumber(args.interval, "--interval") * 1000;
+    const timeoutMs = args.timeout === undefined ? undefined : parseDuration(args.timeout, "--timeout") * 1000;
+    const inputs = parseWaitIds(args._.map(String));
+    if (inputs.length === 0) throw new UsageError("li wait needs at least one id");
+
+    const ledger = openReads(cliPaths());
+    // Armed before the first read (§11, STACK.md): a commit in between is not missed.
+    const wake = ledger.watchPath && process.env.LI_WATCH_FILES !== "0" ? watchSqliteFile(ledger.watchPath) : pollingOnly();
+    const stop = new AbortController();
+    const onSignal = () => stop.abort();
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    try {
+      const { targets, problems } = await resolveTargets(ledger.reads, inputs);
+      for (const p of problems) {
+        process.stderr.write(`li: ${p.problem === "ambiguous" ? ambiguityMessage(p.input, p.matches) : `not found: ${p.input}`}\n`);
+      }
+      const { outcomes, end } = await waitForTerminal({
+        reads: ledger.reads,
+        targets,
+        wake,
+        intervalMs,
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        signal: stop.signal,
+        onResult: (o) => process.stdout.write((args.json ? JSON.stringify(waitJson(o)) : formatWaitLine(o)) + "\n"),
+      });
+      if (end === "timed_out") process.stderr.write(`li: --timeout reached with ${targets.length - outcomes.length} target(s) still running\n`);
+      if (end === "interrupted") process.stderr.write(`li: interrupted with ${targets.length - outcomes.length} target(s) still running\n`);
+      for (const o of outcomes) if (o.status === "unknown") process.stderr.write(`li: ${o.kind} ${o.id} was deleted while waited on\n`);
+      return waitExitCode(end, problems, outcomes);
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      wake.close();
+      ledger.close();
+    }
+  },
+});

@@ -1,0 +1,7 @@
+// Per-process CLI state set by the entry point: the global --db flag and the words after `--`.
+// Kept free of imports so `li --version` and `li --help` load nothing else.
+
+export const cliContext: { dbFlag: string | undefined; passthrough: string[] | null } = {
+  dbFlag: undefined,
+  passthrough: null,
+};

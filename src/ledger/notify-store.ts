@@ -1,0 +1,136 @@
+// The storage contract for handlers, consumers and deliveries (SPEC §9): rows in, rows out, no policy.
+
+import type { Awaitable, EntityRow, TransitionRow } from "./backend.ts";
+
+export type CallbackScope = "leg" | "standing";
+export type DeliveryState = "claimed" | "retry" | "acked" | "dead";
+
+export interface CallbackRow {
+  id: string;
+  scope: CallbackScope;
+  name: string | null;
+  consumer: string;
+  session_id: string | null;
+  leg_id: string | null;
+  /** JSON list of argv words (placeholders not yet substituted). */
+  argv: string;
+  /** JSON list of execution kinds, or null for every kind. */
+  filter_kinds: string | null;
+  /** JSON list of entity ids, or null for every id. */
+  filter_ids: string | null;
+  origin: string;
+  host_id: string;
+  enabled: number;
+  created_at: number;
+  retired_at: number | null;
+}
+
+export interface ConsumerRow {
+  name: string;
+  watermark: number;
+  registered_at: number;
+  retired_at: number | null;
+}
+
+export interface DeliveryRow {
+  transition_id: string;
+  consumer: string;
+  state: DeliveryState;
+  attempts: number;
+  last_error: string | null;
+  claimed_until: number | null;
+  next_attempt_at: number | null;
+  acked_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One (handler, event) pair a handler is owed, with the delivery row's state when there is one. */
+export interface OwedDelivery {
+  transition_id: string;
+  seq: number;
+  entity_type: string;
+  entity_id: string;
+  consumer: string;
+  callback_id: string;
+  scope: CallbackScope;
+  argv: string;
+  leg_id: string | null;
+  state: DeliveryState | null;
+  claimed_until: number | null;
+  attempts: number | null;
+}
+
+export interface OwedQuery {
+  /** Only handlers registered on this host. */
+  hostId?: string;
+  /** Only this event (the push path). */
+  transitionId?: string;
+  /** Only this handler's consumer. */
+  consumer?: string;
+  /** Retry rows whose next attempt is after `now` are not owed yet. */
+  now: number;
+  limit: number;
+}
+
+/** What a handler's envelope and placeholders are built from. */
+export interface EventContext {
+  transition: TransitionRow;
+  /** The entity row; null when it no longer exists. */
+  entity: EntityRow | null;
+  branchId: string | null;
+  /** The leg current at the event (sessions), when known. */
+  leg: { id: string; run_id: string; state_root: string; artifact_root: string } | null;
+}
+
+export interface DeadDelivery extends DeliveryRow {
+  entity_type: string;
+  entity_id: string;
+  status: string;
+}
+
+/** Handler, consumer and delivery storage. Writes only inside `Backend.transaction` (via `tx.notify`). */
+export interface NotifyStore {
+  /** The highest committed `status_transitions.seq` (0 on an empty ledger). */
+  maxSeq(): Awaitable<number>;
+  insertCallback(row: CallbackRow): Awaitable<void>;
+  getCallbackByConsumer(consumer: string): Awaitable<CallbackRow | null>;
+  listCallbacks(opts: { scope?: CallbackScope; includeRetired?: boolean }): Awaitable<CallbackRow[]>;
+  retireCallback(id: string, now: number): Awaitable<number>;
+  /** Re-binds the live leg registrations of one leg to another (a deferred leg passes them on). */
+  moveLegCallbacks(fromLegId: string, toLegId: string): Awaitable<number>;
+
+  /** Inserts unless the name exists; returns whether it inserted. */
+  insertConsumer(row: ConsumerRow): Awaitable<boolean>;
+  getConsumer(name: string): Awaitable<ConsumerRow | null>;
+  /** Gives a retired consumer a new life from `watermark`. */
+  reactivateConsumer(name: string, watermark: number, now: number): Awaitable<number>;
+  retireConsumer(name: string, now: number): Awaitable<number>;
+  /** Deletes what a consumer still owed (rows not acked); returns how many. */
+  releaseConsumer(name: string): Awaitable<number>;
+
+  owedToHandlers(query: OwedQuery): Awaitable<OwedDelivery[]>;
+  /** Unacknowledged terminal events above the consumer's watermark, oldest seq first (a plain consumer). */
+  owedToConsumer(name: string, limit: number): Awaitable<TransitionRow[]>;
+  listDead(limit: number): Awaitable<DeadDelivery[]>;
+  getTransition(id: string): Awaitable<TransitionRow | null>;
+  eventContext(transitionId: string): Awaitable<EventContext | null>;
+  getDelivery(transitionId: string, consumer: string): Awaitable<DeliveryRow | null>;
+
+  /**
+   * Takes a claim: inserts a fresh row, or updates one that is due for retry or whose claim expired.
+   * Counts one attempt. Returns false when someone else holds it or it is settled.
+   */
+  claim(transitionId: string, consumer: string, now: number, claimedUntil: number): Awaitable<boolean>;
+  /** Settles a claimed row; guarded on state = 'claimed'. */
+  settleClaim(
+    transitionId: string,
+    consumer: string,
+    set: { state: "acked" | "retry" | "dead"; last_error: string | null; next_attempt_at: number | null; acked_at: number | null },
+    now: number,
+  ): Awaitable<number>;
+  /** A by-hand acknowledgement: inserts or updates to acked; parallel acks leave one row. Returns rows changed. */
+  ackByHand(transitionId: string, consumer: string, now: number): Awaitable<number>;
+  /** Expired claims that already used every attempt become dead. */
+  buryExhausted(now: number, maxAttempts: number, error: string): Awaitable<number>;
+}

@@ -1,0 +1,23 @@
+// Opens a ledger for reading only, without the write machinery (drizzle, zod): `li wait`'s cold path.
+
+import { LedgerUnavailableError } from "../util/errors.ts";
+import { describeLocation, type Paths } from "./location.ts";
+import type { LedgerReads } from "./reads.ts";
+import { openSqlite } from "./sqlite/open.ts";
+import { SqliteReads } from "./sqlite/reads.ts";
+
+export interface OpenedReads {
+  reads: LedgerReads;
+  /** The database file to watch for commits; null when the backend wakes another way. */
+  watchPath: string | null;
+  close(): void;
+}
+
+/** A missing ledger is a UsageError ("nothing recorded yet", exit 2) and is never created (§16). */
+export function openReads(paths: Paths): OpenedReads {
+  if (paths.ledger.kind === "postgres") {
+    throw new LedgerUnavailableError(describeLocation(paths.ledger), "the PostgreSQL backend is not available in this build of li");
+  }
+  const db = openSqlite(paths.ledger.path, { create: false });
+  return { reads: new SqliteReads(db), watchPath: paths.ledger.path, close: () => db.close() };
+}

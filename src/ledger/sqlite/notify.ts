@@ -1,0 +1,246 @@
+// Handler, consumer and delivery storage on SQLite (SPEC §9): set-based owed queries and guarded claims.
+
+import type { Database, Statement } from "bun:sqlite";
+import type { EntityKind } from "../../lifecycle/policy.ts";
+import type { EntityRow, TransitionRow } from "../backend.ts";
+import type { CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, NotifyStore, OwedDelivery, OwedQuery } from "../notify-store.ts";
+import { ENTITY_TABLES } from "./schema.ts";
+import { getTableName } from "drizzle-orm";
+
+const OWED_COLUMNS = `t.id AS transition_id, t.seq, t.entity_type, t.entity_id, c.consumer, c.id AS callback_id, c.scope, c.argv, c.leg_id,
+  d.state, d.claimed_until, d.attempts`;
+
+/** Rows not settled, and retry rows only once due. */
+const DELIVERY_OPEN = `(d.state IS NULL OR d.state = 'claimed' OR (d.state = 'retry' AND COALESCE(d.next_attempt_at, 0) <= $now))`;
+
+/**
+ * A leg registration is owed the first terminal event of its session above its watermark (one leg,
+ * one notice), and only while its leg is the session's current leg (a session without legs: any).
+ */
+function legOwedSql(where: string): string {
+  return `SELECT ${OWED_COLUMNS}
+FROM terminal_callbacks c
+JOIN consumers k ON k.name = c.consumer AND k.retired_at IS NULL
+JOIN status_transitions t ON t.entity_type = 'session' AND t.entity_id = c.session_id AND t.terminal_event = 1 AND t.seq > k.watermark
+LEFT JOIN terminal_deliveries d ON d.transition_id = t.id AND d.consumer = c.consumer
+WHERE c.scope = 'leg' AND c.enabled = 1 AND c.retired_at IS NULL AND ${DELIVERY_OPEN} ${where}
+  AND NOT EXISTS (SELECT 1 FROM status_transitions p
+    WHERE p.entity_type = 'session' AND p.entity_id = c.session_id AND p.terminal_event = 1 AND p.seq > k.watermark AND p.seq < t.seq)
+  AND COALESCE((SELECT s.current_leg_id FROM sessions s WHERE s.id = c.session_id), c.leg_id) = c.leg_id`;
+}
+
+/** A standing handler is owed every terminal event above its watermark that its filter matches. */
+function standingOwedSql(where: string): string {
+  return `SELECT ${OWED_COLUMNS}
+FROM terminal_callbacks c
+JOIN consumers k ON k.name = c.consumer AND k.retired_at IS NULL
+JOIN status_transitions t ON t.terminal_event = 1 AND t.seq > k.watermark
+LEFT JOIN terminal_deliveries d ON d.transition_id = t.id AND d.consumer = c.consumer
+WHERE c.scope = 'standing' AND c.enabled = 1 AND c.retired_at IS NULL AND ${DELIVERY_OPEN} ${where}
+  AND (c.filter_kinds IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_kinds) j WHERE j.value = t.entity_type))
+  AND (c.filter_ids IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_ids) j WHERE j.value = t.entity_id))`;
+}
+
+type Params = Record<string, string | number | null>;
+
+export class SqliteNotifyStore implements NotifyStore {
+  private readonly cache = new Map<string, Statement>();
+
+  constructor(private readonly db: Database) {}
+
+  private q(sql: string): Statement {
+    let statement = this.cache.get(sql);
+    if (!statement) {
+      statement = this.db.query(sql);
+      this.cache.set(sql, statement);
+    }
+    return statement;
+  }
+
+  private all<T>(sql: string, params: Params = {}): T[] {
+    return this.q(sql).all(params as never) as T[];
+  }
+
+  private get<T>(sql: string, params: Params = {}): T | null {
+    return (this.q(sql).get(params as never) as T | undefined) ?? null;
+  }
+
+  private run(sql: string, params: Params = {}): number {
+    return this.q(sql).run(params as never).changes;
+  }
+
+  maxSeq(): number {
+    return this.get<{ m: number | null }>("SELECT MAX(seq) AS m FROM status_transitions")?.m ?? 0;
+  }
+
+  insertCallback(row: CallbackRow): void {
+    this.run(
+      `INSERT INTO terminal_callbacks (id, scope, name, consumer, session_id, leg_id, argv, filter_kinds, filter_ids, origin, host_id, enabled, created_at, retired_at)
+       VALUES ($id, $scope, $name, $consumer, $session_id, $leg_id, $argv, $filter_kinds, $filter_ids, $origin, $host_id, $enabled, $created_at, $retired_at)`,
+      { ...row },
+    );
+  }
+
+  getCallbackByConsumer(consumer: string): CallbackRow | null {
+    return this.get<CallbackRow>("SELECT * FROM terminal_callbacks WHERE consumer = $consumer", { consumer });
+  }
+
+  listCallbacks(opts: { scope?: CallbackScope; includeRetired?: boolean }): CallbackRow[] {
+    return this.all<CallbackRow>(
+      `SELECT * FROM terminal_callbacks WHERE ($scope IS NULL OR scope = $scope) AND ($all = 1 OR retired_at IS NULL) ORDER BY created_at, id`,
+      { scope: opts.scope ?? null, all: opts.includeRetired ? 1 : 0 },
+    );
+  }
+
+  retireCallback(id: string, now: number): number {
+    return this.run("UPDATE terminal_callbacks SET retired_at = $now, enabled = 0 WHERE id = $id AND retired_at IS NULL", { id, now });
+  }
+
+  moveLegCallbacks(fromLegId: string, toLegId: string): number {
+    return this.run("UPDATE terminal_callbacks SET leg_id = $to WHERE scope = 'leg' AND leg_id = $from AND retired_at IS NULL", { from: fromLegId, to: toLegId });
+  }
+
+  insertConsumer(row: ConsumerRow): boolean {
+    return (
+      this.run(
+        "INSERT INTO consumers (name, watermark, registered_at, retired_at) VALUES ($name, $watermark, $registered_at, $retired_at) ON CONFLICT(name) DO NOTHING",
+        { ...row },
+      ) === 1
+    );
+  }
+
+  getConsumer(name: string): ConsumerRow | null {
+    return this.get<ConsumerRow>("SELECT * FROM consumers WHERE name = $name", { name });
+  }
+
+  reactivateConsumer(name: string, watermark: number, now: number): number {
+    return this.run("UPDATE consumers SET watermark = $watermark, registered_at = $now, retired_at = NULL WHERE name = $name AND retired_at IS NOT NULL", {
+      name,
+      watermark,
+      now,
+    });
+  }
+
+  retireConsumer(name: string, now: number): number {
+    return this.run("UPDATE consumers SET retired_at = $now WHERE name = $name AND retired_at IS NULL", { name, now });
+  }
+
+  releaseConsumer(name: string): number {
+    return this.run("DELETE FROM terminal_deliveries WHERE consumer = $name AND state <> 'acked'", { name });
+  }
+
+  owedToHandlers(query: OwedQuery): OwedDelivery[] {
+    const conditions: string[] = [];
+    const params: Params = { now: query.now, limit: query.limit };
+    if (query.hostId !== undefined) {
+      conditions.push("AND c.host_id = $host");
+      params.host = query.hostId;
+    }
+    if (query.transitionId !== undefined) {
+      conditions.push("AND t.id = $tid");
+      params.tid = query.transitionId;
+    }
+    if (query.consumer !== undefined) {
+      conditions.push("AND c.consumer = $consumer");
+      params.consumer = query.consumer;
+    }
+    const where = conditions.join(" ");
+    return this.all<OwedDelivery>(`SELECT * FROM (${legOwedSql(where)} UNION ALL ${standingOwedSql(where)}) ORDER BY seq, consumer LIMIT $limit`, params);
+  }
+
+  owedToConsumer(name: string, limit: number): TransitionRow[] {
+    return this.all<TransitionRow>(
+      `SELECT t.* FROM consumers k
+       JOIN status_transitions t ON t.terminal_event = 1 AND t.seq > k.watermark
+       WHERE k.name = $name AND k.retired_at IS NULL
+         AND NOT EXISTS (SELECT 1 FROM terminal_deliveries d WHERE d.transition_id = t.id AND d.consumer = k.name AND d.state IN ('acked', 'dead'))
+       ORDER BY t.seq LIMIT $limit`,
+      { name, limit },
+    );
+  }
+
+  listDead(limit: number): DeadDelivery[] {
+    return this.all<DeadDelivery>(
+      `SELECT d.*, t.entity_type, t.entity_id, t.status FROM terminal_deliveries d
+       JOIN status_transitions t ON t.id = d.transition_id
+       WHERE d.state = 'dead' ORDER BY d.updated_at, d.consumer LIMIT $limit`,
+      { limit },
+    );
+  }
+
+  getTransition(id: string): TransitionRow | null {
+    return this.get<TransitionRow>("SELECT * FROM status_transitions WHERE id = $id", { id });
+  }
+
+  eventContext(transitionId: string): EventContext | null {
+    const transition = this.getTransition(transitionId);
+    if (!transition) return null;
+    const table = getTableName(ENTITY_TABLES[transition.entity_type as EntityKind]);
+    const entity = this.get<EntityRow>(`SELECT * FROM "${table}" WHERE id = $id`, { id: transition.entity_id });
+    let sessionId: string | null = null;
+    if (transition.entity_type === "session") sessionId = transition.entity_id;
+    else if (entity && typeof entity.session_id === "string") sessionId = entity.session_id;
+    const branchId = sessionId
+      ? (this.get<{ id: string }>("SELECT id FROM branches WHERE session_id = $sid ORDER BY created_at LIMIT 1", { sid: sessionId })?.id ?? null)
+      : null;
+    const leg =
+      transition.entity_type === "session"
+        ? this.get<{ id: string; run_id: string; state_root: string; artifact_root: string }>(
+            `SELECT l.id, l.run_id, l.state_root, l.artifact_root FROM legs l
+             WHERE l.session_id = $sid ORDER BY (l.id = (SELECT current_leg_id FROM sessions WHERE id = $sid)) DESC, l.seq DESC LIMIT 1`,
+            { sid: transition.entity_id },
+          )
+        : null;
+    return { transition, entity, branchId, leg };
+  }
+
+  getDelivery(transitionId: string, consumer: string): DeliveryRow | null {
+    return this.get<DeliveryRow>("SELECT * FROM terminal_deliveries WHERE transition_id = $tid AND consumer = $consumer", { tid: transitionId, consumer });
+  }
+
+  claim(transitionId: string, consumer: string, now: number, claimedUntil: number): boolean {
+    // The guard lives in the statement: only a fresh row, a due retry, or an expired claim is taken.
+    return (
+      this.run(
+        `INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, claimed_until, created_at, updated_at)
+         VALUES ($tid, $consumer, 'claimed', 1, $until, $now, $now)
+         ON CONFLICT(transition_id, consumer) DO UPDATE SET state = 'claimed', attempts = attempts + 1, claimed_until = $until, updated_at = $now
+         WHERE (terminal_deliveries.state = 'retry' AND COALESCE(terminal_deliveries.next_attempt_at, 0) <= $now)
+            OR (terminal_deliveries.state = 'claimed' AND terminal_deliveries.claimed_until <= $now)`,
+        { tid: transitionId, consumer, now, until: claimedUntil },
+      ) === 1
+    );
+  }
+
+  settleClaim(
+    transitionId: string,
+    consumer: string,
+    set: { state: "acked" | "retry" | "dead"; last_error: string | null; next_attempt_at: number | null; acked_at: number | null },
+    now: number,
+  ): number {
+    return this.run(
+      `UPDATE terminal_deliveries SET state = $state, last_error = COALESCE($err, last_error), next_attempt_at = $next, acked_at = $acked,
+         claimed_until = NULL, updated_at = $now
+       WHERE transition_id = $tid AND consumer = $consumer AND state = 'claimed'`,
+      { tid: transitionId, consumer, state: set.state, err: set.last_error, next: set.next_attempt_at, acked: set.acked_at, now },
+    );
+  }
+
+  ackByHand(transitionId: string, consumer: string, now: number): number {
+    return this.run(
+      `INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, acked_at, created_at, updated_at)
+       VALUES ($tid, $consumer, 'acked', 0, $now, $now, $now)
+       ON CONFLICT(transition_id, consumer) DO UPDATE SET state = 'acked', acked_at = $now, claimed_until = NULL, updated_at = $now
+       WHERE terminal_deliveries.state <> 'acked'`,
+      { tid: transitionId, consumer, now },
+    );
+  }
+
+  buryExhausted(now: number, maxAttempts: number, error: string): number {
+    return this.run(
+      `UPDATE terminal_deliveries SET state = 'dead', last_error = $err, claimed_until = NULL, updated_at = $now
+       WHERE state = 'claimed' AND claimed_until <= $now AND attempts >= $max`,
+      { now, max: maxAttempts, err: error },
+    );
+  }
+}

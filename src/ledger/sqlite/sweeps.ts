@@ -1,0 +1,171 @@
+// SQLite statements of the sweeps (SPEC §12): running-session reads, the in-lock re-check, leg closing and the prune batch.
+
+import type { Database } from "bun:sqlite";
+import type { LegRow } from "../backend.ts";
+import type { PruneStatement, PruneStatementResult, RunningSession, SweepGuardRow } from "../sweep-store.ts";
+
+/** The bun:sqlite handle under a drizzle instance (drizzle keeps it as `$client`). */
+export function clientOf(orm: object): Database {
+  return (orm as { $client: Database }).$client;
+}
+
+/** Id lists travel as one JSON parameter, so one prepared statement serves every batch size. */
+const ids = (list: readonly string[]) => JSON.stringify(list);
+const IN_IDS = "(SELECT value FROM json_each(?))";
+
+type SessionHead = Omit<RunningSession, "legs">;
+
+const SESSION_HEAD = `s.id, s.status, s.started_at, s.updated_at, s.current_leg_id, s.linked_session_id,
+  (SELECT l.status FROM sessions l WHERE l.id = s.linked_session_id) AS linked_status`;
+
+function attachLegs(db: Database, heads: SessionHead[]): RunningSession[] {
+  if (heads.length === 0) return [];
+  const legs = db
+    .query<LegRow, [string]>(
+      `SELECT g.* FROM legs g JOIN sessions s ON s.id = g.session_id
+       WHERE g.session_id IN ${IN_IDS} AND (g.id = s.current_leg_id OR g.ended_at IS NULL)
+       ORDER BY g.session_id, g.seq`,
+    )
+    .all(ids(heads.map((h) => h.id)));
+  const bySession = new Map<string, LegRow[]>();
+  for (const leg of legs) {
+    const list = bySession.get(leg.session_id) ?? [];
+    list.push(leg);
+    bySession.set(leg.session_id, list);
+  }
+  return heads.map((head) => {
+    const list = bySession.get(head.id) ?? [];
+    // The current leg first: it is the one the row describes.
+    list.sort((a, b) => Number(b.id === head.current_leg_id) - Number(a.id === head.current_leg_id) || a.seq - b.seq);
+    return { ...head, legs: list };
+  });
+}
+
+export function listRunningSessions(db: Database, options: { afterId?: string | null; limit: number }): RunningSession[] {
+  const heads = db
+    .query<SessionHead, [string, number]>(`SELECT ${SESSION_HEAD} FROM sessions s WHERE s.status = 'running' AND s.id > ? ORDER BY s.id LIMIT ?`)
+    .all(options.afterId ?? "", options.limit);
+  return attachLegs(db, heads);
+}
+
+export function getSweepSession(db: Database, id: string): RunningSession | null {
+  const head = db.query<SessionHead, [string]>(`SELECT ${SESSION_HEAD} FROM sessions s WHERE s.id = ?`).get(id);
+  return head ? attachLegs(db, [head])[0]! : null;
+}
+
+export function listPruneCandidates(db: Database, options: { terminalStatuses: readonly string[]; cutoff: number; afterId: string | null; limit: number }): string[] {
+  return db
+    .query<{ id: string }, [string, number, string, number]>(
+      `SELECT id FROM sessions WHERE status IN ${IN_IDS} AND updated_at < ? AND id > ? ORDER BY id LIMIT ?`,
+    )
+    .all(ids(options.terminalStatuses), options.cutoff, options.afterId ?? "", options.limit)
+    .map((r) => r.id);
+}
+
+export function legsUsingDirectory(db: Database, dir: string): Array<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">> {
+  const inside = dir.endsWith("/") ? dir : `${dir}/`;
+  // substr comparison instead of LIKE: directory names may hold % and _.
+  return db
+    .query<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">, [string, string, number]>(
+      `SELECT id, session_id, state_root, artifact_root FROM legs
+       WHERE state_root = ?1 OR substr(state_root, 1, ?3) = ?2 OR artifact_root = ?1 OR substr(artifact_root, 1, ?3) = ?2`,
+    )
+    .all(dir, inside, inside.length);
+}
+
+export function readSweepGuard(db: Database, sessionId: string): SweepGuardRow | null {
+  const row = db
+    .query<{ status: string; current_leg_id: string | null; heartbeat_at: number | null }, [string]>(
+      `SELECT s.status, s.current_leg_id, g.heartbeat_at FROM sessions s LEFT JOIN legs g ON g.id = s.current_leg_id WHERE s.id = ?`,
+    )
+    .get(sessionId);
+  return row ? { status: row.status, currentLegId: row.current_leg_id, heartbeatAt: row.heartbeat_at } : null;
+}
+
+export function legsOfSessions(db: Database, sessionIds: readonly string[]): Array<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">> {
+  return db
+    .query<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">, [string]>(
+      `SELECT id, session_id, state_root, artifact_root FROM legs WHERE session_id IN ${IN_IDS}`,
+    )
+    .all(ids(sessionIds));
+}
+
+/** Terminal events of the batch's sessions that some registered consumer is still owed (SPEC §9.6). */
+const OWED_SESSIONS = `
+SELECT DISTINCT t.entity_id AS id
+FROM status_transitions t
+JOIN consumers c ON c.retired_at IS NULL AND t.seq > c.watermark
+LEFT JOIN terminal_callbacks cb ON cb.consumer = c.name
+WHERE t.entity_type = 'session' AND t.entity_id IN ${IN_IDS} AND t.terminal_event = 1
+  AND NOT EXISTS (SELECT 1 FROM terminal_deliveries d WHERE d.transition_id = t.id AND d.consumer = c.name AND d.state IN ('acked', 'dead'))
+  AND (
+    cb.id IS NULL
+    OR (cb.retired_at IS NULL AND cb.scope = 'standing'
+        AND (cb.filter_kinds IS NULL OR NOT json_valid(cb.filter_kinds) OR EXISTS (SELECT 1 FROM json_each(cb.filter_kinds) WHERE value = 'session'))
+        AND (cb.filter_ids IS NULL OR NOT json_valid(cb.filter_ids) OR EXISTS (SELECT 1 FROM json_each(cb.filter_ids) WHERE value = t.entity_id)))
+    -- A leg registration is owed one notice for its session: owed until one of its deliveries is settled.
+    OR (cb.retired_at IS NULL AND cb.scope = 'leg' AND cb.session_id = t.entity_id
+        AND NOT EXISTS (SELECT 1 FROM terminal_deliveries d2 WHERE d2.consumer = c.name AND d2.state IN ('acked', 'dead')))
+  )`;
+
+const SESSION_TRANSITIONS = `SELECT id FROM status_transitions WHERE entity_type = 'session' AND entity_id IN ${IN_IDS}`;
+const SESSION_REGISTRATION_CONSUMERS = `SELECT consumer FROM terminal_callbacks WHERE scope = 'leg' AND session_id IN ${IN_IDS}`;
+
+/** The SQL of each statement; every one takes the batch's ids as its one JSON parameter (some take more). */
+const STATEMENTS: Record<Exclude<PruneStatement, "record_admin_event" | "read_legs">, string> = {
+  // A write that changes nothing: it is what takes the lock before the deciding status is read (ADR-0105).
+  lock_candidates: `UPDATE sessions SET status = status WHERE id IN ${IN_IDS}`,
+  reread_status: `SELECT id FROM sessions WHERE id IN ${IN_IDS} AND status IN (SELECT value FROM json_each(?)) AND updated_at < ?`,
+  find_owed: OWED_SESSIONS,
+  delete_deliveries: `DELETE FROM terminal_deliveries WHERE transition_id IN (${SESSION_TRANSITIONS})`,
+  delete_registration_consumers: `DELETE FROM consumers WHERE name IN (${SESSION_REGISTRATION_CONSUMERS})`,
+  delete_registrations: `DELETE FROM terminal_callbacks WHERE session_id IN ${IN_IDS}`,
+  delete_messages: `DELETE FROM messages WHERE session_id IN ${IN_IDS}`,
+  delete_legs: `DELETE FROM legs WHERE session_id IN ${IN_IDS}`,
+  delete_branches: `DELETE FROM branches WHERE session_id IN ${IN_IDS}`,
+  delete_transitions: `DELETE FROM status_transitions WHERE entity_type = 'session' AND entity_id IN ${IN_IDS}`,
+  null_soft_references: "", // several statements, see nullSoftReferences
+  delete_sessions: `DELETE FROM sessions WHERE id IN ${IN_IDS}`,
+  reread_survivors: `SELECT id FROM sessions WHERE id IN ${IN_IDS}`,
+};
+
+/** Columns elsewhere that name a session without owning it: nulled, never a reason to fail (SPEC §12.5). */
+const SOFT_REFERENCES: ReadonlyArray<{ table: string; column: string }> = [
+  { table: "plays", column: "session_id" },
+  { table: "sessions", column: "linked_session_id" },
+];
+
+export function pruneStatement(
+  db: Database,
+  statement: Exclude<PruneStatement, "record_admin_event" | "read_legs">,
+  sessionIds: readonly string[],
+  options: { terminalStatuses: readonly string[]; cutoff: number },
+): PruneStatementResult {
+  const list = ids(sessionIds);
+  switch (statement) {
+    case "reread_status": {
+      const found = db.query<{ id: string }, [string, string, number]>(STATEMENTS.reread_status).all(list, ids(options.terminalStatuses), options.cutoff);
+      return { changes: 0, ids: found.map((r) => r.id) };
+    }
+    case "find_owed":
+    case "reread_survivors": {
+      const found = db.query<{ id: string }, [string]>(STATEMENTS[statement]).all(list);
+      return { changes: 0, ids: found.map((r) => r.id) };
+    }
+    case "delete_deliveries": {
+      // Two statements rather than one OR: each then uses its index.
+      const byEvent = db.query(STATEMENTS.delete_deliveries).run(list).changes;
+      const byConsumer = db.query(`DELETE FROM terminal_deliveries WHERE consumer IN (${SESSION_REGISTRATION_CONSUMERS})`).run(list).changes;
+      return { changes: byEvent + byConsumer };
+    }
+    case "null_soft_references": {
+      let changes = 0;
+      for (const { table, column } of SOFT_REFERENCES) {
+        changes += db.query(`UPDATE ${table} SET ${column} = NULL WHERE ${column} IN ${IN_IDS}`).run(list).changes;
+      }
+      return { changes };
+    }
+    default:
+      return { changes: db.query(STATEMENTS[statement]).run(list).changes };
+  }
+}

@@ -1,0 +1,69 @@
+// The storage operations the sweeps need (SPEC §12): reads outside the write lock, re-checks and deletes inside it.
+
+import type { Awaitable, LegRow } from "./backend.ts";
+
+/** A running session as a sweep judges it: the row's clocks, its current leg and every unended leg. */
+export interface RunningSession {
+  id: string;
+  status: string;
+  started_at: number | null;
+  updated_at: number;
+  current_leg_id: string | null;
+  linked_session_id: string | null;
+  /** The linked session's status, null when there is none or it no longer exists. */
+  linked_status: string | null;
+  /** The current leg (when it exists) followed by every other leg with no `ended_at`. */
+  legs: LegRow[];
+}
+
+/** What a sweep re-checks inside its write: still running, the same current leg, the same heartbeat. */
+export interface SweepGuardRow {
+  status: string;
+  currentLegId: string | null;
+  heartbeatAt: number | null;
+}
+
+/** The statements of one prune batch, in the order the prune issues them (the order is data, see src/sweeps/prune.ts). */
+export type PruneStatement =
+  | "lock_candidates"
+  | "reread_status"
+  | "find_owed"
+  | "read_legs"
+  | "delete_deliveries"
+  | "delete_registration_consumers"
+  | "delete_registrations"
+  | "delete_messages"
+  | "delete_legs"
+  | "delete_branches"
+  | "delete_transitions"
+  | "null_soft_references"
+  | "delete_sessions"
+  | "reread_survivors"
+  | "record_admin_event";
+
+/** Reads a sweep makes before deciding (outside the write lock). */
+export interface SweepReads {
+  /** Running sessions in id order after `afterId`, at most `limit`, each with its current and unended legs. */
+  listRunningSessions(options: { afterId?: string | null; limit: number }): Promise<RunningSession[]>;
+  /** One session as a sweep sees it, whatever its status; null when it does not exist. */
+  getSweepSession(id: string): Promise<RunningSession | null>;
+  /** Terminal sessions last updated before `cutoff`, in id order after `afterId`. */
+  listPruneCandidates(options: { terminalStatuses: readonly string[]; cutoff: number; afterId: string | null; limit: number }): Promise<string[]>;
+  /** Legs whose state_root or artifact_root is `dir` or lies inside it. */
+  legsUsingDirectory(dir: string): Promise<Array<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">>>;
+}
+
+/** Writes and re-checks inside one write transaction. */
+export interface SweepWrites {
+  readSweepGuard(sessionId: string): Awaitable<SweepGuardRow | null>;
+  /** One statement of a prune batch over `sessionIds`; returns the rows it touched or found. */
+  pruneStatement(statement: Exclude<PruneStatement, "record_admin_event" | "read_legs">, sessionIds: readonly string[], options: { terminalStatuses: readonly string[]; cutoff: number }): Awaitable<PruneStatementResult>;
+  /** The legs of the given sessions (for `--files`, read inside the batch). */
+  legsOfSessions(sessionIds: readonly string[]): Awaitable<Array<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">>>;
+}
+
+/** A statement's effect: rows changed, or (for the reads) the session ids it selected. */
+export interface PruneStatementResult {
+  changes: number;
+  ids?: string[];
+}

@@ -1,0 +1,27 @@
+// The environment a leg's command sees (SPEC §8): li's own, minus what was consumed, plus the leg's identity.
+
+import { RUN_ID_ENV } from "./rundir.ts";
+
+/** Set by `li agent --detach` for the supervising li it starts; never passed to the command. */
+export const SUPERVISOR_ENV = "LI_SUPERVISOR_READY";
+
+export interface LegIdentity {
+  sessionId: string;
+  branchId: string;
+  runId: string;
+  artifactRoot: string;
+  escalateFile: string;
+}
+
+export function commandEnv(base: Readonly<Record<string, string | undefined>>, leg: LegIdentity): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(base)) {
+    if (value !== undefined && key !== RUN_ID_ENV && key !== SUPERVISOR_ENV) env[key] = value;
+  }
+  env.LI_SESSION_ID = leg.sessionId;
+  env.LI_BRANCH_ID = leg.branchId;
+  env.LI_LEG_RUN_ID = leg.runId;
+  env.LI_ARTIFACT_ROOT = leg.artifactRoot;
+  env.LI_ESCALATE_FILE = leg.escalateFile;
+  return env;
+}

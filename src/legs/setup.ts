@@ -1,0 +1,129 @@
+// Opens a leg's durable record in ONE transaction (SPEC §8): branch, session, leg row with markers, current_leg_id.
+
+import type { Awaitable, LegRow, Tx } from "../ledger/backend.ts";
+import type { Ledger } from "../ledger/ledger.ts";
+import { applyTransition, validateTransition, type AppliedTransition } from "../ledger/transition.ts";
+import type { ArtifactContract } from "../contracts/artifacts.ts";
+import type { ProcessIdentity } from "./proc.ts";
+import type { RunDir } from "./rundir.ts";
+
+export interface LegIds {
+  sessionId: string;
+  branchId: string;
+  legId: string;
+  runId: string;
+}
+
+export interface LegPlan extends LegIds {
+  run: RunDir;
+  argv: readonly string[];
+  /** The command's working directory. */
+  cwd: string;
+  startedAt: number;
+  supervisor: ProcessIdentity;
+  contract: ArtifactContract | null;
+  invocationId: string | null;
+  linkedSessionId: string | null;
+}
+
+/** Extra writes that must commit with the setup (e.g. the leg's callback registration, §9.1). */
+export type AlsoInSetup = (tx: Tx, ids: LegIds) => Awaitable<void>;
+
+/** The markers of §8.5 as stored in `sessions.node_metadata`. */
+export function nodeMetadata(plan: LegPlan, command?: { pid: number; startTicks: number | null }): Record<string, unknown> {
+  return {
+    leg_id: plan.legId,
+    run_id: plan.runId,
+    supervisor_pid: plan.supervisor.pid,
+    supervisor_start_ticks: plan.supervisor.startTicks,
+    boot_id: plan.supervisor.bootId,
+    host_id: plan.supervisor.hostId,
+    ...(command ? { command_pid: command.pid, command_start_ticks: command.startTicks } : {}),
+  };
+}
+
+export function legRow(plan: LegPlan, seq: number): LegRow {
+  return {
+    id: plan.legId,
+    session_id: plan.sessionId,
+    seq,
+    run_id: plan.runId,
+    state_root: plan.run.stateRoot,
+    artifact_root: plan.run.artifactRoot,
+    command: JSON.stringify(plan.argv),
+    cwd: plan.cwd,
+    pid: plan.supervisor.pid,
+    pid_start_ticks: plan.supervisor.startTicks,
+    boot_id: plan.supervisor.bootId,
+    host_id: plan.supervisor.hostId,
+    command_pid: null,
+    command_start_ticks: null,
+    started_at: plan.startedAt,
+    heartbeat_at: plan.startedAt,
+    kill_requested_at: null,
+    ended_at: null,
+    status: "running",
+    reason_code: "run.started.ok",
+    exit_code: null,
+    deferred: 0,
+    first_msg_id: null,
+    last_msg_id: null,
+  };
+}
+
+/** A new branch and session (`running`, `run.started.ok`) with this leg current. */
+export async function setupNewSession(ledger: Ledger, plan: LegPlan, alsoInSetup?: AlsoInSetup): Promise<AppliedTransition> {
+  const prepared = ledger.prepareCreate("session", {
+    id: plan.sessionId,
+    source: "executor",
+    actor: "li agent",
+    fields: {
+      started_at: plan.startedAt,
+      current_leg_id: plan.legId,
+      artifacts_path: plan.run.artifactRoot,
+      artifact_contract_json: plan.contract === null ? null : JSON.stringify(plan.contract),
+      node_metadata: JSON.stringify(nodeMetadata(plan)),
+      invocation_id: plan.invocationId,
+      linked_session_id: plan.linkedSessionId,
+    },
+  });
+  prepared.row.created_at = plan.startedAt;
+  prepared.row.updated_at = plan.startedAt;
+  return ledger.transact(async (tx) => {
+    await tx.insertBranch({ id: plan.branchId, session_id: plan.sessionId, name: null, metadata: null, created_at: plan.startedAt, updated_at: plan.startedAt });
+    const transition = await ledger.insertNew(tx, "session", prepared);
+    await tx.insertLeg(legRow(plan, 1));
+    await alsoInSetup?.(tx, plan);
+    return transition;
+  });
+}
+
+/**
+ * A further leg on a running session (--auto-resume): a same-status guarded write moves
+ * current_leg_id to the new leg and inserts its row. Returns the session's status when it is
+ * no longer running (someone else ended it), else null.
+ */
+export async function setupContinuation(ledger: Ledger, plan: LegPlan, alsoInSetup?: AlsoInSetup): Promise<string | null> {
+  const validated = validateTransition("session", {
+    newStatus: "running",
+    reasonCode: "run.started.ok",
+    reasonSummary: `leg ${plan.runId} continues the session`,
+    source: "executor",
+    actor: "li agent",
+    expectedStatuses: ["running"],
+    extraFields: { current_leg_id: plan.legId, node_metadata: nodeMetadata(plan) },
+    alsoInTransaction: async (tx) => {
+      await tx.insertLeg(legRow(plan, await tx.nextLegSeq(plan.sessionId)));
+      await alsoInSetup?.(tx, plan);
+    },
+  });
+  const outcome = await ledger.transact((tx, ctx) => applyTransition(tx, ctx, validated, plan.sessionId));
+  if (outcome.result === "applied") return null;
+  if (outcome.result === "conflict") return outcome.current.status ?? "unknown";
+  return "rejected";
+}
+
+/** Records the command's own markers once it runs: leg bookkeeping, not a status write. */
+export async function recordCommandMarkers(ledger: Ledger, legId: string, command: { pid: number; startTicks: number | null }): Promise<void> {
+  await ledger.backend.transaction((tx) => tx.updateLeg(legId, { command_pid: command.pid, command_start_ticks: command.startTicks }, { onlyOpen: true }));
+}

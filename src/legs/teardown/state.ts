@@ -1,0 +1,94 @@
+// What the teardown steps read and refine: the leg's facts (fixed) and its outcome in the making (in memory).
+
+import type { ArtifactContract, VerificationResult } from "../../contracts/artifacts.ts";
+import type { Ledger } from "../../ledger/ledger.ts";
+import type { AppliedTransition } from "../../ledger/transition.ts";
+import type { MessageRow } from "../../ledger/backend.ts";
+import type { CompletionEvidence, EvidenceOptions } from "../evidence.ts";
+import type { Termination } from "../outcome.ts";
+
+export type Evidence = Record<string, unknown>;
+
+/** What teardown reports: the status li exits by, and what happened to the durable row. */
+export interface TeardownResult {
+  status: string;
+  reasonCode: string;
+  /** written: our guarded write applied; winner: another writer's terminal status stands; skipped: not current or not terminal; none: no ledger; deferred: auto-resume; failed: teardown itself failed. */
+  persisted: "written" | "winner" | "skipped" | "none" | "deferred" | "failed";
+  /** The leg's own computed outcome, whatever was persisted. */
+  own: { status: string; reasonCode: string };
+  exitCode: number | null;
+  transition: AppliedTransition | null;
+}
+
+/** Runs after the guarded write committed (step 10): callbacks are pushed from here. */
+export type AfterCommit = (result: TeardownResult) => void | Promise<void>;
+
+/** The leg's facts, fixed when the command ended. */
+export interface TeardownInput {
+  ledger: Ledger | null;
+  sessionId: string;
+  branchId: string;
+  legId: string;
+  /** --auto-resume will run another leg: no session status, nothing emitted (step 1). */
+  deferred: boolean;
+  termination: Termination;
+  /** The command's own exit code (128+N for signal N), null when it never ran. */
+  exitCode: number | null;
+  /** A failure of li itself (spawn error), kept as the reason summary. */
+  failure: string | null;
+  contract: ArtifactContract | null;
+  artifactRoot: string;
+  /** The captured stdout tail, persisted as the leg's assistant message. */
+  assistantText: string;
+  assistantTruncated: boolean;
+  linkedSessionId: string | null;
+  /** Exit codes that mean "the provider failed" (§8.2 step 5). */
+  providerExitCodes: readonly number[];
+  linkedRetry: { attempts: number; intervalMs: number };
+  /** Where the completion-evidence gate looks; null = the gate does not run. */
+  evidenceCwd: string | null;
+  baseRef: string | null;
+  escalateFile: string;
+  /** Markers merged into sessions.node_metadata at the final write. */
+  nodeMetadata: Record<string, unknown>;
+  now: () => number;
+  newId: () => string;
+  log: (line: string) => void;
+  checkEvidence: (cwd: string, options: EvidenceOptions) => Promise<CompletionEvidence>;
+  afterCommit: readonly AfterCommit[];
+}
+
+/** The outcome being computed; each step reads and refines it in the fixed order. */
+export interface TeardownState extends TeardownInput {
+  status: string;
+  reasonCode: string;
+  reasonSummary: string | null;
+  evidence: Evidence[];
+  metadata: Record<string, unknown>;
+  endedAt: number;
+  message: MessageRow | null;
+  /** The session row as read before the write: what the guard expects. */
+  snapshot: { status: string | null; currentLegId: string | null; killRequested: boolean } | null;
+  verification: VerificationResult | null;
+  /** Step 5 took the status from the linked session: the evidence gate stays out. */
+  linkedSupplied: boolean;
+  result: TeardownResult | null;
+}
+
+export function initialState(input: TeardownInput): TeardownState {
+  return {
+    ...input,
+    status: "failed",
+    reasonCode: "run.failed.exception",
+    reasonSummary: input.failure,
+    evidence: [],
+    metadata: {},
+    endedAt: input.now(),
+    message: null,
+    snapshot: null,
+    verification: null,
+    linkedSupplied: false,
+    result: null,
+  };
+}

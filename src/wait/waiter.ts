@@ -1,0 +1,110 @@
+// Waiting (§11): resolve ids, report each target as it reaches a terminal status, and decide the exit code.
+// A service: it never prints; the command renders through `onResult` and `onProblem`.
+
+import { isTerminal, type EntityKind } from "../lifecycle/policy.ts";
+import type { LedgerReads } from "../ledger/reads.ts";
+import type { ChangeWake } from "../ledger/sqlite/wake.ts";
+import { resolveIn, WAIT_LOOKUP_ORDER, type LookupMatch } from "../ledger/resolve.ts";
+import { toOutcome, type WaitOutcome } from "./line.ts";
+
+export interface WaitTarget {
+  kind: EntityKind;
+  id: string;
+  input: string;
+}
+
+export type WaitProblem = { input: string; problem: "not_found" } | { input: string; problem: "ambiguous"; matches: LookupMatch[] };
+
+export interface Resolved {
+  targets: WaitTarget[];
+  problems: WaitProblem[];
+}
+
+/** Resolves every id (§11 order); two ids naming the same record wait on it once. */
+export async function resolveTargets(reads: LedgerReads, inputs: readonly string[]): Promise<Resolved> {
+  const targets: WaitTarget[] = [];
+  const problems: WaitProblem[] = [];
+  const seen = new Set<string>();
+  for (const input of inputs) {
+    const r = await resolveIn(reads, input, WAIT_LOOKUP_ORDER);
+    if ("notFound" in r) problems.push({ input, problem: "not_found" });
+    else if ("ambiguous" in r) problems.push({ input, problem: "ambiguous", matches: r.ambiguous });
+    else {
+      const key = `${r.found.kind}\0${r.found.id}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      targets.push({ kind: r.found.kind, id: r.found.id, input });
+    }
+  }
+  return { targets, problems };
+}
+
+export type WaitEnd = "done" | "interrupted" | "timed_out";
+
+export interface WaitOptions {
+  reads: LedgerReads;
+  targets: readonly WaitTarget[];
+  /** Armed before this call, so nothing committed after the first check is missed. */
+  wake: ChangeWake;
+  /** The safety poll (§11; default 1 s). */
+  intervalMs: number;
+  /** Give up after this many milliseconds (`--timeout`). */
+  timeoutMs?: number;
+  /** Aborted on SIGINT/SIGTERM. */
+  signal?: AbortSignal;
+  onResult: (outcome: WaitOutcome) => void;
+  /** Monotonic milliseconds; injectable for tests. */
+  clock?: () => number;
+}
+
+/** Blocks until every target is terminal (or gone), the deadline passes, or the signal aborts. */
+export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes: WaitOutcome[]; end: WaitEnd }> {
+  const { reads, wake, signal, onResult } = options;
+  const clock = options.clock ?? (() => performance.now());
+  const deadline = options.timeoutMs === undefined ? Infinity : clock() + options.timeoutMs;
+  const pending = new Map(options.targets.map((t) => [`${t.kind}\0${t.id}`, t]));
+  const outcomes: WaitOutcome[] = [];
+  const aborted = new Promise<void>((resolve) => {
+    if (signal?.aborted) resolve();
+    signal?.addEventListener("abort", () => resolve(), { once: true });
+  });
+
+  /** Reads every pending target in input order and reports those that finished. */
+  const check = async () => {
+    for (const [key, target] of pending) {
+      const state = await reads.waitState(target.kind, target.id);
+      if (state && !isTerminal(target.kind, state.status)) continue;
+      pending.delete(key);
+      const outcome = toOutcome(target, state);
+      outcomes.push(outcome);
+      onResult(outcome);
+    }
+  };
+
+  let generation = wake.generation;
+  let version = await reads.changeCounter();
+  await check();
+  while (pending.size > 0) {
+    if (signal?.aborted) return { outcomes, end: "interrupted" };
+    const left = deadline - clock();
+    if (left <= 0) return { outcomes, end: "timed_out" };
+    await Promise.race([wake.changed(generation, Math.min(options.intervalMs, left)), aborted]);
+    if (signal?.aborted) return { outcomes, end: "interrupted" };
+    const woke = wake.generation !== generation;
+    generation = wake.generation;
+    const now = await reads.changeCounter();
+    // A file event without a committed change (the first write of a commit): wait for the trailing re-check.
+    if (woke && now === version) continue;
+    version = now;
+    await check();
+  }
+  return { outcomes, end: "done" };
+}
+
+/** §11 exit precedence: 3 interrupted or timed out > 2 not found/unknown/ambiguous > 1 unsuccessful > 0. */
+export function waitExitCode(end: WaitEnd, problems: readonly WaitProblem[], outcomes: readonly WaitOutcome[]): number {
+  if (end !== "done") return 3;
+  if (problems.length > 0 || outcomes.some((o) => o.status === "unknown")) return 2;
+  if (outcomes.some((o) => !o.success)) return 1;
+  return 0;
+}
