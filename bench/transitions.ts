@@ -38,8 +38,8 @@ function openFor(name: string) {
   return openLedger(paths, { create: true });
 }
 
-async function measureLi(): Promise<number> {
-  const ledger = openFor("li");
+async function measureLi(round: number): Promise<number> {
+  const ledger = openFor(`li-${round}`);
   const ids = seed((ledger.backend as SqliteBackend).db, N, "inv");
   const start = performance.now();
   for (const id of ids) {
@@ -51,8 +51,8 @@ async function measureLi(): Promise<number> {
 }
 
 /** The floor: the same statements, prepared once, on raw bun:sqlite. */
-function measureRaw(): number {
-  const ledger = openFor("raw"); // same schema and pragmas
+function measureRaw(round: number): number {
+  const ledger = openFor(`raw-${round}`); // same schema and pragmas
   const db = (ledger.backend as SqliteBackend).db;
   const ids = seed(db, N, "inv");
   const read = db.prepare("SELECT status, updated_at FROM invocations WHERE id = ?");
@@ -95,10 +95,16 @@ async function measureConcurrent(writers: number): Promise<{ perSecond: number; 
   return { perSecond: (per * writers) / ((endedAt - startAt) / 1000), errors, invariantProblems: problems.length };
 }
 
-const raw = measureRaw();
-const liRate = await measureLi();
+// Alternate floor and li over three rounds and keep each one's best: the machine is shared and noisy.
+const ROUNDS = 3;
+let raw = 0;
+let liRate = 0;
+for (let round = 0; round < ROUNDS; round++) {
+  raw = Math.max(raw, measureRaw(round));
+  liRate = Math.max(liRate, await measureLi(round));
+}
 const concurrent = await measureConcurrent(4);
-console.log(`transitions: ${N} guarded writes, file database, WAL, synchronous=NORMAL`);
+console.log(`transitions: ${N} guarded writes, file database, WAL, synchronous=NORMAL (best of ${ROUNDS} alternating rounds)`);
 console.log(`  raw bun:sqlite floor   ${raw.toFixed(0)}/s`);
 console.log(`  li updateStatus        ${liRate.toFixed(0)}/s   (${(liRate / raw).toFixed(2)}× the floor)`);
 console.log(`  li, 4 writer processes ${concurrent.perSecond.toFixed(0)}/s total, errors=${concurrent.errors}, invariant problems=${concurrent.invariantProblems}`);

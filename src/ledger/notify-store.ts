@@ -97,6 +97,8 @@ export interface NotifyStore {
   getCallbackByConsumer(consumer: string): Awaitable<CallbackRow | null>;
   listCallbacks(opts: { scope?: CallbackScope; includeRetired?: boolean }): Awaitable<CallbackRow[]>;
   retireCallback(id: string, now: number): Awaitable<number>;
+  /** Removes a retired registration so its name can be registered again. */
+  deleteRetiredCallback(consumer: string): Awaitable<number>;
   /** Re-binds the live leg registrations of one leg to another (a deferred leg passes them on). */
   moveLegCallbacks(fromLegId: string, toLegId: string): Awaitable<number>;
 

@@ -106,6 +106,8 @@ describe("bad input: one line, exit 2, the ledger unchanged", () => {
     ["show of a missing id", ["show", "no-such-entity"]],
     ["transitions of a missing id", ["state", "transitions", "no-such-entity"]],
     ["an empty --db", ["--db", "", "show", "x"]],
+    ["a command after -- where none is taken", ["state", "create", "team", "--", "echo", "hi"]],
+    ["--help after -- is not li's own", ["show", "--", "--help"]],
   ];
   let teamId: string;
   beforeAll(async () => {

@@ -96,6 +96,10 @@ export class SqliteNotifyStore implements NotifyStore {
     return this.run("UPDATE terminal_callbacks SET retired_at = $now, enabled = 0 WHERE id = $id AND retired_at IS NULL", { id, now });
   }
 
+  deleteRetiredCallback(consumer: string): number {
+    return this.run("DELETE FROM terminal_callbacks WHERE consumer = $consumer AND retired_at IS NOT NULL", { consumer });
+  }
+
   moveLegCallbacks(fromLegId: string, toLegId: string): number {
     return this.run("UPDATE terminal_callbacks SET leg_id = $to WHERE scope = 'leg' AND leg_id = $from AND retired_at IS NULL", { from: fromLegId, to: toLegId });
   }

@@ -1,0 +1,178 @@
+// Runs ONE leg: setup, spawn in its own group, live capture, deadline and signals, heartbeat, then teardown.
+
+import fs from "node:fs";
+import type { Ledger } from "../ledger/ledger.ts";
+import type { CompletionEvidence, EvidenceOptions } from "./evidence.ts";
+import { pump, drainPumps, Tail, type Sink } from "./capture.ts";
+import { commandEnv } from "./env.ts";
+import { startHeartbeat } from "./heartbeat.ts";
+import { commandExitCode, naturalTermination, type Termination } from "./outcome.ts";
+import { readStartTicks } from "./proc.ts";
+import { nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegIds, type LegPlan } from "./setup.ts";
+import { armDeadline, GroupTerminator, LI_SIGNALS, trapLiSignals } from "./signals.ts";
+import { spawnCommand, SpawnError, type SpawnedCommand } from "./spawn.ts";
+import { runTeardown } from "./teardown/run.ts";
+import type { AfterCommit, TeardownResult } from "./teardown/state.ts";
+
+/** Where a leg's live output and li's own notes go. */
+export interface LegIo {
+  /** The command's stdout, live (li's stdout; li's stderr with --json; nowhere when detached). */
+  stdout: Sink;
+  stderr: Sink;
+  /** One line from li itself (warnings, teardown failures). */
+  log: (line: string) => void;
+}
+
+export interface LegOptions {
+  ledger: Ledger | null;
+  io: LegIo;
+  env: Readonly<Record<string, string | undefined>>;
+  stdin: "inherit" | "ignore";
+  timeout: number | null;
+  /** true: a timeout defers its terminal, another leg follows (§8.6). */
+  mayDefer: boolean;
+  evidenceCwd: string | null;
+  baseRef: string | null;
+  linkedSessionId: string | null;
+  providerExitCodes: readonly number[];
+  now: () => number;
+  newId: () => string;
+  killGraceMs?: number;
+  drainGraceMs?: number;
+  heartbeatMs?: number;
+  tailBytes?: number;
+  checkEvidence: (cwd: string, options: EvidenceOptions) => Promise<CompletionEvidence>;
+  alsoInSetup?: AlsoInSetup;
+  afterCommit: readonly AfterCommit[];
+  /** Called once setup committed (or was skipped without persistence), before the command starts. */
+  onStarted?: (ids: LegIds, persisted: boolean) => void | Promise<void>;
+  /** Detached: a failed persistence setup must stop the leg instead of running it unrecorded. */
+  requirePersistence?: boolean;
+}
+
+export interface LegOutcome {
+  result: TeardownResult;
+  termination: Termination;
+  /** The session status when a continuation found the session no longer running (nothing ran). */
+  stoppedBy: string | null;
+  persisted: boolean;
+}
+
+/** Persistence setup failed where it was required (a detached leg): nothing ran. */
+export class PersistenceSetupError extends Error {
+  override readonly name = "PersistenceSetupError";
+}
+
+export async function runLeg(plan: LegPlan, mode: "new" | "continue", o: LegOptions): Promise<LegOutcome> {
+  let ledger = o.ledger;
+  if (ledger) {
+    try {
+      if (mode === "new") await setupNewSession(ledger, plan, o.alsoInSetup);
+      else {
+        const stopped = await setupContinuation(ledger, plan, o.alsoInSetup);
+        if (stopped !== null) {
+          const own = { status: stopped, reasonCode: "" };
+          return { result: { ...own, persisted: "winner", own, exitCode: null, transition: null }, termination: "timeout", stoppedBy: stopped, persisted: true };
+        }
+      }
+    } catch (error) {
+      if (o.requirePersistence) throw new PersistenceSetupError(`persistence setup failed: ${error instanceof Error ? error.message : String(error)}`);
+      o.io.log(`warning: persistence setup failed (${error instanceof Error ? error.message : String(error)}); the command runs unrecorded`);
+      ledger = null;
+    }
+  }
+  const escalateFile = `${plan.run.stateRoot}/escalations.jsonl`;
+  plan.run.writeManifest({
+    session_id: plan.sessionId,
+    branch_id: plan.branchId,
+    leg_id: plan.legId,
+    command: plan.argv,
+    cwd: plan.cwd,
+    started_at: plan.startedAt,
+    persisted: ledger !== null,
+    escalate_file: escalateFile,
+  });
+  await o.onStarted?.(plan, ledger !== null);
+
+  const streamFd = fs.openSync(plan.run.streamPath(plan.branchId), "a", 0o600);
+  const toStream: Sink = (chunk) => void fs.writeSync(streamFd, chunk);
+  const tail = new Tail(o.tailBytes);
+  let child: SpawnedCommand | null = null;
+  let failure: string | null = null;
+  let termination: Termination = "spawn_failed";
+  let exitCode: number | null = null;
+  let commandMarkers: { pid: number; startTicks: number | null } | undefined;
+  let running = true;
+  const stopHeartbeat = ledger ? startHeartbeat(ledger.backend, plan.legId, { now: o.now, ...(o.heartbeatMs ? { intervalMs: o.heartbeatMs } : {}) }) : () => {};
+  let terminator: GroupTerminator | null = null;
+  // Trapped before the spawn so a signal in between is not lost: it stops the group as soon as there is one.
+  let pendingSignal: keyof typeof LI_SIGNALS | null = null;
+  const untrap = trapLiSignals((signal) => {
+    if (!running) return;
+    if (terminator) terminator.stop(LI_SIGNALS[signal], signal);
+    else pendingSignal ??= signal;
+  });
+  try {
+    try {
+      child = spawnCommand(plan.argv, {
+        cwd: plan.cwd,
+        env: commandEnv(o.env, { sessionId: plan.sessionId, branchId: plan.branchId, runId: plan.runId, artifactRoot: plan.run.artifactRoot, escalateFile }),
+        stdin: o.stdin,
+      });
+    } catch (error) {
+      if (!(error instanceof SpawnError)) throw error;
+      failure = error.message;
+      o.io.log(error.message);
+    }
+    if (child) {
+      const pid = child.pid;
+      terminator = new GroupTerminator(pid, o.killGraceMs);
+      if (pendingSignal) terminator.stop(LI_SIGNALS[pendingSignal], pendingSignal);
+      const disarm = armDeadline(o.timeout, () => terminator?.stop("timeout", "SIGTERM"));
+      const pumps = [pump(child.stdout, [o.io.stdout, toStream, (c) => tail.push(c)]), pump(child.stderr, [o.io.stderr, toStream])];
+      commandMarkers = { pid, startTicks: readStartTicks(pid) };
+      if (ledger) await recordCommandMarkers(ledger, plan.legId, commandMarkers).catch(() => {});
+      const exit = await child.exited;
+      disarm();
+      terminator.dispose();
+      await drainPumps(pumps, o.drainGraceMs);
+      termination = terminator.reason ?? naturalTermination(exit.exitCode, exit.signalCode);
+      exitCode = commandExitCode(exit.exitCode, exit.signalCode);
+    }
+  } finally {
+    running = false;
+    stopHeartbeat();
+    fs.closeSync(streamFd);
+  }
+  try {
+    const result = await runTeardown({
+      ledger,
+      sessionId: plan.sessionId,
+      branchId: plan.branchId,
+      legId: plan.legId,
+      deferred: o.mayDefer && termination === "timeout",
+      termination,
+      exitCode,
+      failure,
+      contract: plan.contract,
+      artifactRoot: plan.run.artifactRoot,
+      assistantText: tail.text(),
+      assistantTruncated: tail.truncated,
+      linkedSessionId: o.linkedSessionId,
+      providerExitCodes: o.providerExitCodes,
+      linkedRetry: { attempts: 3, intervalMs: 100 },
+      evidenceCwd: o.evidenceCwd,
+      baseRef: o.baseRef,
+      escalateFile,
+      nodeMetadata: nodeMetadata(plan, commandMarkers),
+      now: o.now,
+      newId: o.newId,
+      log: o.io.log,
+      checkEvidence: o.checkEvidence,
+      afterCommit: o.afterCommit,
+    });
+    return { result, termination, stoppedBy: null, persisted: ledger !== null };
+  } finally {
+    untrap();
+  }
+}

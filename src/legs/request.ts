@@ -1,0 +1,138 @@
+// Validates everything `li agent` was asked before anything is written (SPEC §8, §16): flags, argv, contract.
+
+import fs from "node:fs";
+import path from "node:path";
+import type { ArtifactContract } from "../contracts/artifacts.ts";
+import { loadContract } from "../contracts/sources.ts";
+import { splitTemplate } from "../notify/argv.ts";
+import { parseDuration, parseNonNegativeInt } from "../util/duration.ts";
+import { UsageError } from "../util/errors.ts";
+import { assertSafeId } from "../util/ids.ts";
+import { EXIT_UNAVAILABLE } from "./outcome.ts";
+
+/** The flags of `li agent` as citty hands them over. */
+export interface AgentArgs {
+  resume?: string | undefined;
+  notify?: string | undefined;
+  timeout?: string | undefined;
+  artifact?: string | string[] | undefined;
+  profile?: string | undefined;
+  playbook?: string | undefined;
+  saveDir?: string | undefined;
+  runId?: string | undefined;
+  cwd?: string | undefined;
+  baseRef?: string | undefined;
+  invocation?: string | undefined;
+  linkedSession?: string | undefined;
+  autoResume?: string | undefined;
+  resumeCommand?: string | undefined;
+  evidenceGate?: boolean | undefined;
+  detach?: boolean | undefined;
+  persist?: boolean | undefined;
+  json?: boolean | undefined;
+}
+
+export interface AgentRequest {
+  argv: string[];
+  /** `--resume-command`, split into words; null = the same argv. */
+  resumeArgv: string[] | null;
+  resume: string | null;
+  notify: string | null;
+  /** Seconds; null = no deadline. */
+  timeout: number | null;
+  contract: ArtifactContract | null;
+  contractWarnings: string[];
+  saveDir: string | undefined;
+  runId: string | undefined;
+  /** Absolute `--cwd`, checked to be a directory; null = li's working directory, and no evidence gate by default. */
+  cwd: string | null;
+  baseRef: string | null;
+  invocationId: string | null;
+  linkedSessionId: string | null;
+  autoResume: number;
+  /** true = --evidence-gate, false = --no-evidence-gate, null = only with --cwd. */
+  evidenceGate: boolean | null;
+  detach: boolean;
+  persist: boolean;
+  json: boolean;
+}
+
+export interface RequestContext {
+  /** li's working directory. */
+  workdir: string;
+  /** `agent.timeout` from settings, used when --timeout is absent. */
+  defaultTimeout?: number | null;
+}
+
+function optionalId(value: string | undefined, flag: string): string | null {
+  if (value === undefined) return null;
+  return assertSafeId(value, flag);
+}
+
+/** Throws UsageError (exit 2) for bad input, or with exit 78 when the environment prevents the start. */
+export function parseAgentRequest(args: AgentArgs, passthrough: readonly string[] | null, ctx: RequestContext): AgentRequest {
+  if (passthrough === null || passthrough.length === 0) throw new UsageError("li agent needs a command after -- (li agent [options] -- <command…>)");
+  if (passthrough[0] === "") throw new UsageError("li agent: the command after -- is empty");
+  const detach = args.detach === true;
+  const persist = args.persist !== false;
+  if (detach && !persist) throw new UsageError("--detach needs persistence: an id nobody can wait on is worse than an error (drop --no-persist)", EXIT_UNAVAILABLE);
+  const timeout = args.timeout !== undefined ? parseDuration(args.timeout, "--timeout") : (ctx.defaultTimeout ?? null);
+  const autoResume = args.autoResume !== undefined ? parseNonNegativeInt(args.autoResume, "--auto-resume") : 0;
+  if (autoResume > 0 && timeout === null) throw new UsageError("--auto-resume needs --timeout: only a timed-out leg is resumed");
+  let resumeArgv: string[] | null = null;
+  if (args.resumeCommand !== undefined) {
+    try {
+      resumeArgv = splitTemplate(args.resumeCommand);
+    } catch (error) {
+      throw new UsageError(`--resume-command: ${(error as Error).message}`);
+    }
+    if (resumeArgv.length === 0) throw new UsageError("--resume-command: no command given");
+    if (autoResume === 0) throw new UsageError("--resume-command is only used with --auto-resume N");
+  }
+  const runId = args.runId !== undefined ? assertSafeId(args.runId, "--run-id") : undefined;
+  if (args.saveDir !== undefined && args.saveDir.trim() === "") throw new UsageError("--save-dir: an empty path");
+  let cwd: string | null = null;
+  if (args.cwd !== undefined) {
+    if (args.cwd === "") throw new UsageError("--cwd: an empty path");
+    cwd = path.resolve(ctx.workdir, args.cwd);
+    let isDir = false;
+    try {
+      isDir = fs.statSync(cwd).isDirectory();
+    } catch {
+      throw new UsageError(`--cwd ${args.cwd}: no such directory`, EXIT_UNAVAILABLE);
+    }
+    if (!isDir) throw new UsageError(`--cwd ${args.cwd}: not a directory`, EXIT_UNAVAILABLE);
+  }
+  const artifactFlags = args.artifact === undefined ? [] : Array.isArray(args.artifact) ? args.artifact : [args.artifact];
+  const resume = args.resume ?? null;
+  if (resume !== null && (artifactFlags.length > 0 || args.profile !== undefined || args.playbook !== undefined)) {
+    throw new UsageError("--artifact, --profile and --playbook cannot be used with -r: the contract is fixed when the session starts");
+  }
+  const { contract, warnings } = loadContract({
+    projectDir: cwd ?? ctx.workdir,
+    profile: args.profile,
+    playbook: args.playbook,
+    artifactFlags,
+    cwd: ctx.workdir,
+  });
+  return {
+    argv: [...passthrough],
+    resumeArgv,
+    resume,
+    notify: args.notify ?? null,
+    timeout,
+    contract,
+    contractWarnings: warnings,
+    saveDir: args.saveDir,
+    runId,
+    cwd,
+    baseRef: args.baseRef ?? null,
+    invocationId: optionalId(args.invocation, "--invocation"),
+    linkedSessionId: optionalId(args.linkedSession, "--linked-session"),
+    autoResume,
+    evidenceGate: args.evidenceGate ?? null,
+    detach,
+    persist,
+    json: args.json === true,
+  };
+}

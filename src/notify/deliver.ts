@@ -1,0 +1,23 @@
+// The delivery engine (SPEC §9.5): one pass over everything this host's handlers are owed and nobody holds.
+
+import type { Ledger } from "../ledger/ledger.ts";
+import { claimRunSettle, handlerHost, MAX_ATTEMPTS, type EngineOptions, type PassSummary } from "./engine.ts";
+
+export interface DeliverOptions extends EngineOptions {
+  /** At most this many (handler, event) pairs per pass. */
+  limit?: number;
+}
+
+/**
+ * One pass: expired claims that used every attempt become dead; every (handler, event) pair owed to
+ * an enabled handler of this host — a set-based anti-join over the handler's watermark, never a
+ * cursor — is claimed unless someone holds it, run under one budget, and settled.
+ */
+export async function deliverOnce(ledger: Ledger, opts: DeliverOptions = {}): Promise<PassSummary> {
+  const now = opts.now ?? ledger.now;
+  const buried = await ledger.transact(async (tx) => tx.notify.buryExhausted(now(), MAX_ATTEMPTS, "the claim expired after the last attempt (the claimer died)"));
+  const owed = await ledger.backend.notify.owedToHandlers({ hostId: opts.hostId ?? handlerHost(), now: now(), limit: opts.limit ?? 256 });
+  const summary = await claimRunSettle(ledger, owed, opts);
+  summary.dead += buried;
+  return summary;
+}

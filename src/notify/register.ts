@@ -1,0 +1,76 @@
+// Leg registrations (SPEC §9.1): the resolver of which argv a leg gets, and its rows in the setup transaction.
+
+import type { Tx } from "../ledger/backend.ts";
+import { notifyAppliesToLeg, type Settings } from "../settings/settings.ts";
+import { randomId } from "../util/ids.ts";
+import { compileArgvWords, compileTemplate } from "./argv.ts";
+
+export interface LegNotify {
+  /** The compiled argv (placeholders not substituted), or null: no registration. */
+  argv: readonly string[] | null;
+  /** The flag or settings key it came from (`--notify`, `settings <file>: notify.on_terminal`). */
+  origin: string | null;
+  /** Configuration problems, one line each, naming the flag or key; never argument values in full. */
+  warnings: string[];
+}
+
+/**
+ * `--notify` > project settings > global settings > none (§9.1, ADR-0095). `loadSettings` has already
+ * layered project over global. A bad `--notify` disables the notice (with a warning) rather than
+ * falling back to the settings: the user asked for something else. Never throws.
+ */
+export function defaultLegNotify(settings: Settings, leg: { notifyFlag: string | undefined | null; sessionId: string; branchId: string }): LegNotify {
+  if (leg.notifyFlag !== undefined && leg.notifyFlag !== null) {
+    const compiled = compileTemplate(leg.notifyFlag, "--notify");
+    return compiled.ok ? { argv: compiled.argv, origin: "--notify", warnings: [] } : { argv: null, origin: "--notify", warnings: [compiled.warning] };
+  }
+  const setting = settings.notifyOnTerminal;
+  if (!notifyAppliesToLeg(setting, leg) || setting === null) return { argv: null, origin: null, warnings: [] };
+  const compiled = setting.template !== undefined ? compileTemplate(setting.template, setting.origin) : compileArgvWords(setting.argv ?? [], setting.origin);
+  return compiled.ok ? { argv: compiled.argv, origin: setting.origin, warnings: [] } : { argv: null, origin: setting.origin, warnings: [compiled.warning] };
+}
+
+export interface LegRegistrationInput {
+  sessionId: string;
+  legId: string;
+  argv: readonly string[];
+  origin: string;
+  hostId: string;
+  now: number;
+  /** Defaults to a random UUID. */
+  id?: string;
+}
+
+/**
+ * Writes a leg's registration inside its setup transaction: a `terminal_callbacks` row bound to the
+ * leg and its session, and the consumer `cb:<id>` whose watermark is the highest committed seq, so
+ * it is owed only the first terminal event of its session from here on, while its leg is current.
+ */
+export async function registerLegCallback(tx: Tx, input: LegRegistrationInput): Promise<{ id: string; consumer: string }> {
+  const id = input.id ?? randomId();
+  const consumer = `cb:${id}`;
+  const watermark = await tx.notify.maxSeq();
+  await tx.notify.insertCallback({
+    id,
+    scope: "leg",
+    name: null,
+    consumer,
+    session_id: input.sessionId,
+    leg_id: input.legId,
+    argv: JSON.stringify(input.argv),
+    filter_kinds: null,
+    filter_ids: null,
+    origin: input.origin,
+    host_id: input.hostId,
+    enabled: 1,
+    created_at: input.now,
+    retired_at: null,
+  });
+  await tx.notify.insertConsumer({ name: consumer, watermark, registered_at: input.now, retired_at: null });
+  return { id, consumer };
+}
+
+/** A deferred leg passes its registrations to the leg that will finalize the session (§9.1). */
+export async function passLegRegistration(tx: Tx, fromLegId: string, toLegId: string): Promise<number> {
+  return tx.notify.moveLegCallbacks(fromLegId, toLegId);
+}

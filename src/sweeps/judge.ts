@@ -1,0 +1,116 @@
+// Judges one running session for a sweep (SPEC §12.1): every open leg through the one classifier, aged from its current leg.
+
+import type { LegRow } from "../ledger/backend.ts";
+import type { RunningSession } from "../ledger/sweep-store.ts";
+import { classifyLeg, sessionAgeWithoutLeg, type Liveness, type LivenessEvidence } from "./liveness.ts";
+import type { SweepEnv } from "./sweep.ts";
+
+/** alive: some open leg lives (or a running linked session holds it); dead: positively gone; unknown: no markers. */
+export type SessionState = "alive" | "dead" | "unknown";
+
+export interface Judgement {
+  session: RunningSession;
+  currentLeg: LegRow | null;
+  /** The values the write re-checks inside its transaction. */
+  guard: { currentLegId: string | null; heartbeatAt: number | null };
+  state: SessionState;
+  /** The current leg belongs to another host: its pids are never probed nor signalled from here. */
+  remote: boolean;
+  /** Held running by a running linked session (§8.2 step 5): alive whatever its supervisor. */
+  heldByLinked: boolean;
+  /** Seconds since the last sign of life: the current leg's start or heartbeat, or the row's update. */
+  ageSeconds: number;
+  liveness: Liveness | null;
+  /** The command of the current leg, alive here while its supervisor is dead: nobody will record its outcome. */
+  orphanCommand: { pid: number; startTicks: number } | null;
+  /** Legs the write closes with the session. */
+  openLegIds: string[];
+}
+
+function markersOf(leg: LegRow) {
+  return {
+    hostId: leg.host_id,
+    pid: leg.pid,
+    pidStartTicks: leg.pid_start_ticks,
+    commandPid: leg.command_pid,
+    commandStartTicks: leg.command_start_ticks,
+    startedAt: leg.started_at,
+    heartbeatAt: leg.heartbeat_at,
+    endedAt: leg.ended_at,
+  };
+}
+
+export interface JudgeOptions {
+  heartbeatGrace?: number;
+}
+
+export function judgeSession(session: RunningSession, now: number, env: Pick<SweepEnv, "hostId" | "probe">, options: JudgeOptions = {}): Judgement {
+  const classify = (leg: LegRow) =>
+    classifyLeg({ markers: markersOf(leg), hostId: env.hostId, now, probe: env.probe, options: options.heartbeatGrace === undefined ? {} : { heartbeatGrace: options.heartbeatGrace } });
+  const currentLeg = session.legs.find((l) => l.id === session.current_leg_id) ?? null;
+  const liveness = currentLeg ? classify(currentLeg) : null;
+  // A session with any live unended leg is alive (a resume racing an older leg that still runs).
+  const otherAlive = session.legs.some((l) => l !== currentLeg && l.ended_at === null && classify(l).supervisor === "alive");
+  const heldByLinked = session.linked_session_id !== null && session.linked_status === "running";
+
+  let state: SessionState;
+  if (heldByLinked || otherAlive || liveness?.supervisor === "alive") state = "alive";
+  else if (liveness && liveness.evidence.basis !== "none") state = "dead";
+  else state = "unknown";
+
+  // Never from started_at: a resumed session keeps its first start (ADR-0105).
+  const lastSeen = Math.max(liveness?.evidence.lastSeenAt ?? -Infinity, session.updated_at);
+  const ageSeconds = liveness ? Math.max(0, now - lastSeen) : sessionAgeWithoutLeg(session.updated_at, now);
+
+  const commandMarkers = liveness?.evidence;
+  const orphanCommand =
+    liveness && !liveness.remote && liveness.supervisor === "dead" && liveness.command === "alive" && commandMarkers?.commandPid != null && commandMarkers.commandStartTicks != null
+      ? { pid: commandMarkers.commandPid, startTicks: commandMarkers.commandStartTicks }
+      : null;
+
+  return {
+    session,
+    currentLeg,
+    guard: { currentLegId: session.current_leg_id, heartbeatAt: currentLeg?.heartbeat_at ?? null },
+    state,
+    remote: liveness?.remote ?? false,
+    heldByLinked,
+    ageSeconds,
+    liveness,
+    orphanCommand,
+    openLegIds: session.legs.filter((l) => l.ended_at === null).map((l) => l.id),
+  };
+}
+
+/** What a sweep saw, as a transition evidence entry. */
+export function livenessEvidence(j: Judgement): Record<string, unknown> {
+  const e: Partial<LivenessEvidence> = j.liveness?.evidence ?? {};
+  return {
+    kind: "liveness",
+    leg_id: j.currentLeg?.id ?? null,
+    state: j.state,
+    basis: e.basis ?? "none",
+    host_id: e.legHostId ?? null,
+    local_host_id: e.localHostId ?? null,
+    pid: e.pid ?? null,
+    pid_start_ticks: e.pidStartTicks ?? null,
+    supervisor: e.supervisorProbe ?? (j.liveness?.supervisor ?? null),
+    command_pid: e.commandPid ?? null,
+    command_start_ticks: e.commandStartTicks ?? null,
+    command: e.commandProbe ?? (j.liveness?.command ?? null),
+    heartbeat_at: e.heartbeatAt ?? null,
+    age_seconds: Math.round(j.ageSeconds * 1000) / 1000,
+  };
+}
+
+/**
+ * Kills the orphaned command's group when its identity still matches (probed again right before
+ * the signal). Returns the evidence entry, or null when nothing was killed.
+ */
+export function killOrphanCommand(j: Judgement, env: SweepEnv, at: number): Record<string, unknown> | null {
+  const orphan = j.orphanCommand;
+  if (!orphan) return null;
+  if (env.probe(orphan.pid, orphan.startTicks) !== "alive") return null;
+  const delivered = env.signalGroup(orphan.pid, "SIGKILL");
+  return delivered ? { kind: "killed", what: "command_group", pgid: orphan.pid, start_ticks: orphan.startTicks, signal: "SIGKILL", at } : null;
+}

@@ -1,0 +1,67 @@
+// The shape every sweep shares (STYLE habit 5): validated options, `runOnce(ledger, now, options)` → a summary; and the host it runs on.
+
+import type { Awaitable } from "../ledger/backend.ts";
+import type { Ledger } from "../ledger/ledger.ts";
+import { hostId, killGroup, probeProcess } from "../legs/proc.ts";
+import type { z } from "zod";
+import { UsageError } from "../util/errors.ts";
+import type { Probe } from "./liveness.ts";
+
+/** Test seams of a sweep: run between its decision and its write (e.g. to land a heartbeat there). */
+export interface SweepHooks {
+  beforeWrite?(sessionId: string): Awaitable<void>;
+}
+
+/** What a sweep needs of the machine it runs on; injectable so tests control identity and signals. */
+export interface SweepEnv {
+  /** This host's id (machine id + boot id): pids of other hosts are never probed or signalled. */
+  hostId: string;
+  probe: Probe;
+  /** Signals a whole process group; false when the group is gone. */
+  signalGroup(pgid: number, signal: NodeJS.Signals): boolean;
+  /** Signals one process; false when it is gone. */
+  signalProcess(pid: number, signal: NodeJS.Signals): boolean;
+  hooks?: SweepHooks;
+}
+
+export function signalProcess(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === "ESRCH") return false;
+    throw error;
+  }
+}
+
+/** The real machine: /proc probes and kill(2). */
+export function hostEnv(overrides: Partial<SweepEnv> = {}): SweepEnv {
+  return {
+    hostId: overrides.hostId ?? hostId(),
+    probe: overrides.probe ?? ((pid, ticks) => probeProcess(pid, ticks)),
+    signalGroup: overrides.signalGroup ?? ((pgid, signal) => killGroup(pgid, signal)),
+    signalProcess: overrides.signalProcess ?? signalProcess,
+    ...(overrides.hooks ? { hooks: overrides.hooks } : {}),
+  };
+}
+
+/**
+ * A sweep: `validate` turns loose input (flags, settings) into options or throws a UsageError naming
+ * the option; `runOnce` does one pass at `now` and returns what it changed. The CLI and the watcher
+ * call the same `runOnce`.
+ */
+export interface Sweep<Options, Summary> {
+  readonly name: string;
+  readonly defaults: Readonly<Options>;
+  validate(input: Partial<Options>): Options;
+  runOnce(ledger: Ledger, now: number, options: Options, env?: SweepEnv): Promise<Summary>;
+}
+
+/** Parses options with `schema`; the first problem becomes a UsageError naming the flag (from `flags`). */
+export function validateWith<T>(s: z.ZodType<T>, input: unknown, flags: Record<string, string>): T {
+  const parsed = s.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const key = String(issue.path[0] ?? "options");
+  throw new UsageError(`${flags[key] ?? key}: ${issue.message}`);
+}

@@ -1,0 +1,60 @@
+// A sweep's write (SPEC §12.1): decided outside the lock, re-checked inside it, through the one guarded transition.
+
+import type { Source } from "../ledger/backend.ts";
+import type { Ledger } from "../ledger/ledger.ts";
+import { applyTransition, validateTransition, type AppliedTransition } from "../ledger/transition.ts";
+import type { Judgement } from "./judge.ts";
+import type { SweepEnv } from "./sweep.ts";
+
+export interface JudgedWrite {
+  status: string;
+  reasonCode: string;
+  reasonSummary: string;
+  evidence: Record<string, unknown>[];
+  source: Source;
+  actor: string;
+  endedAt: number;
+  /** Re-check the judged heartbeat too (sweeps do; `li kill` waited on a live leg and only re-checks the leg). */
+  checkHeartbeat?: boolean;
+}
+
+export type JudgedWriteOutcome =
+  | { result: "applied"; transition: AppliedTransition }
+  | { result: "conflict"; why: "gone" | "not_running" | "leg_changed" | "heartbeat_changed" | "expected_status" | "expected_updated_at" | "cas_lost" };
+
+/**
+ * Writes the judged session terminal only if, under the write lock, it is still running with the
+ * same current leg (and heartbeat) the sweep judged; closes its open legs in the same transaction.
+ * Emits the terminal event after commit; never pushes handlers (bulk sweeps leave that to delivery).
+ */
+export async function writeJudged(ledger: Ledger, env: Pick<SweepEnv, "hooks">, j: Judgement, w: JudgedWrite): Promise<JudgedWriteOutcome> {
+  const validated = validateTransition("session", {
+    newStatus: w.status,
+    reasonCode: w.reasonCode,
+    reasonSummary: w.reasonSummary,
+    evidenceRefs: w.evidence,
+    source: w.source,
+    actor: w.actor,
+    expectedStatuses: ["running"],
+    extraFields: { ended_at: w.endedAt },
+    alsoInTransaction: async (tx) => {
+      for (const legId of j.openLegIds) {
+        await tx.updateLeg(legId, { status: w.status, reason_code: w.reasonCode, ended_at: w.endedAt }, { onlyOpen: true });
+      }
+    },
+  });
+  await env.hooks?.beforeWrite?.(j.session.id);
+  const outcome = await ledger.transact(async (tx, ctx): Promise<JudgedWriteOutcome> => {
+    const seen = await tx.readSweepGuard(j.session.id);
+    if (!seen) return { result: "conflict", why: "gone" };
+    if (seen.status !== "running") return { result: "conflict", why: "not_running" };
+    if (seen.currentLegId !== j.guard.currentLegId) return { result: "conflict", why: "leg_changed" };
+    if ((w.checkHeartbeat ?? true) && seen.heartbeatAt !== j.guard.heartbeatAt) return { result: "conflict", why: "heartbeat_changed" };
+    const applied = await applyTransition(tx, ctx, validated, j.session.id);
+    if (applied.result === "applied") return applied;
+    if (applied.result === "conflict") return { result: "conflict", why: applied.why };
+    throw applied.error; // running → terminal is a declared edge; a rejection here is a bug
+  });
+  if (outcome.result === "applied") ledger.emitTerminal(outcome.transition);
+  return outcome;
+}

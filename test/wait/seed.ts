@@ -1,0 +1,155 @@
+// Test helper: sessions with branches and legs written through the ledger's own API (until `li agent` lands),
+// plus a spawned `li wait` whose stdout lines can be awaited one by one.
+
+import { Database } from "bun:sqlite";
+import type { Subprocess } from "bun";
+import type { Ledger } from "../../src/ledger/ledger.ts";
+import { LI_BINARY, liEnv } from "../helpers/cli.ts";
+
+export interface SeedLeg {
+  id?: string;
+  runId?: string;
+  artifactRoot?: string;
+  command?: string[];
+  startedAt?: number;
+  endedAt?: number | null;
+  exitCode?: number | null;
+}
+
+export interface SeedSession {
+  id?: string;
+  branchId?: string;
+  invocationId?: string;
+  artifactsPath?: string;
+  /** Legs in order; the last one becomes the session's current leg. */
+  legs?: SeedLeg[];
+  /** Backdates the session's own started_at (a resumed session keeps its old one). */
+  startedAt?: number;
+}
+
+let counter = 0;
+
+/** Inserts a running session with its branch and legs in one transaction, as a leg's setup would. */
+export async function seedSession(ledger: Ledger, spec: SeedSession = {}): Promise<{ id: string; branchId: string; legIds: string[]; runIds: string[] }> {
+  const id = spec.id ?? ledger.newId();
+  const branchId = spec.branchId ?? ledger.newId();
+  const legs = (spec.legs ?? []).map((leg, i) => ({
+    id: leg.id ?? `${id}-leg-${i + 1}`,
+    runId: leg.runId ?? `run-${++counter}-${process.pid}-${i}`,
+    ...leg,
+  }));
+  const fields: Record<string, unknown> = {};
+  if (spec.invocationId) fields.invocation_id = spec.invocationId;
+  if (spec.artifactsPath) fields.artifacts_path = spec.artifactsPath;
+  if (legs.length > 0) fields.current_leg_id = legs.at(-1)!.id;
+  if (spec.startedAt !== undefined) fields.started_at = spec.startedAt;
+  const prepared = ledger.prepareCreate("session", { id, fields });
+  await ledger.transact(async (tx) => {
+    await ledger.insertNew(tx, "session", prepared);
+    const now = ledger.now();
+    await tx.insertBranch({ id: branchId, session_id: id, name: null, metadata: null, created_at: now, updated_at: now });
+    for (const [i, leg] of legs.entries()) {
+      await tx.insertLeg({
+        id: leg.id,
+        session_id: id,
+        seq: i + 1,
+        run_id: leg.runId,
+        state_root: `/tmp/li-runs/${leg.runId}`,
+        artifact_root: leg.artifactRoot ?? `/tmp/li-runs/${leg.runId}/artifacts`,
+        command: JSON.stringify(leg.command ?? ["true"]),
+        cwd: null,
+        pid: null,
+        pid_start_ticks: null,
+        boot_id: null,
+        host_id: null,
+        command_pid: null,
+        command_start_ticks: null,
+        started_at: leg.startedAt ?? now,
+        heartbeat_at: null,
+        kill_requested_at: null,
+        ended_at: leg.endedAt ?? null,
+        status: leg.endedAt ? "completed" : "running",
+        reason_code: null,
+        exit_code: leg.exitCode ?? null,
+        deferred: 0,
+        first_msg_id: null,
+        last_msg_id: null,
+      });
+    }
+  });
+  return { id, branchId, legIds: legs.map((l) => l.id), runIds: legs.map((l) => l.runId) };
+}
+
+/** Moves a session to a terminal status through the guarded write, with the command's exit code. */
+export async function finishSession(ledger: Ledger, id: string, status: string, reason: string, exitCode: number | null = null): Promise<void> {
+  const ok = await ledger.updateStatus("session", id, { newStatus: status, reasonCode: reason, extraFields: { exit_code: exitCode, ended_at: ledger.now() } });
+  if (!ok) throw new Error(`could not finish session ${id}`);
+}
+
+/** Raw SQL for what no li command may do: corrupt a reason, delete a row under a waiter. */
+export function rawSql(dbPath: string, sql: string, ...params: (string | number | null)[]): void {
+  const db = new Database(dbPath);
+  try {
+    db.run("PRAGMA busy_timeout = 5000");
+    db.run(sql, params);
+  } finally {
+    db.close();
+  }
+}
+
+export interface RunningWait {
+  proc: Subprocess<"ignore", "pipe", "pipe">;
+  /** Resolves with the first `n` stdout lines (rejects after `ms`, which is a hang guard, not a timing assertion). */
+  lines(n: number, ms?: number): Promise<string[]>;
+  /** Every stdout line so far. */
+  seen(): string[];
+  done(): Promise<{ code: number; stdout: string[]; stderr: string }>;
+}
+
+/** Starts `li wait` and collects its stdout line by line as it arrives. */
+export function startWait(args: string[], home: string, env: Record<string, string | undefined> = {}): RunningWait {
+  const proc = Bun.spawn([LI_BINARY, "wait", ...args], { env: liEnv(home, env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const got: string[] = [];
+  let notify: () => void = () => {};
+  let ended = false;
+  const pump = (async () => {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const chunk of proc.stdout) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        got.push(buffer.slice(0, nl));
+        buffer = buffer.slice(nl + 1);
+        notify();
+      }
+    }
+    ended = true;
+    notify();
+  })();
+  const stderr = new Response(proc.stderr).text();
+  return {
+    proc,
+    seen: () => [...got],
+    lines: (n, ms = 15_000) =>
+      new Promise((resolve, reject) => {
+        const guard = setTimeout(() => reject(new Error(`li wait printed ${got.length} of ${n} lines: ${JSON.stringify(got)}`)), ms);
+        const check = () => {
+          if (got.length >= n) {
+            clearTimeout(guard);
+            resolve(got.slice(0, n));
+          } else if (ended) {
+            clearTimeout(guard);
+            reject(new Error(`li wait ended after ${got.length} of ${n} lines: ${JSON.stringify(got)}`));
+          }
+        };
+        notify = check;
+        check();
+      }),
+    done: async () => {
+      const code = await proc.exited;
+      await pump;
+      return { code, stdout: [...got], stderr: await stderr };
+    },
+  };
+}
