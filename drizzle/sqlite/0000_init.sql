@@ -213,6 +213,7 @@ CREATE TABLE `terminal_callbacks` (
 CREATE UNIQUE INDEX `terminal_callbacks_consumer_idx` ON `terminal_callbacks` (`consumer`);--> statement-breakpoint
 CREATE INDEX `terminal_callbacks_session_idx` ON `terminal_callbacks` (`session_id`);--> statement-breakpoint
 CREATE INDEX `terminal_callbacks_leg_idx` ON `terminal_callbacks` (`leg_id`);--> statement-breakpoint
+CREATE INDEX `terminal_callbacks_live_idx` ON `terminal_callbacks` (`scope`,`host_id`) WHERE "terminal_callbacks"."retired_at" IS NULL;--> statement-breakpoint
 CREATE TABLE `terminal_deliveries` (
 	`transition_id` text NOT NULL,
 	`consumer` text NOT NULL,

@@ -17,21 +17,27 @@ export const TREE: Group = {
   commands: {
     wait: load(() => import("./commands/wait.ts")),
     ls: load(() => import("./commands/ls.ts")),
+    agent: load(() => import("./commands/agent.ts")),
     show: load(() => import("./commands/show.ts")),
     reasons: load(() => import("./commands/reasons.ts")),
+    events: load(() => import("./commands/events.ts")),
+    kill: load(() => import("./commands/kill.ts")),
     state: {
       description: "create, repair and inspect ledger entities",
       commands: {
         create: load(() => import("./commands/state-create.ts")),
         "set-status": load(() => import("./commands/state-set-status.ts")),
         transitions: load(() => import("./commands/state-transitions.ts")),
+        doctor: load(() => import("./commands/state-doctor.ts")),
+        prune: load(() => import("./commands/state-prune.ts")),
       },
     },
   },
 };
 
 /** Commands that take a command line after `--` (everything else refuses one). */
-const TAKES_COMMAND: ReadonlySet<string> = new Set(["agent", "events handlers add"]);
+// `li events` is one command dispatching its sub-words; it refuses `--` itself except for `handlers add`.
+const TAKES_COMMAND: ReadonlySet<string> = new Set(["agent", "events"]);
 
 function isGroup(node: Loader | Group): node is Group {
   return typeof node === "object";

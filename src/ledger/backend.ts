@@ -106,6 +106,14 @@ export interface MessageRow {
   created_at: number;
 }
 
+/** What a leg's teardown needs of its session: the status it guards on and whether it is still current. */
+export interface SessionLegState {
+  status: string;
+  status_reason_code: string | null;
+  current_leg_id: string | null;
+  node_metadata: string | null;
+}
+
 /** Leg columns that may change after insert (never `status` of the session: that is the guarded write's). */
 export type LegPatch = Partial<Omit<LegRow, "id" | "session_id" | "seq" | "run_id">>;
 
@@ -128,6 +136,7 @@ export interface Tx extends SweepWrites {
   /** The next `legs.seq` for a session (1 for its first leg). */
   nextLegSeq(sessionId: string): Awaitable<number>;
   insertMessage(row: MessageRow): Awaitable<void>;
+  sessionLegState(sessionId: string): Awaitable<SessionLegState | null>;
   /** Handlers, consumers and deliveries (§9), under this transaction. */
   readonly notify: NotifyStore;
 }
@@ -158,5 +167,6 @@ export interface Backend extends SweepReads {
   getBranch(id: string): Promise<BranchRow | null>;
   /** A session's messages, oldest first. */
   listMessages(sessionId: string): Promise<MessageRow[]>;
+  sessionLegState(sessionId: string): Promise<SessionLegState | null>;
   close(): void;
 }

@@ -124,10 +124,11 @@ export interface NotifyStore {
    * Counts one attempt. Returns false when someone else holds it or it is settled.
    */
   claim(transitionId: string, consumer: string, now: number, claimedUntil: number): Awaitable<boolean>;
-  /** Settles a claimed row; guarded on state = 'claimed'. */
+  /** Settles our claim: guarded on state = 'claimed' and the `claimed_until` we set, so an expired claim taken over is left alone. */
   settleClaim(
     transitionId: string,
     consumer: string,
+    claimedUntil: number,
     set: { state: "acked" | "retry" | "dead"; last_error: string | null; next_attempt_at: number | null; acked_at: number | null },
     now: number,
   ): Awaitable<number>;

@@ -8,7 +8,7 @@ import { commandEnv } from "./env.ts";
 import { startHeartbeat } from "./heartbeat.ts";
 import { commandExitCode, naturalTermination, type Termination } from "./outcome.ts";
 import { readStartTicks } from "./proc.ts";
-import { nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegIds, type LegPlan } from "./setup.ts";
+import { nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
 import { armDeadline, GroupTerminator, LI_SIGNALS, trapLiSignals } from "./signals.ts";
 import { spawnCommand, SpawnError, type SpawnedCommand } from "./spawn.ts";
 import { runTeardown } from "./teardown/run.ts";
@@ -45,7 +45,7 @@ export interface LegOptions {
   alsoInSetup?: AlsoInSetup;
   afterCommit: readonly AfterCommit[];
   /** Called once setup committed (or was skipped without persistence), before the command starts. */
-  onStarted?: (ids: LegIds, persisted: boolean) => void | Promise<void>;
+  onStarted?: (plan: LegPlan, persisted: boolean) => void | Promise<void>;
   /** Detached: a failed persistence setup must stop the leg instead of running it unrecorded. */
   requirePersistence?: boolean;
 }

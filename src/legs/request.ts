@@ -3,8 +3,6 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { ArtifactContract } from "../contracts/artifacts.ts";
-import { loadContract } from "../contracts/sources.ts";
-import { splitTemplate } from "../notify/argv.ts";
 import { parseDuration, parseNonNegativeInt } from "../util/duration.ts";
 import { UsageError } from "../util/errors.ts";
 import { assertSafeId } from "../util/ids.ts";
@@ -69,8 +67,11 @@ function optionalId(value: string | undefined, flag: string): string | null {
   return assertSafeId(value, flag);
 }
 
-/** Throws UsageError (exit 2) for bad input, or with exit 78 when the environment prevents the start. */
-export function parseAgentRequest(args: AgentArgs, passthrough: readonly string[] | null, ctx: RequestContext): AgentRequest {
+/**
+ * Throws UsageError (exit 2) for bad input, or with exit 78 when the environment prevents the start.
+ * The contract and template modules load only when their flags are given (start-up is on every leg's path).
+ */
+export async function parseAgentRequest(args: AgentArgs, passthrough: readonly string[] | null, ctx: RequestContext): Promise<AgentRequest> {
   if (passthrough === null || passthrough.length === 0) throw new UsageError("li agent needs a command after -- (li agent [options] -- <command…>)");
   if (passthrough[0] === "") throw new UsageError("li agent: the command after -- is empty");
   const detach = args.detach === true;
@@ -81,6 +82,7 @@ export function parseAgentRequest(args: AgentArgs, passthrough: readonly string[
   if (autoResume > 0 && timeout === null) throw new UsageError("--auto-resume needs --timeout: only a timed-out leg is resumed");
   let resumeArgv: string[] | null = null;
   if (args.resumeCommand !== undefined) {
+    const { splitTemplate } = await import("../notify/argv.ts");
     try {
       resumeArgv = splitTemplate(args.resumeCommand);
     } catch (error) {
@@ -108,13 +110,10 @@ export function parseAgentRequest(args: AgentArgs, passthrough: readonly string[
   if (resume !== null && (artifactFlags.length > 0 || args.profile !== undefined || args.playbook !== undefined)) {
     throw new UsageError("--artifact, --profile and --playbook cannot be used with -r: the contract is fixed when the session starts");
   }
-  const { contract, warnings } = loadContract({
-    projectDir: cwd ?? ctx.workdir,
-    profile: args.profile,
-    playbook: args.playbook,
-    artifactFlags,
-    cwd: ctx.workdir,
-  });
+  const declared = artifactFlags.length > 0 || args.profile !== undefined || args.playbook !== undefined;
+  const { contract, warnings } = declared
+    ? (await import("../contracts/sources.ts")).loadContract({ projectDir: cwd ?? ctx.workdir, profile: args.profile, playbook: args.playbook, artifactFlags, cwd: ctx.workdir })
+    : { contract: null, warnings: [] };
   return {
     argv: [...passthrough],
     resumeArgv,

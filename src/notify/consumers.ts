@@ -7,6 +7,7 @@ import { canonicalKind, EXECUTION_KINDS } from "../lifecycle/policy.ts";
 import { UsageError } from "../util/errors.ts";
 import { isSafeId } from "../util/ids.ts";
 import { compileArgvWords, previewWord } from "./argv.ts";
+import { canonicalHost } from "./engine.ts";
 
 export const HANDLER_PREFIX = "handler:";
 export const REGISTRATION_PREFIX = "cb:";
@@ -95,7 +96,7 @@ export async function ackEvents(ledger: Ledger, name: string, eventIds: readonly
     let acked = 0;
     for (const id of new Set(eventIds)) {
       const event = await tx.notify.getTransition(id);
-      if (!event || event.terminal_event !== 1) throw new UsageError(`EVENT_ID ${JSON.stringify(previewWord(id))} is not a terminal event (li events --consumer ${name} lists them)`);
+      if (!event || event.terminal_event !== 1) throw new UsageError(`EVENT_ID ${JSON.stringify(id.slice(0, 80))} is not a terminal event (li events --consumer ${name} lists them)`);
       acked += await tx.notify.ackByHand(id, name, now);
     }
     return { acked, already: new Set(eventIds).size - acked };
@@ -144,7 +145,7 @@ export async function addHandler(ledger: Ledger, input: StandingHandlerInput): P
       filter_kinds: kinds.length ? JSON.stringify(kinds) : null,
       filter_ids: input.ids.length ? JSON.stringify([...new Set(input.ids)]) : null,
       origin: "li events handlers add",
-      host_id: input.hostId,
+      host_id: canonicalHost(input.hostId),
       enabled: 1,
       created_at: now,
       retired_at: null,

@@ -1,7 +1,7 @@
 // The delivery engine (SPEC §9.5): one pass over everything this host's handlers are owed and nobody holds.
 
 import type { Ledger } from "../ledger/ledger.ts";
-import { claimRunSettle, handlerHost, MAX_ATTEMPTS, type EngineOptions, type PassSummary } from "./engine.ts";
+import { canonicalHost, claimRunSettle, handlerHost, MAX_ATTEMPTS, type EngineOptions, type PassSummary } from "./engine.ts";
 
 export interface DeliverOptions extends EngineOptions {
   /** At most this many (handler, event) pairs per pass. */
@@ -16,7 +16,7 @@ export interface DeliverOptions extends EngineOptions {
 export async function deliverOnce(ledger: Ledger, opts: DeliverOptions = {}): Promise<PassSummary> {
   const now = opts.now ?? ledger.now;
   const buried = await ledger.transact(async (tx) => tx.notify.buryExhausted(now(), MAX_ATTEMPTS, "the claim expired after the last attempt (the claimer died)"));
-  const owed = await ledger.backend.notify.owedToHandlers({ hostId: opts.hostId ?? handlerHost(), now: now(), limit: opts.limit ?? 256 });
+  const owed = await ledger.backend.notify.owedToHandlers({ hostId: opts.hostId === undefined ? handlerHost() : canonicalHost(opts.hostId), now: now(), limit: opts.limit ?? 64 });
   const summary = await claimRunSettle(ledger, owed, opts);
   summary.dead += buried;
   return summary;

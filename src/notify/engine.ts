@@ -25,7 +25,13 @@ export function backoffSeconds(attempts: number): number {
  * handler must survive a reboot, and the events it is owed must still be delivered after one.
  */
 export function handlerHost(): string {
-  return machineId();
+  return canonicalHost(machineId());
+}
+
+/** A handler's host from either form `hostId()` (machine:boot) or `machineId()` (machine): the machine part. */
+export function canonicalHost(host: string): string {
+  const colon = host.indexOf(":");
+  return colon === -1 ? host : host.slice(0, colon);
 }
 
 export interface EngineOptions {
@@ -53,6 +59,8 @@ export interface PassSummary {
   dead: number;
   skipped_claimed: number;
   outcomes: HandlerOutcome[];
+  /** Set when the pass itself failed (e.g. the ledger was unavailable); delivery retries later. */
+  error?: string;
 }
 
 const safeName = (consumer: string) => consumer.replace(/[^A-Za-z0-9._-]/g, "_");
@@ -79,12 +87,12 @@ export async function claimRunSettle(ledger: Ledger, owed: readonly OwedDelivery
   const summary: PassSummary = { delivered: 0, failed: 0, dead: 0, skipped_claimed: 0, outcomes: [] };
   if (owed.length === 0) return summary;
 
+  const claimStart = now();
+  const until = claimStart + budgetMs / 1000 + CLAIM_MARGIN_S;
   const claimed = await ledger.transact(async (tx) => {
-    const at = now();
-    const until = at + budgetMs / 1000 + CLAIM_MARGIN_S;
     const won: OwedDelivery[] = [];
     for (const item of owed) {
-      if (await tx.notify.claim(item.transition_id, item.consumer, at, until)) won.push(item);
+      if (await tx.notify.claim(item.transition_id, item.consumer, claimStart, until)) won.push(item);
       else summary.skipped_claimed++;
     }
     return won;
@@ -118,7 +126,7 @@ export async function claimRunSettle(ledger: Ledger, owed: readonly OwedDelivery
       let state: HandlerOutcome["state"];
       if (result.ok) {
         state = "acked";
-        const changed = await tx.notify.settleClaim(item.transition_id, item.consumer, { state, last_error: null, next_attempt_at: null, acked_at: at }, at);
+        const changed = await tx.notify.settleClaim(item.transition_id, item.consumer, until, { state, last_error: null, next_attempt_at: null, acked_at: at }, at);
         if (changed === 0) state = "lost_claim";
         else summary.delivered++;
       } else {
@@ -128,12 +136,18 @@ export async function claimRunSettle(ledger: Ledger, owed: readonly OwedDelivery
         const changed = await tx.notify.settleClaim(
           item.transition_id,
           item.consumer,
+          until,
           { state, last_error: result.error, next_attempt_at: state === "retry" ? at + backoffSeconds(attempts) : null, acked_at: null },
           at,
         );
         if (changed === 0) state = "lost_claim";
         else if (state === "dead") summary.dead++;
         else summary.failed++;
+      }
+      // One leg, one notice: a settled registration is retired, so later passes never read it again.
+      if (item.scope === "leg" && (state === "acked" || state === "dead")) {
+        await tx.notify.retireCallback(item.callback_id, at);
+        await tx.notify.retireConsumer(item.consumer, at);
       }
       summary.outcomes.push({ transitionId: item.transition_id, consumer: item.consumer, result, state });
     }

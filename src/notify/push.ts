@@ -2,7 +2,7 @@
 
 import type { Ledger } from "../ledger/ledger.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
-import { claimRunSettle, handlerHost, type EngineOptions, type PassSummary } from "./engine.ts";
+import { canonicalHost, claimRunSettle, handlerHost, type EngineOptions, type PassSummary } from "./engine.ts";
 
 /** More handlers than this on one event are left to the delivery engine. */
 const PUSH_LIMIT = 256;
@@ -21,11 +21,16 @@ export async function pushTerminal(
   const empty: PassSummary = { delivered: 0, failed: 0, dead: 0, skipped_claimed: 0, outcomes: [] };
   if (!event.terminalEvent) return empty;
   const now = opts.now ?? ledger.now;
-  const owed = await ledger.backend.notify.owedToHandlers({
-    hostId: opts.hostId ?? handlerHost(),
-    transitionId: event.transitionId,
-    now: now(),
-    limit: PUSH_LIMIT,
-  });
-  return claimRunSettle(ledger, owed, opts);
+  try {
+    const owed = await ledger.backend.notify.owedToHandlers({
+      hostId: opts.hostId === undefined ? handlerHost() : canonicalHost(opts.hostId),
+      transitionId: event.transitionId,
+      now: now(),
+      limit: PUSH_LIMIT,
+    });
+    return await claimRunSettle(ledger, owed, opts);
+  } catch (error) {
+    // The transition is committed whatever happens here; what push could not do, delivery will.
+    return { ...empty, error: `push failed: ${(error as Error).message}` };
+  }
 }

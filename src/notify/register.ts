@@ -4,6 +4,7 @@ import type { Tx } from "../ledger/backend.ts";
 import { notifyAppliesToLeg, type Settings } from "../settings/settings.ts";
 import { randomId } from "../util/ids.ts";
 import { compileArgvWords, compileTemplate } from "./argv.ts";
+import { canonicalHost, handlerHost } from "./engine.ts";
 
 export interface LegNotify {
   /** The compiled argv (placeholders not substituted), or null: no registration. */
@@ -35,7 +36,8 @@ export interface LegRegistrationInput {
   legId: string;
   argv: readonly string[];
   origin: string;
-  hostId: string;
+  /** The host that runs it: `hostId()` or `machineId()` from legs/proc.ts (only the machine part is kept); default this host. */
+  hostId?: string;
   now: number;
   /** Defaults to a random UUID. */
   id?: string;
@@ -61,7 +63,7 @@ export async function registerLegCallback(tx: Tx, input: LegRegistrationInput): 
     filter_kinds: null,
     filter_ids: null,
     origin: input.origin,
-    host_id: input.hostId,
+    host_id: input.hostId === undefined ? handlerHost() : canonicalHost(input.hostId),
     enabled: 1,
     created_at: input.now,
     retired_at: null,

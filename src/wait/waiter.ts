@@ -44,8 +44,8 @@ export type WaitEnd = "done" | "interrupted" | "timed_out";
 export interface WaitOptions {
   reads: LedgerReads;
   targets: readonly WaitTarget[];
-  /** Armed before this call, so nothing committed after the first check is missed. */
-  wake: ChangeWake;
+  /** Arms the change signal; called only when a target is still running after the first check (then checked again). */
+  arm: () => ChangeWake;
   /** The safety poll (§11; default 1 s). */
   intervalMs: number;
   /** Give up after this many milliseconds (`--timeout`). */
@@ -59,7 +59,7 @@ export interface WaitOptions {
 
 /** Blocks until every target is terminal (or gone), the deadline passes, or the signal aborts. */
 export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes: WaitOutcome[]; end: WaitEnd }> {
-  const { reads, wake, signal, onResult } = options;
+  const { reads, signal, onResult } = options;
   const clock = options.clock ?? (() => performance.now());
   const deadline = options.timeoutMs === undefined ? Infinity : clock() + options.timeoutMs;
   const pending = new Map(options.targets.map((t) => [`${t.kind}\0${t.id}`, t]));
@@ -81,24 +81,36 @@ export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes:
     }
   };
 
-  let generation = wake.generation;
-  let version = await reads.changeCounter();
   await check();
-  while (pending.size > 0) {
-    if (signal?.aborted) return { outcomes, end: "interrupted" };
-    const left = deadline - clock();
-    if (left <= 0) return { outcomes, end: "timed_out" };
-    await Promise.race([wake.changed(generation, Math.min(options.intervalMs, left)), aborted]);
-    if (signal?.aborted) return { outcomes, end: "interrupted" };
-    const woke = wake.generation !== generation;
-    generation = wake.generation;
-    const now = await reads.changeCounter();
-    // A file event without a committed change (the first write of a commit): wait for the trailing re-check.
-    if (woke && now === version) continue;
-    version = now;
-    await check();
+  if (pending.size === 0) return { outcomes, end: "done" };
+  // Arm, then check again (STACK.md): a commit between the first check and arming is not missed.
+  const wake = options.arm();
+  try {
+    return await watchPending(wake);
+  } finally {
+    wake.close();
   }
-  return { outcomes, end: "done" };
+
+  async function watchPending(wake: ChangeWake): Promise<{ outcomes: WaitOutcome[]; end: WaitEnd }> {
+    let generation = wake.generation;
+    let version = await reads.changeCounter();
+    await check();
+    while (pending.size > 0) {
+      if (signal?.aborted) return { outcomes, end: "interrupted" };
+      const left = deadline - clock();
+      if (left <= 0) return { outcomes, end: "timed_out" };
+      await Promise.race([wake.changed(generation, Math.min(options.intervalMs, left)), aborted]);
+      if (signal?.aborted) return { outcomes, end: "interrupted" };
+      const woke = wake.generation !== generation;
+      generation = wake.generation;
+      const counter = await reads.changeCounter();
+      // A file event without a committed change (the first write of a commit): wait for the trailing re-check.
+      if (woke && counter === version) continue;
+      version = counter;
+      await check();
+    }
+    return { outcomes, end: "done" };
+  }
 }
 
 /** §11 exit precedence: 3 interrupted or timed out > 2 not found/unknown/ambiguous > 1 unsuccessful > 0. */

@@ -94,6 +94,9 @@ export default defineCommand({
     const words = (args._ ?? []).map(String);
     const seen = present(rawArgs);
     const [verb, sub, ...rest] = words;
+    if (cliContext.passthrough !== null && !(verb === "handlers" && sub === "add")) {
+      throw new UsageError(`'li events${verb ? " " + [verb, sub].filter(Boolean).join(" ") : ""}' takes no command after -- (only 'li events handlers add' does)`);
+    }
 
     if (verb === undefined) {
       only(seen, ["consumer", "dead", "json"], "");

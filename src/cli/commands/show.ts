@@ -1,36 +1,86 @@
-// `li show ID`: one entity with its history (and, for sessions, what later issues attach).
+// `li show ID`: one entity with its legs, history, verification, evidence, callbacks and deliveries (§13).
 import { defineCommand } from "citty";
-import { ENTITY_KINDS } from "../../lifecycle/policy.ts";
-import { resolveOne } from "../../ledger/resolve.ts";
+import { resolveOne, VIEW_LOOKUP_ORDER } from "../../ledger/resolve.ts";
 import { cliLedger } from "../context.ts";
-import { table, writeJson } from "../output.ts";
+import { parseJsonColumn, table, writeJson } from "../output.ts";
 import { adminEventJson, describeEntity, entityJson, isoTime, transitionJson } from "../render.ts";
 
+/** Registration columns holding JSON text. */
+const CALLBACK_JSON = new Set(["argv", "filter_kinds", "filter_ids"]);
+
+function callbackJson(row: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(row)) out[k] = CALLBACK_JSON.has(k) ? parseJsonColumn(v) : k === "enabled" ? v === 1 : v;
+  return out;
+}
+
+function argvText(value: unknown): string {
+  const argv = parseJsonColumn(value);
+  return Array.isArray(argv) ? argv.map(String).join(" ") : String(value ?? "-");
+}
+
 export default defineCommand({
-  meta: { name: "show", description: "Show one entity: its row and its history" },
+  meta: { name: "show", description: "Show one entity (or the session of a branch or run id): its legs, history, verification, evidence, callbacks and deliveries" },
   args: {
-    id: { type: "positional", description: "an entity id (or a unique prefix)", required: true },
+    id: { type: "positional", description: "an entity, branch or run id (or a unique prefix)", required: true },
     json: { type: "boolean", description: "print JSON" },
   },
   async run({ args }) {
     const ledger = cliLedger({ create: false });
     try {
-      const target = await resolveOne(ledger.backend, args.id, ENTITY_KINDS);
-      const [row, transitions, adminEvents] = await Promise.all([
-        ledger.backend.getEntity(target.kind, target.id),
-        ledger.backend.listTransitions(target.kind, target.id),
-        ledger.backend.listAdminEvents(target.kind, target.id),
+      const target = await resolveOne(ledger.backend, args.id, VIEW_LOOKUP_ORDER);
+      const { backend } = ledger;
+      const isSession = target.kind === "session";
+      const [row, transitions, adminEvents, legs, callbacks, deliveries] = await Promise.all([
+        backend.getEntity(target.kind, target.id),
+        backend.listTransitions(target.kind, target.id),
+        backend.listAdminEvents(target.kind, target.id),
+        isSession ? backend.listLegs(target.id) : Promise.resolve([]),
+        isSession ? backend.reads.listCallbacks(target.id) : Promise.resolve([]),
+        backend.reads.listDeliveries(target.kind, target.id),
       ]);
       if (!row) throw new Error(`${target.kind} ${target.id} vanished while reading`);
+      const entity = entityJson(row);
+      const currentLeg = legs.find((l) => l.id === row.current_leg_id) ?? null;
       if (args.json) {
-        writeJson({ kind: target.kind, entity: entityJson(row), transitions: transitions.map(transitionJson), admin_events: adminEvents.map(adminEventJson) });
+        writeJson({
+          kind: target.kind,
+          ...(target.via ? { resolved_from: target.via } : {}),
+          entity,
+          run_dir: currentLeg?.state_root ?? null,
+          artifact_dir: currentLeg?.artifact_root ?? (typeof row.artifacts_path === "string" ? row.artifacts_path : null),
+          artifact_contract: entity.artifact_contract_json ?? null,
+          artifact_verification: entity.artifact_verification_json ?? null,
+          evidence: entity.status_evidence_refs ?? null,
+          legs: legs.map((l) => entityJson(l as unknown as Record<string, unknown>)),
+          transitions: transitions.map(transitionJson),
+          admin_events: adminEvents.map(adminEventJson),
+          callbacks: callbacks.map(callbackJson),
+          deliveries: deliveries.map((d) => ({ ...d })),
+        });
         return 0;
       }
-      const out = [`${target.kind} ${row.id}`, ...describeEntity(row).map((l) => `  ${l}`), "", "history:"];
+      const out = [`${target.kind} ${row.id}${target.via ? ` (from ${target.via.kind} ${target.via.id})` : ""}`, ...describeEntity(row).map((l) => `  ${l}`)];
+      if (currentLeg) out.push(`  run_dir: ${currentLeg.state_root}`);
       process.stdout.write(out.join("\n") + "\n");
+      if (legs.length > 0) {
+        process.stdout.write("\nlegs:\n");
+        process.stdout.write(
+          table(legs.map((l) => ["  " + String(l.seq), l.run_id, isoTime(l.started_at), l.ended_at === null ? "running" : isoTime(l.ended_at), l.status, l.reason_code ?? "-", `exit=${l.exit_code ?? "-"}`, argvText(l.command)])),
+        );
+      }
+      process.stdout.write("\nhistory:\n");
       process.stdout.write(
         table(transitions.map((r) => ["  " + isoTime(r.created_at), `${r.previous_status ?? "-"} → ${r.status}`, r.reason_code, r.source + (r.actor ? `:${r.actor}` : "")])),
       );
+      if (callbacks.length > 0) {
+        process.stdout.write("\ncallbacks:\n");
+        process.stdout.write(table(callbacks.map((c) => ["  " + c.consumer, String(c.scope ?? "-"), c.enabled === 1 ? "enabled" : "disabled", argvText(c.argv)])));
+      }
+      if (deliveries.length > 0) {
+        process.stdout.write("\ndeliveries:\n");
+        process.stdout.write(table(deliveries.map((d) => ["  " + d.consumer, d.state, `attempts=${d.attempts ?? 0}`, String(d.transition_id), d.last_error ? String(d.last_error) : ""])));
+      }
       return 0;
     } finally {
       ledger.close();

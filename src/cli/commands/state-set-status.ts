@@ -3,7 +3,8 @@ import { defineCommand } from "citty";
 import { canonicalKind } from "../../lifecycle/policy.ts";
 import { UsageError } from "../../util/errors.ts";
 import { resolveOne } from "../../ledger/resolve.ts";
-import { cliLedger } from "../context.ts";
+import { pushTerminal } from "../../notify/push.ts";
+import { cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
 
 export default defineCommand({
@@ -42,6 +43,10 @@ export default defineCommand({
       if (outcome.result === "applied") {
         if (args.json) writeJson({ applied: true, kind, id: target.id, previous_status: outcome.transition.previousStatus, status: outcome.transition.status, event_id: outcome.transition.transitionId });
         else process.stderr.write(`li: ${kind} ${target.id}: ${outcome.transition.previousStatus} → ${outcome.transition.status}\n`);
+        // The repair path pushes like any process that applies a terminal event (§9.4); handlers never change the outcome.
+        const pushed = await pushTerminal(ledger, outcome.transition, { liHome: cliPaths().home });
+        for (const o of pushed.outcomes) if (!o.result.ok) process.stderr.write(`li: handler ${o.consumer}: ${o.result.error} (${o.state})\n`);
+        if (pushed.error) process.stderr.write(`li: ${pushed.error}; li events deliver will retry\n`);
         return 0;
       }
       const current = outcome.result === "conflict" ? outcome.current.status : null;

@@ -9,7 +9,8 @@ import { UsageError } from "../../util/errors.ts";
 import { parseWaitIds } from "../../wait/ids.ts";
 import { formatWaitLine, waitJson } from "../../wait/line.ts";
 import { resolveTargets, waitExitCode, waitForTerminal } from "../../wait/waiter.ts";
-import { cliPaths } from "../context.ts";
+import { resolvePaths } from "../../ledger/location.ts";
+import { cliContext } from "../globals.ts";
 
 export default defineCommand({
   meta: {
@@ -29,9 +30,9 @@ export default defineCommand({
     const inputs = parseWaitIds(args._.map(String));
     if (inputs.length === 0) throw new UsageError("li wait needs at least one id");
 
-    const ledger = openReads(cliPaths());
-    // Armed before the first read (§11, STACK.md): a commit in between is not missed.
-    const wake = ledger.watchPath && process.env.LI_WATCH_FILES !== "0" ? watchSqliteFile(ledger.watchPath) : pollingOnly();
+    // Not via ../context.ts: that module loads the write path (drizzle, zod) this command never needs.
+    const ledger = openReads(resolvePaths({ dbFlag: cliContext.dbFlag }));
+    const watchPath = process.env.LI_WATCH_FILES === "0" ? null : ledger.watchPath;
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.on("SIGINT", onSignal);
@@ -44,7 +45,8 @@ export default defineCommand({
       const { outcomes, end } = await waitForTerminal({
         reads: ledger.reads,
         targets,
-        wake,
+        // Only when something is still running: an already-terminal wait never pays for a watcher.
+        arm: () => (watchPath ? watchSqliteFile(watchPath) : pollingOnly()),
         intervalMs,
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         signal: stop.signal,
@@ -57,7 +59,6 @@ export default defineCommand({
     } finally {
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
-      wake.close();
       ledger.close();
     }
   },

@@ -5,7 +5,7 @@ import { and, asc, eq, gte, lt, sql, type SQL } from "drizzle-orm";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import type { AdminEventRow, Backend, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, StatusRow, StatusSet, TransitionRow, Tx } from "../backend.ts";
+import type { AdminEventRow, Backend, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, StatusRow, StatusSet, TransitionRow, Tx } from "../backend.ts";
 import * as legStore from "./legs.ts";
 import { withBusyRetry } from "./open.ts";
 import { SqliteReads } from "./reads.ts";
@@ -124,6 +124,10 @@ export class SqliteBackend implements Backend {
 
   async listMessages(sessionId: string): Promise<MessageRow[]> {
     return legStore.listMessages(this.orm, sessionId);
+  }
+
+  async sessionLegState(sessionId: string): Promise<SessionLegState | null> {
+    return legStore.sessionLegState(this.orm, sessionId);
   }
 
   // Sweep reads (SPEC §12), delegated to sweeps.ts.
@@ -252,6 +256,10 @@ class SqliteTx implements Tx {
 
   insertMessage(row: MessageRow): void {
     legStore.insertMessage(this.orm, row);
+  }
+
+  sessionLegState(sessionId: string): SessionLegState | null {
+    return legStore.sessionLegState(this.orm, sessionId);
   }
 
   // Sweep re-checks and prune statements (SPEC §12), delegated to sweeps.ts.

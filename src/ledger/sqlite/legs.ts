@@ -1,57 +1,83 @@
 // Leg, branch and message storage for SQLite (SPEC §3, §8): the rows a leg writes besides its session's status.
+// Plain SQL on bun:sqlite's statement cache: each `li agent` runs these once, and building them through
+// drizzle costs milliseconds on first use, on every leg's critical path.
 
-import { and, asc, eq, isNull, sql } from "drizzle-orm";
+import type { Database } from "bun:sqlite";
 import type { BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
-import type { BranchRow, LegPatch, LegRow, MessageRow } from "../backend.ts";
-import * as schema from "./schema.ts";
+import type { BranchRow, LegPatch, LegRow, MessageRow, SessionLegState } from "../backend.ts";
+import type * as schema from "./schema.ts";
 
 type Orm = BunSQLiteDatabase<typeof schema>;
+type Params = Record<string, string | number | null>;
+
+/** The bun:sqlite handle under a drizzle instance (drizzle keeps it as `$client`). */
+function client(orm: Orm): Database {
+  return (orm as unknown as { $client: Database }).$client;
+}
+
+/** Columns of `legs` a patch may set: never id, session_id, seq or run_id. */
+const LEG_PATCH_COLUMNS: ReadonlySet<string> = new Set([
+  "state_root", "artifact_root", "command", "cwd", "pid", "pid_start_ticks", "boot_id", "host_id", "command_pid",
+  "command_start_ticks", "started_at", "heartbeat_at", "kill_requested_at", "ended_at", "status", "reason_code",
+  "exit_code", "deferred", "first_msg_id", "last_msg_id",
+]);
+const LEG_COLUMNS = ["id", "session_id", "seq", "run_id", ...LEG_PATCH_COLUMNS] as const;
+
+function insert(db: Database, table: string, columns: readonly string[], row: object): void {
+  const values = row as Record<string, unknown>;
+  const params: Params = {};
+  for (const c of columns) params[`$${c}`] = (values[c] ?? null) as string | number | null;
+  db.query(`INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `$${c}`).join(", ")})`).run(params);
+}
 
 export function insertBranch(orm: Orm, row: BranchRow): void {
-  orm.insert(schema.branches).values(row).run();
+  insert(client(orm), "branches", ["id", "session_id", "name", "metadata", "created_at", "updated_at"], row);
 }
 
 export function insertLeg(orm: Orm, row: LegRow): void {
-  orm.insert(schema.legs).values(row).run();
+  insert(client(orm), "legs", LEG_COLUMNS, row);
 }
 
 export function updateLeg(orm: Orm, id: string, patch: LegPatch, opts: { onlyOpen?: boolean } = {}): number {
-  if (Object.keys(patch).length === 0) return 0;
-  const t = schema.legs;
-  const where = opts.onlyOpen ? and(eq(t.id, id), isNull(t.ended_at)) : eq(t.id, id);
-  const result = orm.update(t).set(patch).where(where).run() as unknown as { changes: number };
-  return result.changes;
+  const cols = Object.keys(patch).sort();
+  if (cols.length === 0) return 0;
+  for (const c of cols) if (!LEG_PATCH_COLUMNS.has(c)) throw new Error(`legs.${c} cannot be patched`);
+  const params: Params = { $id: id };
+  for (const c of cols) params[`$${c}`] = ((patch as Record<string, unknown>)[c] ?? null) as string | number | null;
+  const sql = `UPDATE legs SET ${cols.map((c) => `${c} = $${c}`).join(", ")} WHERE id = $id${opts.onlyOpen ? " AND ended_at IS NULL" : ""}`;
+  return client(orm).query(sql).run(params).changes;
 }
 
 export function getLeg(orm: Orm, id: string): LegRow | null {
-  return (orm.select().from(schema.legs).where(eq(schema.legs.id, id)).get() as LegRow | undefined) ?? null;
+  return (client(orm).query("SELECT * FROM legs WHERE id = ?").get(id) as LegRow | null) ?? null;
 }
 
 export function listLegs(orm: Orm, sessionId: string): LegRow[] {
-  const t = schema.legs;
-  return orm.select().from(t).where(eq(t.session_id, sessionId)).orderBy(asc(t.seq)).all() as LegRow[];
+  return client(orm).query("SELECT * FROM legs WHERE session_id = ? ORDER BY seq").all(sessionId) as LegRow[];
 }
 
 export function nextLegSeq(orm: Orm, sessionId: string): number {
-  const t = schema.legs;
-  const row = orm.select({ max: sql<number | null>`MAX(${t.seq})` }).from(t).where(eq(t.session_id, sessionId)).get();
+  const row = client(orm).query("SELECT MAX(seq) AS max FROM legs WHERE session_id = ?").get(sessionId) as { max: number | null } | null;
   return (row?.max ?? 0) + 1;
 }
 
 export function runIdTaken(orm: Orm, runId: string): boolean {
-  const t = schema.legs;
-  return orm.select({ id: t.id }).from(t).where(eq(t.run_id, runId)).get() !== undefined;
+  return client(orm).query("SELECT 1 FROM legs WHERE run_id = ?").get(runId) !== null;
 }
 
 export function getBranch(orm: Orm, id: string): BranchRow | null {
-  return (orm.select().from(schema.branches).where(eq(schema.branches.id, id)).get() as BranchRow | undefined) ?? null;
+  return (client(orm).query("SELECT * FROM branches WHERE id = ?").get(id) as BranchRow | null) ?? null;
 }
 
 export function insertMessage(orm: Orm, row: MessageRow): void {
-  orm.insert(schema.messages).values(row).run();
+  insert(client(orm), "messages", ["id", "session_id", "branch_id", "leg_id", "role", "content", "truncated", "created_at"], row);
 }
 
 export function listMessages(orm: Orm, sessionId: string): MessageRow[] {
-  const t = schema.messages;
-  return orm.select().from(t).where(eq(t.session_id, sessionId)).orderBy(asc(t.created_at), asc(t.id)).all() as MessageRow[];
+  return client(orm).query("SELECT * FROM messages WHERE session_id = ? ORDER BY created_at, id").all(sessionId) as MessageRow[];
+}
+
+export function sessionLegState(orm: Orm, sessionId: string): SessionLegState | null {
+  const q = client(orm).query("SELECT status, status_reason_code, current_leg_id, node_metadata FROM sessions WHERE id = ?");
+  return (q.get(sessionId) as SessionLegState | null) ?? null;
 }

@@ -5,7 +5,7 @@ export interface EmbeddedMigration { readonly name: string; readonly hash: strin
 export const MIGRATIONS: readonly EmbeddedMigration[] = [
   {
     "name": "0000_init",
-    "hash": "1736a081ff1b491632f17fe41c90134234ad261bcd626d7611b48eeac1e62828",
+    "hash": "c8a28550c30bd8940bd26e2a93428d56173cb28ba94c0e987324cf6837219f95",
     "statements": [
       "CREATE TABLE `admin_events` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`event_type` text NOT NULL,\n\t`entity_type` text,\n\t`entity_id` text,\n\t`actor` text,\n\t`justification` text,\n\t`payload` text,\n\t`created_at` real NOT NULL\n);",
       "CREATE INDEX `admin_events_entity_idx` ON `admin_events` (`entity_type`,`entity_id`,`created_at`);",
@@ -44,6 +44,7 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE UNIQUE INDEX `terminal_callbacks_consumer_idx` ON `terminal_callbacks` (`consumer`);",
       "CREATE INDEX `terminal_callbacks_session_idx` ON `terminal_callbacks` (`session_id`);",
       "CREATE INDEX `terminal_callbacks_leg_idx` ON `terminal_callbacks` (`leg_id`);",
+      "CREATE INDEX `terminal_callbacks_live_idx` ON `terminal_callbacks` (`scope`,`host_id`) WHERE \"terminal_callbacks\".\"retired_at\" IS NULL;",
       "CREATE TABLE `terminal_deliveries` (\n\t`transition_id` text NOT NULL,\n\t`consumer` text NOT NULL,\n\t`state` text NOT NULL,\n\t`attempts` integer DEFAULT 0 NOT NULL,\n\t`last_error` text,\n\t`claimed_until` real,\n\t`next_attempt_at` real,\n\t`acked_at` real,\n\t`created_at` real NOT NULL,\n\t`updated_at` real NOT NULL,\n\tPRIMARY KEY(`transition_id`, `consumer`),\n\tCONSTRAINT \"terminal_deliveries_state_check\" CHECK(\"terminal_deliveries\".\"state\" IN ('claimed', 'retry', 'acked', 'dead'))\n);",
       "CREATE INDEX `terminal_deliveries_consumer_idx` ON `terminal_deliveries` (`consumer`,`state`);"
     ]

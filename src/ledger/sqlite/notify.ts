@@ -17,14 +17,17 @@ const DELIVERY_OPEN = `(d.state IS NULL OR d.state = 'claimed' OR (d.state = 're
  * A leg registration is owed the first terminal event of its session above its watermark (one leg,
  * one notice), and only while its leg is the session's current leg (a session without legs: any).
  */
-function legOwedSql(where: string): string {
+function legOwedSql(where: string, fromCallbacks: boolean): string {
+  // A pass over every handler starts from the live registrations (CROSS JOIN fixes SQLite's join
+  // order), so it probes each session's history by index instead of scanning every terminal event.
+  const join = fromCallbacks ? "CROSS JOIN" : "JOIN";
   return `SELECT ${OWED_COLUMNS}
 FROM terminal_callbacks c
-JOIN consumers k ON k.name = c.consumer AND k.retired_at IS NULL
-JOIN status_transitions t ON t.entity_type = 'session' AND t.entity_id = c.session_id AND t.terminal_event = 1 AND t.seq > k.watermark
+${join} consumers k ON k.name = c.consumer AND k.retired_at IS NULL
+${join} status_transitions t ${fromCallbacks ? "INDEXED BY status_transitions_entity_idx" : ""} ON t.entity_type = 'session' AND t.entity_id = c.session_id AND t.terminal_event = 1 AND t.seq > k.watermark
 LEFT JOIN terminal_deliveries d ON d.transition_id = t.id AND d.consumer = c.consumer
 WHERE c.scope = 'leg' AND c.enabled = 1 AND c.retired_at IS NULL AND ${DELIVERY_OPEN} ${where}
-  AND NOT EXISTS (SELECT 1 FROM status_transitions p
+  AND NOT EXISTS (SELECT 1 FROM status_transitions p INDEXED BY status_transitions_entity_idx
     WHERE p.entity_type = 'session' AND p.entity_id = c.session_id AND p.terminal_event = 1 AND p.seq > k.watermark AND p.seq < t.seq)
   AND COALESCE((SELECT s.current_leg_id FROM sessions s WHERE s.id = c.session_id), c.leg_id) = c.leg_id`;
 }
@@ -149,7 +152,7 @@ export class SqliteNotifyStore implements NotifyStore {
       params.consumer = query.consumer;
     }
     const where = conditions.join(" ");
-    return this.all<OwedDelivery>(`SELECT * FROM (${legOwedSql(where)} UNION ALL ${standingOwedSql(where)}) ORDER BY seq, consumer LIMIT $limit`, params);
+    return this.all<OwedDelivery>(`SELECT * FROM (${legOwedSql(where, query.transitionId === undefined)} UNION ALL ${standingOwedSql(where)}) ORDER BY seq, consumer LIMIT $limit`, params);
   }
 
   owedToConsumer(name: string, limit: number): TransitionRow[] {
@@ -219,14 +222,15 @@ export class SqliteNotifyStore implements NotifyStore {
   settleClaim(
     transitionId: string,
     consumer: string,
+    claimedUntil: number,
     set: { state: "acked" | "retry" | "dead"; last_error: string | null; next_attempt_at: number | null; acked_at: number | null },
     now: number,
   ): number {
     return this.run(
       `UPDATE terminal_deliveries SET state = $state, last_error = COALESCE($err, last_error), next_attempt_at = $next, acked_at = $acked,
          claimed_until = NULL, updated_at = $now
-       WHERE transition_id = $tid AND consumer = $consumer AND state = 'claimed'`,
-      { tid: transitionId, consumer, state: set.state, err: set.last_error, next: set.next_attempt_at, acked: set.acked_at, now },
+       WHERE transition_id = $tid AND consumer = $consumer AND state = 'claimed' AND claimed_until = $until`,
+      { tid: transitionId, consumer, until: claimedUntil, state: set.state, err: set.last_error, next: set.next_attempt_at, acked: set.acked_at, now },
     );
   }
 

@@ -236,6 +236,8 @@ export const terminalCallbacks = sqliteTable(
     uniqueIndex("terminal_callbacks_consumer_idx").on(t.consumer),
     index("terminal_callbacks_session_idx").on(t.session_id),
     index("terminal_callbacks_leg_idx").on(t.leg_id),
+    // Passes over handlers read only the live ones; settled leg registrations accumulate beside them.
+    index("terminal_callbacks_live_idx").on(t.scope, t.host_id).where(sql`${t.retired_at} IS NULL`),
   ],
 );
 

@@ -56,7 +56,9 @@ export function getSweepSession(db: Database, id: string): RunningSession | null
 export function listPruneCandidates(db: Database, options: { terminalStatuses: readonly string[]; cutoff: number; afterId: string | null; limit: number }): string[] {
   return db
     .query<{ id: string }, [string, number, string, number]>(
-      `SELECT id FROM sessions WHERE status IN ${IN_IDS} AND updated_at < ? AND id > ? ORDER BY id LIMIT ?`,
+      // Walks the primary key from the last batch on (`+` keeps the planner off the status index, which
+      // would re-read and sort every remaining candidate for each batch).
+      `SELECT id FROM sessions WHERE +status IN ${IN_IDS} AND +updated_at < ? AND id > ? ORDER BY id LIMIT ?`,
     )
     .all(ids(options.terminalStatuses), options.cutoff, options.afterId ?? "", options.limit)
     .map((r) => r.id);
@@ -90,22 +92,29 @@ export function legsOfSessions(db: Database, sessionIds: readonly string[]): Arr
     .all(ids(sessionIds));
 }
 
-/** Terminal events of the batch's sessions that some registered consumer is still owed (SPEC §9.6). */
+/**
+ * Sessions of the batch with a terminal event some registered consumer is still owed (SPEC §9.6):
+ * not acked or dead, above the consumer's watermark, and — for handlers — matching the handler the
+ * way the delivery engine matches it (src/ledger/sqlite/notify.ts): a leg registration is owed its
+ * session's first terminal event above its watermark while its leg is current; a standing handler
+ * the events its filter matches; a plain consumer every terminal event.
+ */
 const OWED_SESSIONS = `
 SELECT DISTINCT t.entity_id AS id
 FROM status_transitions t
-JOIN consumers c ON c.retired_at IS NULL AND t.seq > c.watermark
-LEFT JOIN terminal_callbacks cb ON cb.consumer = c.name
+JOIN consumers k ON k.retired_at IS NULL AND t.seq > k.watermark
+LEFT JOIN terminal_callbacks c ON c.consumer = k.name
 WHERE t.entity_type = 'session' AND t.entity_id IN ${IN_IDS} AND t.terminal_event = 1
-  AND NOT EXISTS (SELECT 1 FROM terminal_deliveries d WHERE d.transition_id = t.id AND d.consumer = c.name AND d.state IN ('acked', 'dead'))
+  AND NOT EXISTS (SELECT 1 FROM terminal_deliveries d WHERE d.transition_id = t.id AND d.consumer = k.name AND d.state IN ('acked', 'dead'))
   AND (
-    cb.id IS NULL
-    OR (cb.retired_at IS NULL AND cb.scope = 'standing'
-        AND (cb.filter_kinds IS NULL OR NOT json_valid(cb.filter_kinds) OR EXISTS (SELECT 1 FROM json_each(cb.filter_kinds) WHERE value = 'session'))
-        AND (cb.filter_ids IS NULL OR NOT json_valid(cb.filter_ids) OR EXISTS (SELECT 1 FROM json_each(cb.filter_ids) WHERE value = t.entity_id)))
-    -- A leg registration is owed one notice for its session: owed until one of its deliveries is settled.
-    OR (cb.retired_at IS NULL AND cb.scope = 'leg' AND cb.session_id = t.entity_id
-        AND NOT EXISTS (SELECT 1 FROM terminal_deliveries d2 WHERE d2.consumer = c.name AND d2.state IN ('acked', 'dead')))
+    c.id IS NULL
+    OR (c.scope = 'standing' AND c.enabled = 1 AND c.retired_at IS NULL
+        AND (c.filter_kinds IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_kinds) j WHERE j.value = t.entity_type))
+        AND (c.filter_ids IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_ids) j WHERE j.value = t.entity_id)))
+    OR (c.scope = 'leg' AND c.enabled = 1 AND c.retired_at IS NULL AND c.session_id = t.entity_id
+        AND NOT EXISTS (SELECT 1 FROM status_transitions p
+          WHERE p.entity_type = 'session' AND p.entity_id = c.session_id AND p.terminal_event = 1 AND p.seq > k.watermark AND p.seq < t.seq)
+        AND COALESCE((SELECT s.current_leg_id FROM sessions s WHERE s.id = c.session_id), c.leg_id) = c.leg_id)
   )`;
 
 const SESSION_TRANSITIONS = `SELECT id FROM status_transitions WHERE entity_type = 'session' AND entity_id IN ${IN_IDS}`;

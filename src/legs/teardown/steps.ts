@@ -27,10 +27,10 @@ export async function snapshotEndpoints(s: TeardownState): Promise<void> {
   s.endedAt = s.now();
   s.message = assistantMessage(s);
   if (!s.ledger) return;
-  const row = await s.ledger.backend.getEntity("session", s.sessionId);
+  const row = await s.ledger.backend.sessionLegState(s.sessionId);
   const leg = await s.ledger.backend.getLeg(s.legId);
   s.snapshot = row
-    ? { status: row.status, currentLegId: (row.current_leg_id as string | null) ?? null, killRequested: leg?.kill_requested_at != null }
+    ? { status: row.status, currentLegId: row.current_leg_id, killRequested: leg?.kill_requested_at != null }
     : { status: null, currentLegId: null, killRequested: false };
   s.nodeMetadata = { ...jsonObject(row?.node_metadata), ...s.nodeMetadata };
 }

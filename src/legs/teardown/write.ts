@@ -84,7 +84,7 @@ export async function guardedWrite(s: TeardownState): Promise<void> {
     alsoInTransaction: (tx) => closeLegRow(tx, s, leg),
   });
   const outcome = await ledger.transact(async (tx, ctx) => {
-    const row = await tx.getEntity("session", s.sessionId);
+    const row = await tx.sessionLegState(s.sessionId);
     // Re-checked under the write lock: a resume may have taken over since the snapshot.
     if (!row || row.current_leg_id !== s.legId) {
       await closeLegRow(tx, s, leg);
@@ -104,7 +104,7 @@ export async function guardedWrite(s: TeardownState): Promise<void> {
 
 /** The persisted winner when the session is terminal, else this leg's own outcome. */
 async function winnerOr(s: TeardownState, own: Own, otherwise: "skipped"): Promise<NonNullable<TeardownState["result"]>> {
-  const row = await s.ledger!.backend.getEntity("session", s.sessionId);
+  const row = await s.ledger!.backend.sessionLegState(s.sessionId);
   if (row && isTerminal("session", row.status)) {
     return { status: row.status, reasonCode: String(row.status_reason_code ?? ""), persisted: "winner", own, exitCode: s.exitCode, transition: null };
   }

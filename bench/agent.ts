@@ -1,0 +1,81 @@
+// Benchmark: `li agent -- true` end to end vs bare `true` (and `tsp -f true`, `nq` + `nq -w` when installed),
+// with a split of where the time goes: start-up, spawn and capture, the database (setup + teardown).
+// Usage: bun bench/agent.ts [RUNS=40]   (needs dist/li: npm run build)
+
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const RUNS = Number(process.argv[2] ?? 40);
+const li = join(import.meta.dir, "../dist/li");
+const dir = mkdtempSync(join(tmpdir(), "li-bench-agent-"));
+const env: Record<string, string> = { ...(process.env as Record<string, string>), LI_HOME: join(dir, "home"), NO_COLOR: "1", TS_SOCKET: join(dir, "tsp.socket"), NQDIR: join(dir, "nq") };
+const trueBin = Bun.which("true") ?? "/bin/true";
+
+function run(argv: string[]): number {
+  const t0 = performance.now();
+  const r = Bun.spawnSync(argv, { env, stdout: "ignore", stderr: "ignore", stdin: "ignore" });
+  const dt = performance.now() - t0;
+  if (r.exitCode !== 0) throw new Error(`${argv.join(" ")} exited ${r.exitCode}`);
+  return dt;
+}
+
+/** One case: a label and the argv lists run in order per round (timed together). */
+interface Case {
+  name: string;
+  steps: string[][];
+}
+
+const cases: Case[] = [
+  { name: "bare true", steps: [[trueBin]] },
+  { name: "li --version (start-up)", steps: [[li, "--version"]] },
+  { name: "li agent --no-persist -- true", steps: [[li, "agent", "--no-persist", "--", trueBin]] },
+  { name: "li agent -- true", steps: [[li, "agent", "--", trueBin]] },
+];
+const tsp = Bun.which("tsp");
+if (tsp) cases.push({ name: "tsp -f true", steps: [[tsp, "-f", trueBin]] });
+const nq = Bun.which("nq");
+if (nq) cases.push({ name: "nq true && nq -w", steps: [[nq, "-q", trueBin], [nq, "-w"]] });
+
+// The first leg on a fresh LI_HOME also creates and migrates the ledger: reported apart.
+const firstLeg = run([li, "agent", "--", trueBin]);
+
+const times = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+for (let round = 0; round < RUNS + 3; round++) {
+  // Interleaved so machine noise hits every case alike; the first rounds warm the page cache.
+  for (const c of cases) {
+    let total = 0;
+    for (const step of c.steps) total += run(step);
+    if (round >= 3) times.get(c.name)!.push(total);
+  }
+}
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+const m = Object.fromEntries([...times].map(([k, v]) => [k, median(v)]));
+const bare = m["bare true"]!;
+const agent = m["li agent -- true"]!;
+const noPersist = m["li agent --no-persist -- true"]!;
+const startup = m["li --version (start-up)"]!;
+
+console.log(`li agent over ${RUNS} interleaved rounds, medians`);
+for (const [name, ms] of Object.entries(m)) console.log(`  ${name.padEnd(32)} ${ms.toFixed(2)} ms  (${(ms / bare).toFixed(2)}× bare true)`);
+console.log(`  first leg on a fresh LI_HOME (creates and migrates the ledger): ${firstLeg.toFixed(2)} ms`);
+console.log(`where the time goes (medians): start-up ${startup.toFixed(2)} ms; spawn, capture, run dir and manifest ${(noPersist - startup).toFixed(2)} ms; database (open, setup, teardown) ${(agent - noPersist).toFixed(2)} ms`);
+console.log(`li agent -- true costs ${(agent - bare).toFixed(2)} ms more than bare true (target ≤ 25 ms)`);
+console.log(
+  JSON.stringify({
+    bench: "agent",
+    runs: RUNS,
+    bare_true_ms: Number(bare.toFixed(2)),
+    agent_ms: Number(agent.toFixed(2)),
+    agent_no_persist_ms: Number(noPersist.toFixed(2)),
+    startup_ms: Number(startup.toFixed(2)),
+    agent_overhead_ms: Number((agent - bare).toFixed(2)),
+    agent_ratio: Number((agent / bare).toFixed(2)),
+    agent_no_persist_ratio: Number((noPersist / bare).toFixed(2)),
+    ...(m["tsp -f true"] !== undefined ? { tsp_ms: Number(m["tsp -f true"].toFixed(2)), tsp_ratio: Number((m["tsp -f true"] / bare).toFixed(2)) } : {}),
+    ...(m["nq true && nq -w"] !== undefined ? { nq_ms: Number(m["nq true && nq -w"].toFixed(2)), nq_ratio: Number((m["nq true && nq -w"] / bare).toFixed(2)) } : {}),
+  }),
+);

@@ -1,0 +1,97 @@
+// Benchmark `notify` (SPEC §9.4): commit of a terminal status → handler started, p50/p95 over N events on the
+// push path; and what a leg registration adds to a leg (setup transaction, and the push at teardown).
+// Usage: bun bench/notify.ts [N=500]
+
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openLedger } from "../src/ledger/open.ts";
+import { resolvePaths } from "../src/ledger/location.ts";
+import type { Ledger } from "../src/ledger/ledger.ts";
+import { addHandler } from "../src/notify/consumers.ts";
+import { handlerHost } from "../src/notify/engine.ts";
+import { pushTerminal } from "../src/notify/push.ts";
+import { registerLegCallback } from "../src/notify/register.ts";
+
+const N = Number(process.argv[2] ?? 500);
+const root = mkdtempSync(join(tmpdir(), "li-bench-notify-"));
+const host = handlerHost();
+
+function open(name: string): { ledger: Ledger; home: string } {
+  const home = join(root, name);
+  return { ledger: openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: true }), home };
+}
+
+const wallNs = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+
+/** Commit → the handler's first command ran, over N events, each pushed by the process that committed it. */
+async function commitToHandler(): Promise<{ p50: number; p95: number }> {
+  const { ledger, home } = open("latency");
+  const marks = join(home, "started");
+  // The handler's first act is to write the wall clock (ns): what it measures includes exec of sh and date.
+  await addHandler(ledger, { name: "mark", kinds: ["invocation"], ids: [], argv: ["/bin/sh", "-c", 'date +%s%N >> "$0"', marks], hostId: host });
+  const commits: bigint[] = [];
+  for (let i = 0; i < N; i++) {
+    await ledger.createEntity("invocation", { id: `inv-${i}` });
+    const outcome = await ledger.transition("invocation", `inv-${i}`, { newStatus: "completed", reasonCode: "run.completed.ok" });
+    commits.push(wallNs());
+    if (outcome.result === "applied") await pushTerminal(ledger, outcome.transition, { hostId: host, liHome: home });
+  }
+  ledger.close();
+  const started = readFileSync(marks, "utf8").trim().split("\n").map((l) => BigInt(l));
+  if (started.length !== N) throw new Error(`expected ${N} handler runs, saw ${started.length}`);
+  const ms = started.map((s, i) => Number(s - commits[i]!) / 1e6).sort((a, b) => a - b);
+  return { p50: percentile(ms, 50), p95: percentile(ms, 95) };
+}
+
+/** One leg's setup transaction (session, history, leg row) with or without its registration. */
+async function setupCost(withRegistration: boolean): Promise<number> {
+  const { ledger } = open(withRegistration ? "setup-reg" : "setup-plain");
+  const legs = 2000;
+  const start = performance.now();
+  for (let i = 0; i < legs; i++) {
+    const prepared = ledger.prepareCreate("session", { id: `s-${i}` });
+    await ledger.transact(async (tx) => {
+      await ledger.insertNew(tx, "session", prepared);
+      if (withRegistration) await registerLegCallback(tx, { sessionId: `s-${i}`, legId: `leg-${i}`, argv: ["true"], origin: "--notify", hostId: host, now: ledger.now() });
+    });
+  }
+  const perLeg = (performance.now() - start) / legs;
+  ledger.close();
+  return perLeg;
+}
+
+/** The teardown's push: with no registration (the owed query finds nothing) and with one (a `true` handler runs). */
+async function teardownCost(withRegistration: boolean): Promise<number> {
+  const { ledger, home } = open(withRegistration ? "teardown-reg" : "teardown-plain");
+  const legs = 200;
+  let total = 0;
+  for (let i = 0; i < legs; i++) {
+    await ledger.createEntity("session", { id: `s-${i}`, fields: { current_leg_id: `leg-${i}` } });
+    if (withRegistration) {
+      await ledger.transact((tx) => registerLegCallback(tx, { sessionId: `s-${i}`, legId: `leg-${i}`, argv: ["/bin/true"], origin: "--notify", hostId: host, now: ledger.now() }));
+    }
+    const outcome = await ledger.transition("session", `s-${i}`, { newStatus: "completed", reasonCode: "run.completed.ok" });
+    const start = performance.now();
+    if (outcome.result === "applied") await pushTerminal(ledger, outcome.transition, { hostId: host, liHome: home });
+    total += performance.now() - start;
+  }
+  ledger.close();
+  return total / legs;
+}
+
+const latency = await commitToHandler();
+const setupPlain = await setupCost(false);
+const setupReg = await setupCost(true);
+const pushPlain = await teardownCost(false);
+const pushReg = await teardownCost(true);
+
+console.log(`notify: commit → handler started over ${N} events (push path): p50 ${fmt(latency.p50)}, p95 ${fmt(latency.p95)}`);
+console.log(`notify: leg setup transaction ${fmt(setupPlain)} without a registration, ${fmt(setupReg)} with one (+${fmt(setupReg - setupPlain)}, ×${(setupReg / setupPlain).toFixed(2)})`);
+console.log(`notify: teardown push ${fmt(pushPlain)} with no handler (the owed query), ${fmt(pushReg)} with one registration (claim, run /bin/true, acknowledge)`);

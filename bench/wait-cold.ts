@@ -1,0 +1,101 @@
+// Benchmark `wait-cold`: `li wait` on an already-terminal id as a fresh process — on an empty ledger, on a
+// ledger of 1,000,000 sessions, and a compiled hello-world built in the same run — interleaved, medians.
+// Usage: bun bench/wait-cold.ts [--rows 1000000] [--runs 40]   (build dist/li first)
+
+import { Database } from "bun:sqlite";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openLedger } from "../src/ledger/open.ts";
+import { resolvePaths } from "../src/ledger/location.ts";
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const ROWS = arg("rows", 1_000_000);
+const RUNS = arg("runs", 40);
+const LI = join(import.meta.dir, "../dist/li");
+const work = mkdtempSync(join(tmpdir(), "li-bench-cold-"));
+
+// The floor: a compiled hello-world, built with the same flags as dist/li.
+writeFileSync(join(work, "hello.ts"), 'console.log("hello");\n');
+const hello = join(work, "hello");
+Bun.spawnSync([process.execPath, "build", "--compile", "--bytecode", "--format=esm", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig", join(work, "hello.ts"), "--outfile", hello], { stdout: "ignore" });
+
+const TARGET = "7a3e0c1d-5b2f-4c8e-9d10-1b2c3d4e5f60";
+
+/** A ledger holding `rows` terminal sessions plus the target (a finished session with one leg). */
+function makeLedger(name: string, rows: number): string {
+  const home = join(work, name);
+  openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: true }).close(); // migrations applied
+  const db = new Database(join(home, "state.db"));
+  db.run("PRAGMA synchronous = OFF");
+  const started = performance.now();
+  db.run("BEGIN");
+  const now = Date.now() / 1000;
+  const PER = 500;
+  const cols = "(id, status, status_reason_code, created_at, updated_at, started_at, ended_at, exit_code)";
+  const batch = db.prepare(`INSERT INTO sessions ${cols} VALUES ${Array(PER).fill("(?, 'completed', 'run.completed.ok', ?, ?, ?, ?, 0)").join(",")}`);
+  for (let done = 0; done + PER <= rows; done += PER) {
+    const params: (string | number)[] = [];
+    for (let i = 0; i < PER; i++) {
+      const t = now - (rows - done - i);
+      params.push(crypto.randomUUID(), t, t, t, t);
+    }
+    batch.run(...params);
+  }
+  for (let i = rows - (rows % PER); i < rows; i++) db.run(`INSERT INTO sessions ${cols} VALUES (?, 'completed', 'run.completed.ok', ?, ?, ?, ?, 0)`, [crypto.randomUUID(), now, now, now, now]);
+  db.run(`INSERT INTO sessions ${cols.replace(")", ", current_leg_id)")} VALUES (?, 'completed', 'run.completed.ok', ?, ?, ?, ?, 0, 'leg-target')`, [TARGET, now, now, now, now]);
+  db.run(
+    "INSERT INTO legs (id, session_id, seq, run_id, state_root, artifact_root, command, started_at, ended_at, status, exit_code) VALUES ('leg-target', ?, 1, 'run-target', '/r', '/r/artifacts', '[\"true\"]', ?, ?, 'completed', 0)",
+    [TARGET, now, now],
+  );
+  db.run("COMMIT");
+  db.close();
+  if (rows > 0) console.log(`generated ${rows} sessions in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  return home;
+}
+
+const empty = makeLedger("empty", 0);
+const big = makeLedger("big", ROWS);
+
+const expectLine = `${TARGET}\tstatus=completed`;
+const cases: { name: string; argv: string[]; home?: string; check?: string }[] = [
+  { name: "hello-world", argv: [hello] },
+  { name: "empty ledger", argv: [LI, "wait", TARGET], home: empty, check: expectLine },
+  { name: `${ROWS} sessions`, argv: [LI, "wait", TARGET], home: big, check: expectLine },
+  { name: `${ROWS} sessions, 8-char prefix`, argv: [LI, "wait", TARGET.slice(0, 8)], home: big, check: expectLine },
+];
+const times = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+for (let run = -3; run < RUNS; run++) {
+  for (const c of cases) {
+    const env = { ...process.env, NO_COLOR: "1", ...(c.home ? { LI_HOME: c.home } : {}) };
+    const t0 = performance.now();
+    const r = Bun.spawnSync(c.argv, { env, stdout: "pipe", stderr: "pipe" });
+    const ms = performance.now() - t0;
+    if (c.check && (!r.stdout.toString().startsWith(c.check) || r.exitCode !== 0)) throw new Error(`${c.name}: ${r.stdout} ${r.stderr}`);
+    if (run >= 0) times.get(c.name)!.push(ms); // the first rounds only warm the page cache
+  }
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+const r2 = (x: number) => Math.round(x * 100) / 100;
+const m = Object.fromEntries(cases.map((c) => [c.name, r2(median(times.get(c.name)!))]));
+for (const c of cases) console.log(`${c.name.padEnd(32)} median ${m[c.name]} ms`);
+const helloMs = m["hello-world"]!;
+const emptyMs = m["empty ledger"]!;
+const bigMs = m[`${ROWS} sessions`]!;
+const result = {
+  bench: "wait-cold",
+  runs: RUNS,
+  rows: ROWS,
+  median_ms: m,
+  empty_vs_hello: r2(emptyMs / helloMs),
+  big_vs_empty: r2(bigMs / emptyMs),
+};
+console.log(`empty / hello-world = ${result.empty_vs_hello}× (target ≤ 2.5×); ${ROWS} / empty = ${result.big_vs_empty}× (target ≤ 1.10×)`);
+console.log(JSON.stringify(result));

@@ -1,0 +1,194 @@
+// `li agent [options] -- <command…>`: runs a command as a tracked leg (SPEC §8) and exits by its outcome.
+import fs from "node:fs";
+import path from "node:path";
+import { defineCommand } from "citty";
+import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
+import type { Ledger } from "../../ledger/ledger.ts";
+import { runAgent, type AgentDeps } from "../../legs/agent.ts";
+import { startDetached, writeReady } from "../../legs/detach.ts";
+import { SUPERVISOR_ENV } from "../../legs/env.ts";
+import { PersistenceSetupError, type LegIo } from "../../legs/leg.ts";
+import { EXIT_UNAVAILABLE } from "../../legs/outcome.ts";
+import { parseAgentRequest, type AgentArgs } from "../../legs/request.ts";
+import { stdinMode } from "../../legs/spawn.ts";
+import { anySettingsFile } from "../../legs/settings-lookup.ts";
+import { cliContext, cliLedger, cliPaths } from "../context.ts";
+import { writeJson } from "../output.ts";
+
+const writeFd = (fd: number) => (chunk: Uint8Array) => void fs.writeSync(fd, chunk);
+const note = (line: string) => process.stderr.write(`li: ${line}\n`);
+
+export default defineCommand({
+  meta: {
+    name: "agent",
+    description:
+      "Run a command as a tracked leg: li agent [options] -- <command…>. Exit 0 completed, 1 completed_empty/failed, 124 timed out, 130 aborted, 143 cancelled, 78 cannot start, 2 usage. When li's stdin is a terminal the command reads /dev/null.",
+  },
+  args: {
+    resume: { type: "string", alias: "r", description: "resume BRANCH_ID (a new leg on an existing branch)" },
+    notify: { type: "string", description: "an ARGV TEMPLATE run once when the leg's session ends" },
+    timeout: { type: "string", description: "DURATION after which the command's group gets SIGTERM, then SIGKILL" },
+    artifact: { type: "string", description: "ID=PATH[?] an expected artifact under the artifact root (? = optional); repeatable" },
+    profile: { type: "string", description: "NAME: artifacts from .li/profiles/NAME.yaml" },
+    playbook: { type: "string", description: "FILE: artifacts from a playbook file" },
+    "save-dir": { type: "string", description: "DIR to use as the artifact root" },
+    "run-id": { type: "string", description: "the run id (default LI_RUN_ID, else a timestamp and hex)" },
+    cwd: { type: "string", description: "the command's working directory (also turns on the completion-evidence gate)" },
+    "base-ref": { type: "string", description: "the git base for completion evidence" },
+    invocation: { type: "string", description: "ID of the invocation this leg belongs to" },
+    "linked-session": { type: "string", description: "ID of a session whose outcome stands in for a provider failure (exit 75)" },
+    "auto-resume": { type: "string", description: "N: continue a timed-out leg up to N times" },
+    "resume-command": { type: "string", description: "ARGV for the continuing legs (default: the same command)" },
+    "evidence-gate": { type: "boolean", description: "check completion evidence (--no-evidence-gate: never)" },
+    detach: { type: "boolean", description: "run in the background; print the session id once it is recorded" },
+    persist: { type: "boolean", default: true, description: "record the leg (--no-persist: run without a ledger)" },
+    json: { type: "boolean", description: "print one JSON record on stdout (the command's stdout goes to stderr)" },
+  },
+  async run({ args: parsed, rawArgs }) {
+    // citty keeps only the last of a repeated string flag: --artifact is collected from the raw words.
+    const args = agentArgs(parsed as Record<string, unknown>, rawArgs);
+    const readyFile = process.env[SUPERVISOR_ENV];
+    delete process.env[SUPERVISOR_ENV];
+    if (readyFile) return supervise(args, readyFile);
+    const workdir = process.cwd();
+    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: await agentTimeout(args, workdir, note) });
+    req.contractWarnings.forEach(note);
+    if (req.resume !== null) throw new UsageError("-r/--resume: resuming a branch is not supported by this build of li yet");
+    if (req.notify !== null) note("warning: --notify is not wired into li agent in this build; no callback is registered");
+    if (req.detach) {
+      const report = await startDetached(process.argv.slice(2), process.env);
+      if (!report.ok) {
+        note(report.message);
+        return report.exit;
+      }
+      if (req.json) writeJson({ session_id: report.session_id, branch_id: report.branch_id, run_id: report.run_id });
+      else process.stdout.write(`${report.session_id}\n`);
+      return 0;
+    }
+    let ledger: Ledger | null = null;
+    if (req.persist) {
+      try {
+        ledger = cliLedger({ create: true });
+      } catch (error) {
+        // Foreground persistence is best-effort (§8.4): the command still runs.
+        note(`warning: ${error instanceof Error ? error.message : String(error)}; the command runs unrecorded`);
+      }
+    } else note("warning: --no-persist: nothing is recorded in the ledger");
+    try {
+      const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
+      const outcome = await runAgent(req, deps(ledger, io, workdir, stdinMode(Boolean(process.stdin.isTTY), false)));
+      const { plan, result } = outcome;
+      note(`${result.status} (${result.reasonCode || "-"}) session ${plan.sessionId} branch ${plan.branchId}${result.persisted === "none" ? " (not recorded)" : ""}`);
+      if (req.json) {
+        writeJson({
+          session_id: plan.sessionId,
+          branch_id: plan.branchId,
+          run_id: plan.runId,
+          leg_id: plan.legId,
+          status: result.status,
+          reason_code: result.reasonCode,
+          exit_code: result.exitCode,
+          persisted: result.persisted !== "none",
+          legs: outcome.legs,
+        });
+      }
+      return outcome.exit;
+    } finally {
+      ledger?.close();
+    }
+  },
+});
+
+/** `agent.timeout` from settings (§15); the settings module loads only when a settings file exists. */
+async function agentTimeout(args: AgentArgs, workdir: string, warn: (line: string) => void): Promise<number | null> {
+  const start = typeof args.cwd === "string" ? path.resolve(workdir, args.cwd) : workdir;
+  if (!anySettingsFile(start)) return null;
+  const { loadSettings } = await import("../../settings/settings.ts");
+  const { settings, warnings } = loadSettings({ cwd: start });
+  warnings.forEach(warn);
+  return settings.agentTimeout;
+}
+
+/** The flags as the service names them; citty keeps only the last of a repeated --artifact, so those come from the raw words. */
+function agentArgs(parsed: Record<string, unknown>, rawArgs: readonly string[]): AgentArgs {
+  const str = (key: string) => (typeof parsed[key] === "string" ? (parsed[key] as string) : undefined);
+  const bool = (key: string) => (typeof parsed[key] === "boolean" ? (parsed[key] as boolean) : undefined);
+  return {
+    resume: str("resume"),
+    notify: str("notify"),
+    timeout: str("timeout"),
+    artifact: repeated(rawArgs, "artifact"),
+    profile: str("profile"),
+    playbook: str("playbook"),
+    saveDir: str("save-dir"),
+    runId: str("run-id"),
+    cwd: str("cwd"),
+    baseRef: str("base-ref"),
+    invocation: str("invocation"),
+    linkedSession: str("linked-session"),
+    autoResume: str("auto-resume"),
+    resumeCommand: str("resume-command"),
+    evidenceGate: bool("evidence-gate"),
+    detach: bool("detach"),
+    persist: bool("persist"),
+    json: bool("json"),
+  };
+}
+
+/** Every value of `--name V` / `--name=V` in order (the words after `--` are not in rawArgs). */
+function repeated(rawArgs: readonly string[], name: string): string[] {
+  const values: string[] = [];
+  for (let i = 0; i < rawArgs.length; i++) {
+    const word = rawArgs[i]!;
+    if (word === `--${name}` && i + 1 < rawArgs.length) values.push(rawArgs[++i]!);
+    else if (word.startsWith(`--${name}=`)) values.push(word.slice(name.length + 3));
+  }
+  return values;
+}
+
+function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit" | "ignore"): AgentDeps {
+  return { ledger, runsRoot: cliPaths().runsRoot, workdir, io, env: process.env, stdin };
+}
+
+/** The supervising li of a detached leg: commits setup, reports through the ready file, then runs the leg. */
+async function supervise(args: AgentArgs, readyFile: string): Promise<number> {
+  let logFile: string | null = null;
+  const log = (line: string) => {
+    if (logFile) fs.appendFileSync(logFile, `li: ${line}\n`);
+  };
+  let reported = false;
+  const fail = (exit: number, message: string) => {
+    if (!reported) writeReady(readyFile, { ok: false, exit, message });
+    reported = true;
+    log(message);
+    return exit;
+  };
+  let ledger: Ledger | null = null;
+  try {
+    const workdir = process.cwd();
+    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: await agentTimeout(args, workdir, log) });
+    try {
+      ledger = cliLedger({ create: true });
+    } catch (error) {
+      return fail(EXIT_UNAVAILABLE, `cannot record a detached leg: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    const io: LegIo = { stdout: () => {}, stderr: () => {}, log };
+    const outcome = await runAgent(req, {
+      ...deps(ledger, io, workdir, "ignore"),
+      requirePersistence: true,
+      onStarted: (plan) => {
+        logFile = path.join(plan.run.streamDir, "li.log");
+        writeReady(readyFile, { ok: true, session_id: plan.sessionId, branch_id: plan.branchId, run_id: plan.runId });
+        reported = true;
+      },
+    });
+    log(`${outcome.result.status} (${outcome.result.reasonCode || "-"}) session ${outcome.plan.sessionId} branch ${outcome.plan.branchId}`);
+    return outcome.exit;
+  } catch (error) {
+    if (error instanceof UsageError) return fail(error.exitCode, error.message);
+    if (error instanceof LedgerUnavailableError || error instanceof PersistenceSetupError) return fail(EXIT_UNAVAILABLE, error.message);
+    return fail(70, `internal error: ${error instanceof Error ? error.message : String(error)}`);
+  } finally {
+    ledger?.close();
+  }
+}

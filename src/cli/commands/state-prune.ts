@@ -1,0 +1,42 @@
+// `li state prune` (SPEC §12.5): thin over the prune sweep.
+import { defineCommand } from "citty";
+import { prune, pruneLine } from "../../sweeps/prune.ts";
+import { parseNonNegativeInt } from "../../util/duration.ts";
+import { cliLedger, cliPaths } from "../context.ts";
+import { writeJson } from "../output.ts";
+
+export default defineCommand({
+  meta: {
+    name: "prune",
+    description: "Delete terminal sessions last updated more than --keep-days ago, with their history; sessions still owed to a consumer are kept",
+  },
+  args: {
+    keepDays: { type: "string", description: "retention in days (default 30)" },
+    dryRun: { type: "boolean", description: "print the counts a real run would delete; change nothing" },
+    files: { type: "boolean", description: "also remove the pruned legs' run directories inside RUNS_ROOT (never a --save-dir)" },
+    json: { type: "boolean", description: "print the counts as JSON" },
+  },
+  async run({ args }) {
+    const options = prune.validate({
+      dryRun: Boolean(args.dryRun),
+      files: Boolean(args.files),
+      ...(args.keepDays !== undefined ? { keepDays: parseNonNegativeInt(args.keepDays, "--keep-days") } : {}),
+    });
+    const ledger = cliLedger({ create: false });
+    try {
+      const summary = await prune.runOnce(ledger, ledger.now(), options, { runsRoot: cliPaths().runsRoot });
+      if (args.json) {
+        writeJson(summary);
+        return 0;
+      }
+      for (const path of summary.files?.removed ?? []) process.stdout.write(`${options.dryRun ? "would remove" : "removed"} ${path}\n`);
+      for (const s of summary.files?.skipped ?? []) if (s.why !== "missing") process.stderr.write(`li: kept ${s.path} (${s.why.replace(/_/g, " ")})\n`);
+      if (summary.rolled_back > 0) process.stderr.write(`li: ${summary.rolled_back} batch(es) rolled back: a candidate survived its deletes\n`);
+      if (options.dryRun) process.stderr.write("li: dry run: nothing was deleted\n");
+      process.stdout.write(pruneLine(summary) + "\n");
+      return 0;
+    } finally {
+      ledger.close();
+    }
+  },
+});

@@ -1,0 +1,124 @@
+// `li agent` as a service: allocates the run, validates the contract against it, runs legs (auto-resume), returns the outcome.
+
+import fs from "node:fs";
+import { validateContract } from "../contracts/artifacts.ts";
+import type { Ledger } from "../ledger/ledger.ts";
+import { UsageError } from "../util/errors.ts";
+import { randomId } from "../util/ids.ts";
+import { checkCompletionEvidence, type CompletionEvidence, type EvidenceOptions } from "./evidence.ts";
+import { runLeg, type LegIo, type LegOptions } from "./leg.ts";
+import { liExitCode } from "./outcome.ts";
+import { processIdentity } from "./proc.ts";
+import type { AgentRequest } from "./request.ts";
+import { allocateRun, RUN_ID_ENV, type RunDir } from "./rundir.ts";
+import type { AlsoInSetup, LegPlan } from "./setup.ts";
+import type { AfterCommit, TeardownResult } from "./teardown/state.ts";
+
+/** Exit codes that mean "the provider failed" for linked-session reconciliation (§8.2 step 5). */
+export const PROVIDER_FAILURE_EXIT_CODES: readonly number[] = Object.freeze([75]);
+
+export interface AgentDeps {
+  ledger: Ledger | null;
+  runsRoot: string;
+  workdir: string;
+  io: LegIo;
+  /** The environment LI_RUN_ID is consumed from and the command inherits (process.env by default). */
+  env: Record<string, string | undefined>;
+  stdin: "inherit" | "ignore";
+  now?: () => number;
+  newId?: () => string;
+  killGraceMs?: number;
+  drainGraceMs?: number;
+  heartbeatMs?: number;
+  checkEvidence?: (cwd: string, options: EvidenceOptions) => Promise<CompletionEvidence>;
+  /** The notification work registers its callbacks here, inside the setup transaction. */
+  alsoInSetup?: AlsoInSetup;
+  /** Pushed after the final guarded write commits (step 10). */
+  afterCommit?: readonly AfterCommit[];
+  onStarted?: LegOptions["onStarted"];
+  requirePersistence?: boolean;
+}
+
+export interface AgentOutcome {
+  plan: LegPlan;
+  result: TeardownResult;
+  /** li's own exit code (§8.1). */
+  exit: number;
+  legs: number;
+}
+
+/** Claims the first leg's run directory: run id unique among legs and on disk, contract contained in the root. */
+export async function allocateFirstRun(req: AgentRequest, deps: AgentDeps): Promise<RunDir> {
+  const fromEnv = deps.env[RUN_ID_ENV];
+  delete deps.env[RUN_ID_ENV]; // consumed once: a nested `li agent` in the command gets its own
+  const runId = req.runId ?? (fromEnv ? fromEnv : undefined);
+  if (runId !== undefined && deps.ledger && (await deps.ledger.backend.runIdTaken(runId))) {
+    throw new UsageError(`run id ${runId} is already used by another leg`);
+  }
+  const run = allocateRun({ runsRoot: deps.runsRoot, saveDir: req.saveDir, runId, env: {}, ...(deps.now ? { now: deps.now() } : {}) });
+  try {
+    validateContract(req.contract, run.artifactRoot);
+  } catch (error) {
+    fs.rmSync(run.stateRoot, { recursive: true, force: true });
+    throw error;
+  }
+  return run;
+}
+
+export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<AgentOutcome> {
+  const now = deps.now ?? (() => Date.now() / 1000);
+  const newId = deps.newId ?? randomId;
+  let run = await allocateFirstRun(req, deps);
+  const sessionId = newId();
+  const branchId = newId();
+  const cwd = req.cwd ?? deps.workdir;
+  const evidenceCwd = req.evidenceGate === false ? null : req.cwd !== null || req.evidenceGate === true ? cwd : null;
+  const supervisor = processIdentity();
+  let legs = 0;
+  for (;;) {
+    legs++;
+    const first = legs === 1;
+    const argv = first ? req.argv : (req.resumeArgv ?? req.argv);
+    const plan: LegPlan = {
+      sessionId,
+      branchId,
+      legId: newId(),
+      runId: run.runId,
+      run,
+      argv,
+      cwd,
+      startedAt: now(),
+      supervisor,
+      contract: req.contract,
+      invocationId: req.invocationId,
+      linkedSessionId: req.linkedSessionId,
+    };
+    const outcome = await runLeg(plan, first ? "new" : "continue", {
+      ledger: deps.ledger,
+      io: deps.io,
+      env: deps.env,
+      stdin: deps.stdin,
+      timeout: req.timeout,
+      mayDefer: legs <= req.autoResume,
+      evidenceCwd,
+      baseRef: req.baseRef,
+      linkedSessionId: req.linkedSessionId,
+      providerExitCodes: PROVIDER_FAILURE_EXIT_CODES,
+      now,
+      newId,
+      checkEvidence: deps.checkEvidence ?? checkCompletionEvidence,
+      afterCommit: deps.afterCommit ?? [],
+      ...(deps.killGraceMs !== undefined ? { killGraceMs: deps.killGraceMs } : {}),
+      ...(deps.drainGraceMs !== undefined ? { drainGraceMs: deps.drainGraceMs } : {}),
+      ...(deps.heartbeatMs !== undefined ? { heartbeatMs: deps.heartbeatMs } : {}),
+      ...(deps.alsoInSetup ? { alsoInSetup: deps.alsoInSetup } : {}),
+      ...(first && deps.onStarted ? { onStarted: deps.onStarted } : {}),
+      ...(deps.requirePersistence ? { requirePersistence: true } : {}),
+    });
+    if (outcome.result.persisted !== "deferred") {
+      return { plan, result: outcome.result, exit: liExitCode(outcome.result.status), legs };
+    }
+    // The next leg continues the same branch and session in a new run directory, with the session's artifact root.
+    run = allocateRun({ runsRoot: deps.runsRoot, saveDir: run.artifactRoot, env: {}, now: now() });
+  }
+}

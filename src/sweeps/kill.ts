@@ -1,0 +1,161 @@
+// `li kill ID` (SPEC §12.2): ask a live leg to cancel itself, force it after the grace, or write a dead leg's session directly.
+
+import type { Ledger } from "../ledger/ledger.ts";
+import type { AppliedTransition } from "../ledger/transition.ts";
+import type { RunningSession } from "../ledger/sweep-store.ts";
+import { UsageError } from "../util/errors.ts";
+import { judgeSession, livenessEvidence, type Judgement } from "./judge.ts";
+import { hostEnv, type SweepEnv } from "./sweep.ts";
+import { writeJudged, type JudgedWriteOutcome } from "./write.ts";
+
+/** `li kill` refuses (exit 1): terminal target, a leg of another host, an unknown id (§16). */
+export class KillRefusedError extends UsageError {
+  constructor(message: string) {
+    super(message, 1);
+  }
+}
+
+export interface KillOptions {
+  graceSeconds: number;
+  reason?: string;
+}
+
+export const KILL_DEFAULTS: Readonly<KillOptions> = { graceSeconds: 5 };
+
+/** What `li kill` did; the CLI renders it and the notice of any write it made was pushed. */
+export interface KillResult {
+  session_id: string;
+  /** terminated: the leg finalized itself after SIGTERM; force_killed: SIGKILL after the grace; written: dead or markerless leg written directly. */
+  action: "terminated" | "force_killed" | "written" | "lost_race";
+  status: string;
+  reason_code: string | null;
+  signals: Array<{ target: "supervisor" | "command_group"; pid: number; signal: string; at: number }>;
+  transition: AppliedTransition | null;
+}
+
+export interface KillDeps {
+  env?: SweepEnv;
+  /** Wall clock for the grace wait and evidence (Unix seconds). */
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  pollMs?: number;
+  /** §9.4: the process that applied a terminal transition pushes its handlers (the CLI passes notify's pushTerminal). */
+  pushTerminal?: (ledger: Ledger, event: AppliedTransition) => Promise<unknown>;
+}
+
+async function findSession(ledger: Ledger, input: string): Promise<RunningSession> {
+  const id = input.trim();
+  if (!id) throw new UsageError("li kill: a session id is required");
+  const exact = await ledger.backend.getSweepSession(id);
+  if (exact) return exact;
+  const matches = await ledger.backend.findIdsByPrefix("session", id, 2);
+  if (matches.length > 1) throw new UsageError(`session id prefix '${id}' is ambiguous (${matches.join(", ")}, …); give more characters`);
+  const found = matches.length === 1 ? await ledger.backend.getSweepSession(matches[0]!) : null;
+  if (!found) throw new KillRefusedError(`no session matches id '${id}'`);
+  return found;
+}
+
+export async function killSession(ledger: Ledger, input: string, options: KillOptions = KILL_DEFAULTS, deps: KillDeps = {}): Promise<KillResult> {
+  if (!Number.isFinite(options.graceSeconds) || options.graceSeconds < 0) throw new UsageError(`--grace: ${options.graceSeconds} is not a number of seconds`);
+  const env = deps.env ?? hostEnv();
+  const now = deps.now ?? ledger.now;
+  const sleep = deps.sleep ?? ((ms: number) => Bun.sleep(ms));
+  const session = await findSession(ledger, input);
+  if (session.status !== "running") throw new KillRefusedError(`session ${session.id} is already ${session.status}`);
+
+  const j = judgeSession(session, now(), env);
+  const signals: KillResult["signals"] = [];
+  const base = { session_id: session.id, signals };
+  const summary = options.reason ? `li kill: ${options.reason}` : "li kill";
+
+  const finish = async (outcome: JudgedWriteOutcome, action: "force_killed" | "written"): Promise<KillResult> => {
+    if (outcome.result === "applied") {
+      // The one place li kill pushes the notice of what it wrote (§9.4).
+      await deps.pushTerminal?.(ledger, outcome.transition);
+      return { ...base, action, status: outcome.transition.status, reason_code: outcome.transition.reasonCode, transition: outcome.transition };
+    }
+    return lostRace(ledger, base);
+  };
+
+  const liveness = j.liveness;
+  if (!liveness || liveness.evidence.basis === "none") {
+    // No markers: nothing to signal.
+    return finish(await writeDirect(ledger, env, j, now(), summary, []), "written");
+  }
+  if (liveness.remote) {
+    throw new KillRefusedError(`session ${session.id}: its leg runs on host ${liveness.evidence.legHostId}; run li kill there`);
+  }
+  const leg = j.currentLeg!;
+  if (liveness.supervisor !== "alive") {
+    // Dead or reused: that pid is never signalled. The orphaned command dies if it is still the same process.
+    const killed: Record<string, unknown>[] = [];
+    if (j.orphanCommand && env.probe(j.orphanCommand.pid, j.orphanCommand.startTicks) === "alive" && env.signalGroup(j.orphanCommand.pid, "SIGKILL")) {
+      const at = now();
+      signals.push({ target: "command_group", pid: j.orphanCommand.pid, signal: "SIGKILL", at });
+      killed.push({ kind: "killed", what: "command_group", pgid: j.orphanCommand.pid, signal: "SIGKILL", at });
+    }
+    return finish(await writeDirect(ledger, env, j, now(), summary, killed), "written");
+  }
+
+  // Alive: record the request, so the leg's own teardown writes manual_kill rather than sigterm.
+  const recorded = await ledger.transact(async (tx) => {
+    const seen = await tx.readSweepGuard(session.id);
+    if (!seen || seen.status !== "running" || seen.currentLegId !== leg.id) return false;
+    return (await tx.updateLeg(leg.id, { kill_requested_at: now() }, { onlyOpen: true })) === 1;
+  });
+  if (!recorded) return lostRace(ledger, base);
+  const supervisorPid = leg.pid!;
+  if (env.probe(supervisorPid, leg.pid_start_ticks) === "alive" && env.signalProcess(supervisorPid, "SIGTERM")) {
+    signals.push({ target: "supervisor", pid: supervisorPid, signal: "SIGTERM", at: now() });
+  }
+
+  // The decision rests on the session's status, not the process: a leg running its handlers is done.
+  const deadline = now() + options.graceSeconds;
+  for (;;) {
+    const row = await ledger.backend.getEntity("session", session.id);
+    if (!row || row.status !== "running") {
+      return { ...base, action: "terminated", status: row?.status ?? "unknown", reason_code: (row?.status_reason_code as string | null) ?? null, transition: null };
+    }
+    if (now() >= deadline) break;
+    await sleep(Math.min(deps.pollMs ?? 50, Math.max(1, (deadline - now()) * 1000)));
+  }
+
+  const at = now();
+  if (env.probe(supervisorPid, leg.pid_start_ticks) === "alive" && env.signalProcess(supervisorPid, "SIGKILL")) {
+    signals.push({ target: "supervisor", pid: supervisorPid, signal: "SIGKILL", at });
+  }
+  const cmd = j.liveness?.evidence;
+  if (cmd?.commandPid != null && cmd.commandStartTicks != null && env.probe(cmd.commandPid, cmd.commandStartTicks) === "alive" && env.signalGroup(cmd.commandPid, "SIGKILL")) {
+    signals.push({ target: "command_group", pid: cmd.commandPid, signal: "SIGKILL", at });
+  }
+  const outcome = await writeJudged(ledger, env, j, {
+    status: "cancelled",
+    reasonCode: "run.cancelled.force_kill",
+    reasonSummary: `${summary}: still running ${options.graceSeconds}s after SIGTERM`,
+    evidence: [livenessEvidence(j), { kind: "force_kill", grace_seconds: options.graceSeconds, signals }],
+    source: "admin",
+    actor: "li.kill",
+    endedAt: at,
+    // The leg kept heartbeating while it was asked to stop; only its identity must still hold.
+    checkHeartbeat: false,
+  });
+  return finish(outcome, "force_killed");
+}
+
+function writeDirect(ledger: Ledger, env: SweepEnv, j: Judgement, at: number, summary: string, killed: Record<string, unknown>[]): Promise<JudgedWriteOutcome> {
+  return writeJudged(ledger, env, j, {
+    status: "cancelled",
+    reasonCode: "run.cancelled.manual_kill",
+    reasonSummary: summary,
+    evidence: [livenessEvidence(j), ...killed],
+    source: "admin",
+    actor: "li.kill",
+    endedAt: at,
+  });
+}
+
+/** Someone else (the leg, a resume, a sweep) wrote first: report the winner. */
+async function lostRace(ledger: Ledger, base: Pick<KillResult, "session_id" | "signals">): Promise<KillResult> {
+  const row = await ledger.backend.getEntity("session", base.session_id);
+  return { ...base, action: "lost_race", status: row?.status ?? "unknown", reason_code: (row?.status_reason_code as string | null) ?? null, transition: null };
+}

@@ -1,0 +1,110 @@
+// Artifact contracts through `li agent` (§7): validation before the start, overlay and precedence, verification at teardown.
+
+import { describe, expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { li } from "../helpers/cli.ts";
+import { fixture } from "../helpers/fixtures.ts";
+import { agentHome, rows, sessionRow } from "../legs/agent-harness.ts";
+
+function project(files: Record<string, string>): string {
+  const home = agentHome();
+  for (const [rel, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(home.scratch, rel)), { recursive: true });
+    fs.writeFileSync(path.join(home.scratch, rel), text);
+  }
+  return home.scratch;
+}
+
+describe("every validation rule is refused before the command starts (exit 2, nothing written)", () => {
+  const cases: [string, string[], RegExp, Record<string, string>?][] = [
+    ["an id outside [A-Za-z0-9_-]", ["--artifact", "bad id=x.txt"], /id must match/],
+    ["no =", ["--artifact", "report"], /ID=PATH/],
+    ["an empty path", ["--artifact", "a="], /artifact/],
+    ["an absolute path", ["--artifact", "a=/etc/passwd"], /absolute|relative/],
+    ["a .. segment", ["--artifact", "a=../x"], /\.\./],
+    ["a glob character", ["--artifact", "a=*.md"], /glob/],
+    ["one id given twice", ["--artifact", "a=x", "--artifact", "a=y"], /more than once/],
+    ["an unsafe profile name", ["--profile", "../p"], /--profile/],
+    ["a missing profile", ["--profile", "nope"], /does not exist/],
+    ["a missing playbook", ["--playbook", "nope.yaml"], /does not exist/],
+    ["invalid YAML", ["--playbook", "pb.yaml"], /invalid YAML/, { "pb.yaml": "artifacts: [\n" }],
+    ["expected not a list", ["--playbook", "pb.yaml"], /expected/, { "pb.yaml": "artifacts:\n  expected: 3\n" }],
+    ["a bad required type", ["--playbook", "pb.yaml"], /required/, { "pb.yaml": "artifacts:\n  expected:\n    - id: a\n      path: a.txt\n      required: maybe\n" }],
+  ];
+  for (const [name, args, message, files] of cases) {
+    test(name, async () => {
+      const home = agentHome();
+      const dir = project(files ?? {});
+      const marker = path.join(home.scratch, "ran");
+      const r = await li(["agent", ...args, "--", "touch", marker], { home: home.home, cwd: dir });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(fs.existsSync(marker)).toBe(false);
+      expect(fs.existsSync(home.home)).toBe(false);
+    });
+  }
+
+  test("a path escaping the artifact root through a symlink is refused and leaves no run directory", async () => {
+    const home = agentHome();
+    const save = path.join(home.scratch, "save");
+    fs.mkdirSync(save);
+    fs.symlinkSync("/tmp", path.join(save, "out"));
+    const r = await li(["agent", "--run-id", "esc-1", "--save-dir", save, "--artifact", "a=out/x.txt", "--", "true"], { home: home.home });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("escapes the artifact root");
+    expect(fs.existsSync(path.join(home.runs, "esc-1"))).toBe(false);
+    expect(rows(home.db, "SELECT * FROM sessions")).toEqual([]);
+  });
+});
+
+describe("overlay, storage and verification", () => {
+  test("profile < playbook < --artifact by id; the contract is stored on the session before the command starts", async () => {
+    const home = agentHome();
+    const dir = project({
+      ".li/profiles/coder.yaml": "artifacts:\n  expected:\n    - {id: report, path: profile.md}\n    - {id: log, path: log.txt, required: false, description: the log}\n",
+      "pb.yaml": "artifacts:\n  expected:\n    - {id: report, path: playbook.md}\n    - {id: diff, path: change.diff}\n",
+    });
+    const probe = `sqlite3 "${home.db}" "select artifact_contract_json from sessions" > contract.seen`;
+    const r = await li(["agent", "--json", "--profile", "coder", "--playbook", "pb.yaml", "--artifact", "diff=cli.diff?", "--", "sh", "-c", probe], { home: home.home, cwd: dir });
+    const stored = JSON.parse(sessionRow(home.db, JSON.parse(r.stdout).session_id).artifact_contract_json);
+    expect(stored.expected).toEqual([
+      { id: "report", path: "playbook.md", required: true, description: "", source: "playbook" },
+      { id: "log", path: "log.txt", required: false, description: "the log", source: "agent_profile" },
+      { id: "diff", path: "cli.diff", required: false, description: "", source: "cli" },
+    ]);
+    expect(JSON.parse(fs.readFileSync(path.join(dir, "contract.seen"), "utf8"))).toEqual(stored);
+    expect(r.code).toBe(1); // report is required and missing
+    expect(sessionRow(home.db, JSON.parse(r.stdout).session_id).status_reason_code).toBe("run.failed.missing_artifact");
+  });
+
+  test("a produced required artifact passes; a missing optional one is a warning and does not change the status", async () => {
+    const home = agentHome();
+    const r = await li(["agent", "--json", "--artifact", "out=out.txt", "--artifact", "extra=extra.txt?", "--", fixture("write-artifact"), "out.txt"], { home: home.home });
+    expect(r.code).toBe(0);
+    const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
+    expect(s.status).toBe("completed");
+    const v = JSON.parse(s.artifact_verification_json);
+    expect(v.status).toBe("warning");
+    expect(v.produced).toEqual([{ id: "out", path: "out.txt", size: 9, present: true }]);
+    expect(v.missing_optional.map((m: { id: string }) => m.id)).toEqual(["extra"]);
+  });
+
+  test("a zero-byte artifact counts as missing: completed becomes failed (run.failed.missing_artifact)", async () => {
+    const home = agentHome();
+    const r = await li(["agent", "--json", "--artifact", "out=out.txt", "--", fixture("write-artifact"), "out.txt", ""], { home: home.home });
+    expect(r.code).toBe(1);
+    const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
+    expect([s.status, s.status_reason_code]).toEqual(["failed", "run.failed.missing_artifact"]);
+    expect(JSON.parse(s.status_evidence_refs)).toEqual([{ kind: "artifact", id: "out", path: "out.txt", required: true }]);
+  });
+
+  test("--save-dir becomes the artifact root and sessions.artifacts_path", async () => {
+    const home = agentHome();
+    const save = path.join(home.scratch, "deliverables");
+    const r = await li(["agent", "--json", "--save-dir", save, "--artifact", "out=o.txt", "--", fixture("write-artifact"), "o.txt"], { home: home.home });
+    expect(r.code).toBe(0);
+    expect(fs.readFileSync(path.join(save, "o.txt"), "utf8")).toBe("artifact\n");
+    expect(sessionRow(home.db, JSON.parse(r.stdout).session_id).artifacts_path).toBe(save);
+  });
+});

@@ -1,0 +1,127 @@
+// `li agent --detach` (§8.4), `--auto-resume` (§8.6) and `--linked-session` (§8.2 step 5) end to end.
+
+import { describe, expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { li } from "../helpers/cli.ts";
+import { fixture } from "../helpers/fixtures.ts";
+import { probeProcess } from "../../src/legs/proc.ts";
+import { agentHome, readIf, rows, sessionRow, waitFor } from "../legs/agent-harness.ts";
+
+describe("--detach", () => {
+  test("the id comes back before the command ends, the row already shows the supervisor's markers, and later the outcome", async () => {
+    const home = agentHome();
+    const go = path.join(home.scratch, "go");
+    const r = await li(["agent", "--detach", "--json", "--", "sh", "-c", `while [ ! -e ${go} ]; do sleep 0.05; done; echo finished; exit 3`], { home: home.home });
+    expect(r.code).toBe(0);
+    const record = JSON.parse(r.stdout);
+    expect(Object.keys(record).sort()).toEqual(["branch_id", "run_id", "session_id"]);
+    const s = sessionRow(home.db, record.session_id);
+    expect(s.status).toBe("running");
+    const [leg] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
+    expect(leg!.run_id).toBe(record.run_id);
+    expect(JSON.parse(s.node_metadata).supervisor_pid).toBe(leg!.pid);
+    expect(probeProcess(leg!.pid, leg!.pid_start_ticks)).toBe("alive");
+    fs.writeFileSync(go, "");
+    await waitFor("the detached leg to finish", () => sessionRow(home.db, record.session_id).status !== "running");
+    const done = sessionRow(home.db, record.session_id);
+    expect([done.status, done.exit_code]).toEqual(["failed", 3]);
+    const stream = fs.readFileSync(path.join(home.runs, record.run_id, "stream", `${record.branch_id}.log`), "utf8");
+    expect(stream).toBe("finished\n");
+    await waitFor("the supervisor's summary", () => readIf(path.join(home.runs, record.run_id, "stream", "li.log"))?.includes("failed"));
+  }, 30_000);
+
+  test("without --json it prints the session id alone", async () => {
+    const home = agentHome();
+    const r = await li(["agent", "--detach", "--", "true"], { home: home.home });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^[0-9a-f-]{36}\n$/);
+    await waitFor("the leg to finish", () => sessionRow(home.db, r.stdout.trim()).status === "completed");
+  }, 30_000);
+
+  test("a detached start without persistence fails with 78", async () => {
+    const home = agentHome();
+    const r = await li(["agent", "--detach", "--", "true"], { home: home.home, env: { LI_DB: "/etc/passwd/state.db" } });
+    expect(r.code).toBe(78);
+    expect(r.stdout).toBe("");
+  });
+
+  test("--detach --no-persist is refused with 78", async () => {
+    const r = await li(["agent", "--detach", "--no-persist", "--", "true"], { home: agentHome().home });
+    expect(r.code).toBe(78);
+  });
+
+  test("a usage error found by the supervisor (a reused run id) comes back as exit 2", async () => {
+    const home = agentHome();
+    expect((await li(["agent", "--run-id", "dup-1", "--", "true"], { home: home.home })).code).toBe(0);
+    const r = await li(["agent", "--detach", "--run-id", "dup-1", "--", "true"], { home: home.home });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("dup-1");
+  });
+});
+
+describe("--auto-resume", () => {
+  test("a timed-out leg defers its terminal and new legs continue the same session, up to N times; the last finalizes", async () => {
+    const home = agentHome();
+    const r = await li(["agent", "--json", "--timeout", "300ms", "--auto-resume", "2", "--", fixture("forever")], { home: home.home });
+    expect(r.code).toBe(124);
+    const record = JSON.parse(r.stdout);
+    expect(record.legs).toBe(3);
+    const legs = rows<Record<string, any>>(home.db, "SELECT * FROM legs ORDER BY seq");
+    expect(legs.map((l) => [l.seq, l.status, l.deferred, l.session_id])).toEqual([
+      [1, "timed_out", 1, record.session_id],
+      [2, "timed_out", 1, record.session_id],
+      [3, "timed_out", 0, record.session_id],
+    ]);
+    expect(new Set(legs.map((l) => l.run_id)).size).toBe(3);
+    expect(new Set(legs.map((l) => l.artifact_root)).size).toBe(1);
+    const s = sessionRow(home.db, record.session_id);
+    expect([s.status, s.current_leg_id]).toEqual(["timed_out", legs[2]!.id]);
+    const history = rows<Record<string, any>>(home.db, "SELECT previous_status, status, terminal_event FROM status_transitions WHERE entity_id = ? ORDER BY seq", record.session_id);
+    expect(history.map((h) => `${h.previous_status}>${h.status}`)).toEqual(["null>running", "running>running", "running>running", "running>timed_out"]);
+    expect(history.filter((h) => h.terminal_event === 1)).toHaveLength(1);
+  }, 30_000);
+
+  test("--resume-command runs on the continuing legs; its outcome finalizes the session", async () => {
+    const home = agentHome();
+    const r = await li(["agent", "--json", "--timeout", "300ms", "--auto-resume", "3", "--resume-command", `${fixture("exit-with")} 0`, "--", fixture("forever")], { home: home.home });
+    expect(r.code).toBe(0);
+    const legs = rows<Record<string, any>>(home.db, "SELECT command, status FROM legs ORDER BY seq");
+    expect(legs.map((l) => [JSON.parse(l.command)[0], l.status])).toEqual([
+      [fixture("forever"), "timed_out"],
+      [fixture("exit-with"), "completed"],
+    ]);
+    expect(sessionRow(home.db, JSON.parse(r.stdout).session_id).status).toBe("completed");
+  }, 30_000);
+});
+
+describe("--linked-session", () => {
+  async function linked(prepare: (home: ReturnType<typeof agentHome>) => Promise<string>) {
+    const home = agentHome();
+    const engine = await prepare(home);
+    const r = await li(["agent", "--json", "--linked-session", engine, "--", fixture("exit-with"), "75"], { home: home.home });
+    return { r, engine, home, s: sessionRow(home.db, JSON.parse(r.stdout).session_id) };
+  }
+
+  test("a provider failure (exit 75) takes the terminal linked session's outcome", async () => {
+    const { r, s, engine } = await linked(async (home) => JSON.parse((await li(["agent", "--json", "--", "sh", "-c", "echo engine done"], { home: home.home })).stdout).session_id);
+    expect(r.code).toBe(0);
+    expect([s.status, s.status_reason_code, s.linked_session_id, s.exit_code]).toEqual(["completed", "run.completed.ok", engine, 75]);
+    expect(JSON.parse(s.status_evidence_refs)[0]).toMatchObject({ kind: "linked_session", id: engine, status: "completed" });
+  }, 30_000);
+
+  test("a running linked session keeps this session running", async () => {
+    const pidFile = (home: ReturnType<typeof agentHome>) => path.join(home.scratch, "engine.pid");
+    const { r, s, home } = await linked(async (home) => (await li(["agent", "--detach", "--", fixture("forever"), pidFile(home)], { home: home.home })).stdout.trim());
+    expect(r.code).toBe(1);
+    expect([s.status, s.status_reason_code, s.ended_at]).toEqual(["running", "session.running.linked_pending", null]);
+    const engine = Number(await waitFor("the engine's pid", () => readIf(pidFile(home))));
+    process.kill(engine, "SIGKILL");
+  }, 30_000);
+
+  test("a missing linked session leaves failed", async () => {
+    const { r, s } = await linked(async () => "engine-gone");
+    expect(r.code).toBe(1);
+    expect([s.status, s.status_reason_code]).toEqual(["failed", "run.failed.exit_nonzero"]);
+  });
+});

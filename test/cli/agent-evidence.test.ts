@@ -1,0 +1,110 @@
+// The completion-evidence gate through `li agent` (§8.3) in real temporary git repositories.
+
+import { describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { li } from "../helpers/cli.ts";
+import { fixture } from "../helpers/fixtures.ts";
+import { tempDir } from "../helpers/ledger.ts";
+import { agentHome, sessionRow } from "../legs/agent-harness.ts";
+
+const GIT_ENV = { GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@e", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@e", GIT_CONFIG_NOSYSTEM: "1", HOME: tempDir() };
+
+function git(cwd: string, ...args: string[]): string {
+  const r = spawnSync("git", args, { cwd, env: { ...process.env, ...GIT_ENV }, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** A repository on `branch` with one commit. */
+function repo(branch = "main"): string {
+  const dir = tempDir("li-git-");
+  git(dir, "init", "-q", "-b", branch);
+  fs.writeFileSync(path.join(dir, "README"), "x\n");
+  git(dir, "add", "README");
+  git(dir, "commit", "-q", "-m", "base");
+  return dir;
+}
+
+function commitOn(dir: string, branch: string): void {
+  git(dir, "checkout", "-q", "-b", branch);
+  fs.writeFileSync(path.join(dir, "work.txt"), "work\n");
+  git(dir, "add", "work.txt");
+  git(dir, "commit", "-q", "-m", "work");
+}
+
+async function gate(args: string[], opts: { cwd?: string } = {}) {
+  const home = agentHome();
+  const r = await li(["agent", "--json", ...args, "--", fixture("print-nothing")], { home: home.home, env: GIT_ENV, ...(opts.cwd ? { cwd: opts.cwd } : {}) });
+  const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
+  return { code: r.code, status: s.status as string, reason: s.status_reason_code as string, evidence: JSON.parse(s.status_evidence_refs ?? "null") };
+}
+
+describe("with --cwd the gate runs", () => {
+  test("a clean tree with no commits ahead and no output is completed_empty, li exits 1", async () => {
+    const dir = repo();
+    const r = await gate(["--cwd", dir]);
+    expect([r.code, r.status, r.reason]).toEqual([1, "completed_empty", "run.completed_empty.no_evidence"]);
+    expect(r.evidence).toEqual([{ kind: "completion_evidence", base_ref: "main", commits_ahead: 0, dirty: false, reason: expect.any(String) }]);
+  });
+
+  test("a dirty tree is evidence", async () => {
+    const dir = repo();
+    fs.writeFileSync(path.join(dir, "new.txt"), "new\n");
+    expect((await gate(["--cwd", dir])).status).toBe("completed");
+  });
+
+  for (const base of ["main", "master"]) {
+    test(`commits ahead of local ${base} are evidence`, async () => {
+      const dir = repo(base);
+      commitOn(dir, "feature");
+      expect((await gate(["--cwd", dir])).status).toBe("completed");
+    });
+  }
+
+  test("commits ahead of an explicit --base-ref are evidence; none ahead is not", async () => {
+    const dir = repo("trunk");
+    git(dir, "tag", "v1");
+    expect((await gate(["--cwd", dir, "--base-ref", "v1"])).status).toBe("completed_empty");
+    commitOn(dir, "feature");
+    expect((await gate(["--cwd", dir, "--base-ref", "v1"])).status).toBe("completed");
+  });
+
+  test("commits ahead of the remote HEAD (origin/main) are evidence", async () => {
+    const upstream = repo();
+    const clone = tempDir("li-clone-");
+    git(clone, "clone", "-q", upstream, "work");
+    const dir = path.join(clone, "work");
+    expect((await gate(["--cwd", dir])).status).toBe("completed_empty");
+    commitOn(dir, "feature");
+    expect((await gate(["--cwd", dir])).status).toBe("completed");
+  });
+
+  test("a non-git directory is no opinion: completed", async () => {
+    const r = await gate(["--cwd", tempDir()]);
+    expect([r.code, r.status]).toEqual([0, "completed"]);
+  });
+
+  test("a broken repository (the probe fails) is no opinion: completed", async () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, ".git"), "gitdir: /nonexistent/li-test-gitdir\n");
+    expect((await gate(["--cwd", dir])).status).toBe("completed");
+  });
+
+  test("--no-evidence-gate turns it off", async () => {
+    expect((await gate(["--cwd", repo(), "--no-evidence-gate"])).status).toBe("completed");
+  });
+});
+
+describe("without --cwd", () => {
+  test("the gate does not run, even in a clean repository", async () => {
+    const dir = repo();
+    expect((await gate([], { cwd: dir })).status).toBe("completed");
+  });
+
+  test("--evidence-gate asks for it in the working directory", async () => {
+    const dir = repo();
+    expect((await gate(["--evidence-gate"], { cwd: dir })).status).toBe("completed_empty");
+  });
+});

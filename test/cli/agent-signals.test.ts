@@ -1,0 +1,130 @@
+// `li agent` and signals end to end: Ctrl-C on a real terminal, SIGTERM/SIGHUP to li, the command's group, kill -9, races.
+
+import { describe, expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
+import { fixture } from "../helpers/fixtures.ts";
+import { probeProcess } from "../../src/legs/proc.ts";
+import { agentHome, isAlive, readIf, rows, runningSession, sessionRow, spawnLi, waitFor } from "../legs/agent-harness.ts";
+
+const lines = (file: string) => (readIf(file) ?? "").split("\n").filter(Boolean);
+
+describe("signals to li", () => {
+  test("Ctrl-C on a real terminal reaches the command exactly once and the session ends aborted (li exits 130)", async () => {
+    const home = agentHome();
+    const seen = path.join(home.scratch, "signals");
+    const ready = path.join(home.scratch, "ready");
+    const proc = Bun.spawn(["python3", path.join(import.meta.dir, "../legs/pty-ctrl-c.py"), LI_BINARY, "agent", "--run-id", "ctrl-c", "--", fixture("count-signals"), seen, ready], {
+      env: { ...liEnv(home.home), READY: ready },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    expect(err).toBe("");
+    expect(out.trim()).toBe("130");
+    expect(lines(seen)).toEqual(["INT"]);
+    const [session] = rows<Record<string, any>>(home.db, "SELECT * FROM sessions");
+    expect([session!.status, session!.status_reason_code, session!.exit_code]).toEqual(["aborted", "run.aborted.user", 0]);
+  }, 30_000);
+
+  test("when li's stdin is a terminal the command reads /dev/null", async () => {
+    const home = agentHome();
+    const seen = path.join(home.scratch, "stdin");
+    const proc = Bun.spawn(["python3", path.join(import.meta.dir, "../legs/pty-ctrl-c.py"), LI_BINARY, "agent", "--", "sh", "-c", `readlink /proc/self/fd/0 > ${seen}`], {
+      env: { ...liEnv(home.home), READY: "" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [out] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    expect(out.trim()).toBe("0");
+    expect(readIf(seen)?.trim()).toBe("/dev/null");
+  }, 30_000);
+
+  for (const [signal, code] of [["SIGTERM", 143], ["SIGHUP", 143], ["SIGINT", 130]] as const) {
+    test(`${signal} to li is forwarded to the command's group once; li exits ${code}`, async () => {
+      const home = agentHome();
+      const seen = path.join(home.scratch, "signals");
+      const ready = path.join(home.scratch, "ready");
+      const run = spawnLi(["agent", "--", fixture("count-signals"), seen, ready], home);
+      await waitFor("the command to trap signals", () => fs.existsSync(ready));
+      run.proc.kill(signal);
+      const r = await run.out;
+      expect(r.code).toBe(code);
+      expect(lines(seen)).toEqual([signal.slice(3)]);
+      const [session] = rows<Record<string, any>>(home.db, "SELECT * FROM sessions");
+      expect(session!.status).toBe(code === 130 ? "aborted" : "cancelled");
+      expect(session!.status_reason_code).toBe(code === 130 ? "run.aborted.user" : "run.cancelled.sigterm");
+    }, 30_000);
+  }
+});
+
+describe("the command's process group", () => {
+  test("a timeout kills a grandchild too", async () => {
+    const home = agentHome();
+    const pidFile = path.join(home.scratch, "grandchild.pid");
+    const r = await li(["agent", "--timeout", "500ms", "--", "sh", "-c", `${fixture("forever")} ${pidFile} & wait`], { home: home.home });
+    expect(r.code).toBe(124);
+    const grandchild = Number(readIf(pidFile));
+    expect(grandchild).toBeGreaterThan(1);
+    await waitFor("the grandchild to die", () => !isAlive(grandchild));
+  }, 30_000);
+
+  test("li never signals its caller's group: a sibling in the caller's group survives a timeout", async () => {
+    const home = agentHome();
+    const siblingPid = path.join(home.scratch, "sibling.pid");
+    // The wrapper leads its own group (setsid); the sibling shares it, as li does.
+    const script = `${fixture("forever")} ${siblingPid} >/dev/null 2>&1 & "${LI_BINARY}" agent --timeout 300ms -- ${fixture("forever")}; echo "li=$?"`;
+    const proc = Bun.spawn(["setsid", "sh", "-c", script], { env: liEnv(home.home), stdout: "pipe", stderr: "pipe" });
+    const out = await new Response(proc.stdout).text();
+    await proc.exited;
+    expect(out.trim()).toBe("li=124");
+    const sibling = Number(readIf(siblingPid));
+    expect(isAlive(sibling)).toBe(true);
+    process.kill(sibling, "SIGKILL");
+  }, 30_000);
+});
+
+describe("races with other writers", () => {
+  test("a cancel written by another process while the leg runs stands; the leg's row is closed with its own outcome", async () => {
+    const home = agentHome();
+    const go = path.join(home.scratch, "go");
+    const run = spawnLi(["agent", "--", "sh", "-c", `while [ ! -e ${go} ]; do sleep 0.05; done; echo finished`], home);
+    const sid = await runningSession(home.db);
+    const set = await li(["state", "set-status", "session", sid, "--status", "cancelled", "--reason", "run.cancelled.operator", "--expect", "running"], { home: home.home });
+    expect(set.code).toBe(0);
+    fs.writeFileSync(go, "");
+    const r = await run.out;
+    expect(r.code).toBe(143);
+    expect(r.stderr).toContain("cancelled (run.cancelled.operator)");
+    const s = sessionRow(home.db, sid);
+    expect([s.status, s.status_reason_code, s.exit_code, s.ended_at]).toEqual(["cancelled", "run.cancelled.operator", null, null]);
+    const [leg] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
+    expect([leg!.status, leg!.exit_code]).toEqual(["completed", 0]);
+    expect(leg!.ended_at).not.toBeNull();
+    expect(rows(home.db, "SELECT status FROM status_transitions WHERE entity_id = ? ORDER BY seq", sid)).toEqual([{ status: "running" }, { status: "cancelled" }]);
+    expect(rows(home.db, "SELECT COUNT(*) AS n FROM admin_events")).toEqual([{ n: 0 }]);
+  }, 30_000);
+
+  test("kill -9 of li mid-leg leaves the session running with markers of a dead supervisor", async () => {
+    const home = agentHome();
+    const pidFile = path.join(home.scratch, "cmd.pid");
+    const run = spawnLi(["agent", "--", fixture("forever"), pidFile], home);
+    const sid = await runningSession(home.db);
+    await waitFor("the command", () => fs.existsSync(pidFile));
+    const [before] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
+    await waitFor("the command's markers", () => rows<{ command_pid: number | null }>(home.db, "SELECT command_pid FROM legs")[0]?.command_pid);
+    run.proc.kill("SIGKILL");
+    await run.out;
+    const s = sessionRow(home.db, sid);
+    expect(s.status).toBe("running");
+    expect(s.current_leg_id).toBe(before!.id);
+    const [leg] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
+    expect(leg!.ended_at).toBeNull();
+    expect(leg!.pid).toBe(run.proc.pid);
+    expect(probeProcess(leg!.pid, leg!.pid_start_ticks)).not.toBe("alive");
+    expect(probeProcess(leg!.command_pid, leg!.command_start_ticks)).toBe("alive");
+    expect(rows(home.db, "PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);
+    process.kill(-leg!.command_pid, "SIGKILL");
+  }, 30_000);
+});

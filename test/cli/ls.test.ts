@@ -1,0 +1,137 @@
+// `li ls` end to end (§13): ordering, filters, the current leg's age and duration, short ids, TTY vs pipe, JSON.
+
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
+import { fakeClock, tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
+import { finishSession, seedSession } from "../wait/seed.ts";
+
+const open: TempLedger[] = [];
+afterEach(() => {
+  for (const t of open.splice(0)) t.ledger.close();
+});
+
+const HOUR = 3600;
+
+/** A ledger whose clock starts `hoursAgo` before the real now, so rows are backdated, never slept for. */
+function backdated(hoursAgo: number) {
+  const clock = fakeClock(Date.now() / 1000 - hoursAgo * HOUR);
+  const t = tempLedger({ now: clock.now });
+  open.push(t);
+  return { t, clock };
+}
+
+async function lsJson(t: TempLedger, ...args: string[]): Promise<Record<string, any>[]> {
+  const r = await li(["ls", "--json", ...args], { home: t.paths.home });
+  expect(r.code).toBe(0);
+  return JSON.parse(r.stdout).entities;
+}
+
+describe("li ls", () => {
+  test("lists newest first, by last update, across kinds", async () => {
+    const { t, clock } = backdated(3);
+    await t.ledger.createEntity("invocation", { id: "inv-old" });
+    clock.advance(HOUR);
+    await t.ledger.createEntity("play", { id: "play-mid" });
+    clock.advance(HOUR);
+    const s = await seedSession(t.ledger);
+    expect((await lsJson(t)).map((e) => e.id)).toEqual([s.id, "play-mid", "inv-old"]);
+  });
+
+  test("--kind, --status, --since and --limit filter the list", async () => {
+    const { t, clock } = backdated(5);
+    await t.ledger.createEntity("invocation", { id: "inv-5h" });
+    clock.advance(3 * HOUR);
+    await t.ledger.createEntity("invocation", { id: "inv-2h" });
+    await t.ledger.updateStatus("invocation", "inv-2h", { newStatus: "failed", reasonCode: "run.failed.exit_nonzero" });
+    clock.advance(HOUR);
+    await t.ledger.createEntity("play", { id: "play-1h" });
+    expect((await lsJson(t, "--kind", "invocation")).map((e) => e.id)).toEqual(["inv-2h", "inv-5h"]);
+    expect((await lsJson(t, "--status", "failed")).map((e) => e.id)).toEqual(["inv-2h"]);
+    expect((await lsJson(t, "--since", "150m")).map((e) => e.id)).toEqual(["play-1h", "inv-2h"]);
+    expect((await lsJson(t, "--limit", "1")).map((e) => e.id)).toEqual(["play-1h"]);
+  });
+
+  test("age and duration are the current leg's, never the resumed session's started_at", async () => {
+    const { t, clock } = backdated(72);
+    const now = Date.now() / 1000;
+    const s = await seedSession(t.ledger, {
+      startedAt: now - 72 * HOUR,
+      legs: [
+        { startedAt: now - 72 * HOUR, endedAt: now - 72 * HOUR + 60, command: ["old", "leg"] },
+        { startedAt: now - 2 * HOUR, command: ["agent", "--task", "two words"] },
+      ],
+    });
+    clock.set(now);
+    const [entry] = await lsJson(t);
+    expect(entry!.id).toBe(s.id);
+    expect(entry!.legs).toBe(2);
+    expect(entry!.command).toEqual(["agent", "--task", "two words"]);
+    expect(entry!.age_seconds).toBeGreaterThanOrEqual(2 * HOUR);
+    expect(entry!.age_seconds).toBeLessThan(3 * HOUR);
+    expect(entry!.duration_seconds).toBeGreaterThanOrEqual(2 * HOUR);
+    const text = await li(["ls"], { home: t.paths.home });
+    const row = text.stdout.split("\n")[1]!;
+    expect(row).toContain("2h00m");
+    expect(row).not.toContain("3d");
+    expect(row).toContain("agent --task 'two words'");
+  });
+
+  test("a finished leg's duration stops at its end", async () => {
+    const { t } = backdated(1);
+    const now = Date.now() / 1000;
+    const s = await seedSession(t.ledger, { legs: [{ startedAt: now - 600, endedAt: now - 480 }] });
+    await finishSession(t.ledger, s.id, "completed", "run.completed.ok", 0);
+    const [entry] = await lsJson(t);
+    expect(entry!.duration_seconds).toBeCloseTo(120, 3);
+  });
+
+  test("ids are shown by their shortest unique prefix, at least 8 characters", async () => {
+    const { t } = backdated(1);
+    const a = await seedSession(t.ledger, { id: "abcdef0123-0000-4000-8000-00000000000a" });
+    const b = await seedSession(t.ledger, { id: "abcdef0124-0000-4000-8000-00000000000b" });
+    const c = await seedSession(t.ledger, { id: "99990000-0000-4000-8000-00000000000c" });
+    const short = Object.fromEntries((await lsJson(t)).map((e) => [e.id, e.short_id]));
+    expect(short[a.id]).toBe("abcdef0123");
+    expect(short[b.id]).toBe("abcdef0124");
+    expect(short[c.id]).toBe("99990000");
+    // The short id is usable: li wait resolves it.
+    expect((await li(["wait", "--timeout", "50ms", short[a.id]!], { home: t.paths.home })).stderr).not.toContain("ambiguous");
+  });
+
+  test("piped output has no colour; a TTY gets colour unless NO_COLOR is set", async () => {
+    const { t } = backdated(1);
+    await t.ledger.createEntity("invocation", { id: "inv-colour" });
+    const piped = Bun.spawnSync([LI_BINARY, "ls"], { env: liEnv(t.paths.home, { NO_COLOR: undefined }) });
+    expect(piped.stdout.toString()).toContain("inv-colo");
+    expect(piped.stdout.toString()).not.toContain("\x1b[");
+    // `script` gives li a pseudo-terminal as stdout.
+    const onTty = (env: Record<string, string | undefined>) =>
+      Bun.spawnSync(["script", "-qec", `${LI_BINARY} ls`, "/dev/null"], { env: liEnv(t.paths.home, { TERM: "xterm", ...env }) }).stdout.toString();
+    expect(onTty({ NO_COLOR: undefined })).toContain("\x1b[");
+    expect(onTty({ NO_COLOR: "1" })).not.toContain("\x1b[");
+  });
+
+  test("--json has the documented shape", async () => {
+    const { t } = backdated(1);
+    await t.ledger.createEntity("invocation", { id: "inv-json" });
+    const [entry] = await lsJson(t);
+    expect(Object.keys(entry!).sort()).toEqual(["age_seconds", "command", "created_at", "duration_seconds", "id", "kind", "legs", "reason", "short_id", "status", "updated_at"].sort());
+    expect(entry).toMatchObject({ id: "inv-json", short_id: "inv-json", kind: "invocation", status: "running", reason: "run.started.ok", legs: null, command: null });
+  });
+
+  test("bad flags are usage errors naming the flag; a missing ledger → 2 and is not created", async () => {
+    const { t } = backdated(1);
+    await t.ledger.createEntity("invocation", { id: "inv-x" });
+    for (const [flag, value] of [["--kind", "bogus"], ["--status", "bogus"], ["--limit", "0"], ["--limit", "1.5"], ["--since", "soon"]] as const) {
+      const r = await li(["ls", flag, value], { home: t.paths.home });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(flag);
+    }
+    const home = join(tempDir(), "home");
+    const r = await li(["ls"], { home });
+    expect(r.code).toBe(2);
+    expect(existsSync(join(home, "state.db"))).toBe(false);
+  });
+});

@@ -1,0 +1,85 @@
+// `li show` end to end (§13): legs, run directory, verification, evidence, callbacks and deliveries.
+
+import { afterEach, describe, expect, test } from "bun:test";
+import { li } from "../helpers/cli.ts";
+import { tempLedger, type TempLedger } from "../helpers/ledger.ts";
+import { finishSession, rawSql, seedSession } from "../wait/seed.ts";
+
+const open: TempLedger[] = [];
+afterEach(() => {
+  for (const t of open.splice(0)) t.ledger.close();
+});
+
+async function sessionWithEverything() {
+  const t = tempLedger();
+  open.push(t);
+  const s = await seedSession(t.ledger, { legs: [{ runId: "run-one", exitCode: 1, endedAt: t.ledger.now() }, { runId: "run-two", command: ["make", "test"] }] });
+  const verification = { status: "passed", artifacts: [{ id: "report", path: "report.md", required: true, produced: true }] };
+  await t.ledger.updateStatus("session", s.id, {
+    newStatus: "completed",
+    reasonCode: "run.completed.ok",
+    evidenceRefs: [{ kind: "git", commits_ahead: 2 }],
+    extraFields: { exit_code: 0, artifact_verification_json: JSON.stringify(verification) },
+  });
+  const now = t.ledger.now();
+  rawSql(
+    t.dbPath,
+    "INSERT INTO terminal_callbacks (id, scope, name, consumer, session_id, leg_id, argv, filter_kinds, filter_ids, origin, host_id, enabled, created_at) VALUES (?, 'leg', NULL, ?, ?, ?, ?, NULL, NULL, 'cli', 'host-1', 1, ?)",
+    "reg-1", "cb:reg-1", s.id, s.legIds[1]!, JSON.stringify(["notify-send", "{status}"]), now,
+  );
+  const terminal = (await t.ledger.backend.listTransitions("session", s.id)).find((r) => r.terminal_event === 1)!;
+  rawSql(t.dbPath, "INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) VALUES (?, 'cb:reg-1', 'acked', 1, ?, ?)", terminal.id, now, now);
+  return { t, s, verification, terminal };
+}
+
+describe("li show", () => {
+  test("--json of a session carries its legs, run dir, verification, evidence, callbacks and deliveries", async () => {
+    const { t, s, verification, terminal } = await sessionWithEverything();
+    const r = await li(["show", "--json", s.id], { home: t.paths.home });
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.kind).toBe("session");
+    expect(out.entity.id).toBe(s.id);
+    expect(out.legs.map((l: any) => [l.seq, l.run_id])).toEqual([[1, "run-one"], [2, "run-two"]]);
+    expect(out.legs[1].command).toEqual(["make", "test"]);
+    expect(out.run_dir).toBe("/tmp/li-runs/run-two");
+    expect(out.artifact_dir).toBe("/tmp/li-runs/run-two/artifacts");
+    expect(out.artifact_verification).toEqual(verification);
+    expect(out.evidence).toEqual([{ kind: "git", commits_ahead: 2 }]);
+    expect(out.callbacks).toHaveLength(1);
+    expect(out.callbacks[0]).toMatchObject({ id: "reg-1", consumer: "cb:reg-1", scope: "leg", argv: ["notify-send", "{status}"], enabled: true });
+    expect(out.deliveries).toEqual([expect.objectContaining({ transition_id: terminal.id, consumer: "cb:reg-1", state: "acked", attempts: 1 })]);
+    expect(out.transitions.map((x: any) => x.status)).toEqual(["running", "completed"]);
+    expect(Object.keys(out).sort()).toEqual(
+      ["kind", "entity", "run_dir", "artifact_dir", "artifact_contract", "artifact_verification", "evidence", "legs", "transitions", "admin_events", "callbacks", "deliveries"].sort(),
+    );
+  });
+
+  test("a branch id or a run id shows its session and says how it was resolved", async () => {
+    const { t, s } = await sessionWithEverything();
+    const byRun = JSON.parse((await li(["show", "--json", "run-one"], { home: t.paths.home })).stdout);
+    expect(byRun.entity.id).toBe(s.id);
+    expect(byRun.resolved_from).toEqual({ kind: "run", id: "run-one" });
+    const byBranch = JSON.parse((await li(["show", "--json", s.branchId], { home: t.paths.home })).stdout);
+    expect(byBranch.resolved_from).toEqual({ kind: "branch", id: s.branchId });
+  });
+
+  test("the human view lists legs, history, callbacks and deliveries", async () => {
+    const { t, s } = await sessionWithEverything();
+    const r = await li(["show", s.id], { home: t.paths.home });
+    expect(r.code).toBe(0);
+    for (const section of ["legs:", "history:", "callbacks:", "deliveries:", "run_dir: /tmp/li-runs/run-two", "make test", "cb:reg-1", "acked"]) expect(r.stdout).toContain(section);
+  });
+
+  test("other kinds have empty legs and callbacks, and an ambiguous prefix is a usage error", async () => {
+    const t = tempLedger();
+    open.push(t);
+    await t.ledger.createEntity("invocation", { id: "inv-show-1" });
+    await t.ledger.createEntity("invocation", { id: "inv-show-2" });
+    const out = JSON.parse((await li(["show", "--json", "inv-show-1"], { home: t.paths.home })).stdout);
+    expect(out).toMatchObject({ kind: "invocation", legs: [], callbacks: [], deliveries: [], run_dir: null, artifact_dir: null, artifact_verification: null });
+    const amb = await li(["show", "inv-show"], { home: t.paths.home });
+    expect(amb.code).toBe(2);
+    expect(amb.stderr).toContain("ambiguous");
+  });
+});

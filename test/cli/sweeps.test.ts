@@ -1,0 +1,94 @@
+import { describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fixture } from "../helpers/fixtures.ts";
+import { tempDir } from "../helpers/ledger.ts";
+import { li } from "../helpers/cli.ts";
+
+function db(home: string): Database {
+  const d = new Database(join(home, "state.db"));
+  d.run("PRAGMA busy_timeout = 5000");
+  return d;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+describe("li kill (end to end with li agent)", () => {
+  test("a detached live leg ends cancelled/run.cancelled.manual_kill within the grace, and its command is gone", async () => {
+    const home = tempDir();
+    const started = await li(["agent", "--detach", "--", fixture("forever")], { home });
+    expect(started.code).toBe(0);
+    const id = started.stdout.trim();
+    const leg = db(home).query<{ command_pid: number | null; pid: number }, [string]>("SELECT command_pid, pid FROM legs WHERE session_id = ?").get(id)!;
+
+    const killed = await li(["kill", id.slice(0, 8)], { home });
+
+    expect(killed.code).toBe(0);
+    expect(killed.stdout).toBe(`${id}: cancelled (run.cancelled.manual_kill)\n`);
+    const row = db(home).query<{ status: string; status_reason_code: string }, [string]>("SELECT status, status_reason_code FROM sessions WHERE id = ?").get(id)!;
+    expect(row).toEqual({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
+    for (let i = 0; i < 100 && (isAlive(leg.pid) || (leg.command_pid !== null && isAlive(leg.command_pid))); i++) await Bun.sleep(20);
+    expect(isAlive(leg.pid)).toBe(false);
+    if (leg.command_pid !== null) expect(isAlive(leg.command_pid)).toBe(false);
+
+    const again = await li(["kill", id], { home });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe(`li: session ${id} is already cancelled\n`);
+  });
+
+  test("an unknown id exits 1; bad flags exit 2 naming the flag", async () => {
+    const home = tempDir();
+    await li(["agent", "--", fixture("exit-with"), "0"], { home });
+    expect((await li(["kill", "nope"], { home })).code).toBe(1);
+    const grace = await li(["kill", "nope", "--grace", "soon"], { home });
+    expect(grace.code).toBe(2);
+    expect(grace.stderr).toMatch(/--grace/);
+    const both = await li(["kill", "x", "--all-stale"], { home });
+    expect(both.code).toBe(2);
+  });
+});
+
+describe("li kill --all-stale, li state doctor, li state prune (end to end)", () => {
+  test("each ends with its summary line", async () => {
+    const home = tempDir();
+    const done = await li(["agent", "--", fixture("exit-with"), "0"], { home });
+    expect(done.code).toBe(0);
+    const running = await li(["agent", "--detach", "--", fixture("forever")], { home });
+    const liveId = running.stdout.trim();
+    // A crashed leg: a running session whose supervisor pid is gone, last seen two days ago.
+    const d = db(home);
+    const two = Date.now() / 1000 - 2 * 86400;
+    const ten = Date.now() / 1000 - 40 * 86400;
+    d.run("UPDATE legs SET heartbeat_at = ?, started_at = ? WHERE session_id = ?", [two, two, liveId]);
+    d.run("UPDATE sessions SET updated_at = ? WHERE id = ?", [two, liveId]);
+    d.run("UPDATE sessions SET updated_at = ? WHERE status = 'completed'", [ten]);
+    d.close();
+
+    const dryDoctor = await li(["state", "doctor", "--dry-run"], { home });
+    // Its supervisor is alive: the doctor never touches it, however old.
+    expect(dryDoctor.stdout).toBe("running=1, swept=0 → aborted, skipped_recent=0, skipped_live=1\n");
+    const stale = await li(["kill", "--all-stale", "--dry-run"], { home });
+    expect(stale.stdout).toMatch(/^running=1, killed=0 → cancelled, skipped_recent=0, skipped_live=1, skipped_remote=0, skipped_no_markers=0\n$/);
+    expect((await li(["state", "doctor", "--new-status", "completed"], { home })).code).toBe(2);
+
+    const dryPrune = await li(["state", "prune", "--dry-run"], { home });
+    expect(dryPrune.code).toBe(0);
+    expect(dryPrune.stdout).toMatch(/^pruned sessions=1 transitions=2 legs=1 skipped_owed=0\n$/);
+    const prune = await li(["state", "prune"], { home });
+    expect(prune.stdout).toBe(dryPrune.stdout);
+    expect((await li(["state", "prune"], { home })).stdout).toBe("pruned sessions=0 transitions=0 legs=0 skipped_owed=0\n");
+    expect((await li(["state", "prune", "--keep-days", "-3"], { home })).code).toBe(2);
+
+    expect((await li(["kill", liveId], { home })).code).toBe(0);
+    expect(existsSync(join(home, "state.db"))).toBe(true);
+  });
+});

@@ -1,0 +1,92 @@
+// Helpers for end-to-end tests of `li agent`: a temp LI_HOME, the ledger's rows, waiting for files and rows.
+
+import { Database } from "bun:sqlite";
+import fs from "node:fs";
+import path from "node:path";
+import { tempDir } from "../helpers/ledger.ts";
+import { LI_BINARY, liEnv } from "../helpers/cli.ts";
+
+export interface AgentHome {
+  home: string;
+  db: string;
+  runs: string;
+  /** A scratch directory for pid files, ready files and the like. */
+  scratch: string;
+}
+
+export function agentHome(): AgentHome {
+  const root = tempDir("li-agent-");
+  const home = path.join(root, "home");
+  const scratch = path.join(root, "scratch");
+  fs.mkdirSync(scratch);
+  return { home, db: path.join(home, "state.db"), runs: path.join(home, "runs"), scratch };
+}
+
+/** Rows of one SQL query against the ledger (read-only). */
+export function rows<T = Record<string, unknown>>(db: string, query: string, ...params: (string | number | null)[]): T[] {
+  const d = new Database(db, { readonly: true });
+  try {
+    d.run("PRAGMA busy_timeout = 5000");
+    return d.query(query).all(...(params as never[])) as T[];
+  } finally {
+    d.close();
+  }
+}
+
+export function sessionRow(db: string, id: string): Record<string, any> {
+  const row = rows(db, "SELECT * FROM sessions WHERE id = ?", id)[0];
+  if (!row) throw new Error(`no session ${id}`);
+  return row as Record<string, any>;
+}
+
+export async function waitFor<T>(what: string, probe: () => T | null | undefined | false, timeoutMs = 20_000): Promise<T> {
+  const start = Date.now();
+  for (;;) {
+    let value: T | null | undefined | false = null;
+    try {
+      value = probe();
+    } catch {
+      // Not there yet (a database still being created, a file half written).
+    }
+    if (value) return value;
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+export function readIf(file: string): string | null {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/** Starts li in the background (for signals and races); output collected. */
+export function spawnLi(args: string[], home: AgentHome, opts: { cwd?: string; env?: Record<string, string | undefined> } = {}) {
+  const proc = Bun.spawn([LI_BINARY, ...args], {
+    cwd: opts.cwd ?? process.cwd(),
+    env: liEnv(home.home, opts.env),
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const out = Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]).then(([stdout, stderr, code]) => ({ stdout, stderr, code }));
+  return { proc, out };
+}
+
+/** The one running session's id, once it appears. */
+export async function runningSession(db: string): Promise<string> {
+  return waitFor("a running session", () => fs.existsSync(db) && rows<{ id: string }>(db, "SELECT id FROM sessions WHERE status = 'running'")[0]?.id);
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const stat = readIf(`/proc/${pid}/stat`);
+  const state = stat?.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+  return state !== "Z";
+}

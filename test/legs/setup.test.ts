@@ -1,0 +1,99 @@
+// Setup is one transaction (§8): branch, session, leg row with markers and current_leg_id together or not at all.
+
+import { describe, expect, test } from "bun:test";
+import path from "node:path";
+import { startHeartbeat } from "../../src/legs/heartbeat.ts";
+import { processIdentity } from "../../src/legs/proc.ts";
+import { allocateRun } from "../../src/legs/rundir.ts";
+import { recordCommandMarkers, setupContinuation, setupNewSession, type LegPlan } from "../../src/legs/setup.ts";
+import { fakeClock, sequentialIds, tempDir, tempLedger } from "../helpers/ledger.ts";
+
+function planFor(legId = "leg-1"): LegPlan {
+  const run = allocateRun({ runsRoot: path.join(tempDir(), "runs"), env: {} });
+  return {
+    sessionId: "sess-1",
+    branchId: "branch-1",
+    legId,
+    runId: run.runId,
+    run,
+    argv: ["echo", "hi"],
+    cwd: "/tmp",
+    startedAt: 1_800_000_000,
+    supervisor: processIdentity(),
+    contract: { expected: [{ id: "a", path: "a.txt", required: true, description: "", source: "cli" }] },
+    invocationId: "inv-1",
+    linkedSessionId: null,
+  };
+}
+
+describe("setupNewSession", () => {
+  test("writes the branch, the running session with current_leg_id and markers, and the leg row together", async () => {
+    const t = tempLedger({ now: fakeClock().now, newId: sequentialIds() });
+    const plan = planFor();
+    await setupNewSession(t.ledger, plan);
+    const s = (await t.ledger.backend.getEntity("session", "sess-1"))!;
+    expect(s).toMatchObject({ status: "running", status_reason_code: "run.started.ok", current_leg_id: "leg-1", invocation_id: "inv-1", artifacts_path: plan.run.artifactRoot });
+    expect(JSON.parse(s.artifact_contract_json as string)).toEqual(plan.contract);
+    expect(JSON.parse(s.node_metadata as string)).toMatchObject({ leg_id: "leg-1", supervisor_pid: process.pid, boot_id: plan.supervisor.bootId, host_id: plan.supervisor.hostId });
+    expect(await t.ledger.backend.getBranch("branch-1")).toMatchObject({ session_id: "sess-1" });
+    expect(await t.ledger.backend.getLeg("leg-1")).toMatchObject({ seq: 1, status: "running", pid: process.pid, pid_start_ticks: plan.supervisor.startTicks, heartbeat_at: 1_800_000_000, ended_at: null });
+  });
+
+  test("a failure of the hook inside the transaction leaves nothing behind", async () => {
+    const t = tempLedger();
+    const before = t.dump();
+    await expect(setupNewSession(t.ledger, planFor(), () => { throw new Error("registration failed"); })).rejects.toThrow("registration failed");
+    expect(t.dump()).toEqual(before);
+  });
+
+  test("the hook sees the leg's ids and writes in the same transaction", async () => {
+    const t = tempLedger();
+    let seen: unknown = null;
+    await setupNewSession(t.ledger, planFor(), async (tx, ids) => {
+      seen = { ...ids };
+      expect(await tx.getLeg(ids.legId)).not.toBeNull();
+    });
+    expect(seen).toMatchObject({ sessionId: "sess-1", branchId: "branch-1", legId: "leg-1" });
+  });
+});
+
+describe("setupContinuation", () => {
+  test("moves current_leg_id to the new leg with a same-status write and inserts its row as seq 2", async () => {
+    const t = tempLedger();
+    await setupNewSession(t.ledger, planFor());
+    expect(await setupContinuation(t.ledger, planFor("leg-2"))).toBeNull();
+    expect((await t.ledger.backend.getEntity("session", "sess-1"))!.current_leg_id).toBe("leg-2");
+    expect((await t.ledger.backend.listLegs("sess-1")).map((l) => [l.id, l.seq])).toEqual([["leg-1", 1], ["leg-2", 2]]);
+    expect((await t.ledger.backend.listTransitions("session", "sess-1")).map((h) => h.status)).toEqual(["running", "running"]);
+  });
+
+  test("a session that is no longer running is reported and no leg is added", async () => {
+    const t = tempLedger();
+    await setupNewSession(t.ledger, planFor());
+    await t.ledger.updateStatus("session", "sess-1", { newStatus: "cancelled", reasonCode: "run.cancelled.manual_kill" });
+    expect(await setupContinuation(t.ledger, planFor("leg-2"))).toBe("cancelled");
+    expect(await t.ledger.backend.listLegs("sess-1")).toHaveLength(1);
+  });
+});
+
+describe("leg bookkeeping", () => {
+  test("the command's markers are recorded once it runs", async () => {
+    const t = tempLedger();
+    await setupNewSession(t.ledger, planFor());
+    await recordCommandMarkers(t.ledger, "leg-1", { pid: 4242, startTicks: 99 });
+    expect(await t.ledger.backend.getLeg("leg-1")).toMatchObject({ command_pid: 4242, command_start_ticks: 99 });
+  });
+
+  test("the heartbeat refreshes heartbeat_at on its interval, and stops", async () => {
+    const t = tempLedger();
+    await setupNewSession(t.ledger, planFor());
+    let now = 1_800_000_000;
+    const stop = startHeartbeat(t.ledger.backend, "leg-1", { intervalMs: 10, now: () => (now += 15) });
+    await Bun.sleep(100);
+    stop();
+    const beat = (await t.ledger.backend.getLeg("leg-1"))!.heartbeat_at!;
+    expect(beat).toBeGreaterThan(1_800_000_000);
+    await Bun.sleep(50);
+    expect((await t.ledger.backend.getLeg("leg-1"))!.heartbeat_at).toBe(beat);
+  });
+});

@@ -1,0 +1,52 @@
+// Stopping a command's group: one cause, one signal, SIGKILL after the grace, never the caller's group.
+
+import { describe, expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { GroupTerminator } from "../../src/legs/signals.ts";
+import { spawnCommand } from "../../src/legs/spawn.ts";
+import { fixture } from "../helpers/fixtures.ts";
+import { tempDir } from "../helpers/ledger.ts";
+import { waitFor } from "./agent-harness.ts";
+
+const env = () => Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
+
+describe("GroupTerminator", () => {
+  test("the first cause wins and the group gets its signal once", async () => {
+    const dir = tempDir();
+    const seen = path.join(dir, "seen");
+    const ready = path.join(dir, "ready");
+    const child = spawnCommand([fixture("count-signals"), seen, ready], { cwd: dir, env: env(), stdin: "ignore" });
+    await waitFor("ready", () => fs.existsSync(ready));
+    const t = new GroupTerminator(child.pid, 10_000);
+    t.stop("sigint", "SIGINT");
+    t.stop("timeout", "SIGTERM");
+    const exit = await child.exited;
+    t.dispose();
+    expect(t.reason).toBe("sigint");
+    expect(fs.readFileSync(seen, "utf8")).toBe("INT\n");
+    expect(exit.exitCode).toBe(0);
+  });
+
+  test("a command ignoring SIGTERM is killed after the grace", async () => {
+    const dir = tempDir();
+    const ready = path.join(dir, "ready");
+    const child = spawnCommand([fixture("ignore-sigterm"), ready], { cwd: dir, env: env(), stdin: "ignore" });
+    await waitFor("ready", () => fs.existsSync(ready));
+    const t = new GroupTerminator(child.pid, 100);
+    t.stop("timeout", "SIGTERM");
+    expect(await child.exited).toEqual({ exitCode: null, signalCode: "SIGKILL" });
+  });
+
+  test("the command leads a process group of its own, not the caller's", async () => {
+    const child = spawnCommand([fixture("forever")], { cwd: "/", env: env(), stdin: "ignore" });
+    const stat = fs.readFileSync(`/proc/${child.pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const pgrp = Number(fields[2]);
+    expect(pgrp).toBe(child.pid);
+    const own = fs.readFileSync("/proc/self/stat", "utf8");
+    expect(Number(own.slice(own.lastIndexOf(")") + 2).split(" ")[2])).not.toBe(pgrp);
+    process.kill(-child.pid, "SIGKILL");
+    await child.exited;
+  });
+});

@@ -1,0 +1,126 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { Ledger } from "../../src/ledger/ledger.ts";
+import type { AppliedTransition } from "../../src/ledger/transition.ts";
+import { readStartTicks } from "../../src/legs/proc.ts";
+import { killSession, KillRefusedError } from "../../src/sweeps/kill.ts";
+import { tempLedger } from "../helpers/ledger.ts";
+import { deadPid, ELSEWHERE, HERE, insertSession, isRunning, openRaw, query, startFixture, type RunningFixture } from "../helpers/sweep-fixtures.ts";
+
+const started: RunningFixture[] = [];
+afterAll(async () => {
+  for (const f of started) await f.stop();
+});
+async function live(name: "forever" | "ignore-sigterm" = "forever"): Promise<RunningFixture> {
+  const f = await startFixture(name);
+  started.push(f);
+  return f;
+}
+
+const now = () => Date.now() / 1000;
+
+function setup() {
+  const t = tempLedger();
+  const pushed: AppliedTransition[] = [];
+  const deps = { pushTerminal: async (_l: Ledger, e: AppliedTransition) => void pushed.push(e), pollMs: 10 };
+  const row = (id: string) => query<{ status: string; status_reason_code: string; status_evidence_refs: string | null }>(t.ledger, "SELECT status, status_reason_code, status_evidence_refs FROM sessions WHERE id = ?", id)[0]!;
+  return { ...t, pushed, deps, row };
+}
+
+describe("li kill ID", () => {
+  test("a live leg is asked to stop and finalizes itself cancelled/manual_kill within the grace; li kill writes nothing itself", async () => {
+    const { ledger, deps, pushed, row } = setup();
+    const t = now();
+    await insertSession(ledger, { id: "s", startedAt: t - 60, updatedAt: t - 60, legs: [{ id: "l", startedAt: t - 60, heartbeatAt: t - 5 }] });
+    const supervisor = Bun.spawn([process.execPath, join(import.meta.dir, "workers/supervisor.ts"), ledger.location, "s", "l"], { stdout: "pipe", stderr: "inherit" });
+    await supervisor.stdout.getReader().read(); // "ready"
+    const db = openRaw(ledger);
+    db.query("UPDATE legs SET pid = ?, pid_start_ticks = ?, host_id = ? WHERE id = 'l'").run(supervisor.pid, readStartTicks(supervisor.pid), HERE);
+    db.close();
+
+    const result = await killSession(ledger, "s", { graceSeconds: 10 }, deps);
+
+    expect(result.action).toBe("terminated");
+    expect(row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
+    expect(result.signals.map((s) => s.signal)).toEqual(["SIGTERM"]);
+    expect(await supervisor.exited).toBe(143);
+    expect(query<{ kill_requested_at: number | null }>(ledger, "SELECT kill_requested_at FROM legs WHERE id = 'l'")[0]!.kill_requested_at).not.toBeNull();
+    // The leg pushes its own notice; li kill pushes only what it wrote.
+    expect(pushed).toEqual([]);
+  });
+
+  test("a leg that ignores SIGTERM is SIGKILLed with its command's group after the grace and written force_kill", async () => {
+    const { ledger, deps, pushed, row } = setup();
+    const supervisor = await live("ignore-sigterm");
+    const command = await live("forever");
+    const t = now();
+    await insertSession(ledger, { id: "s", startedAt: t - 60, updatedAt: t - 60, legs: [{ id: "l", pid: supervisor.pid, pidStartTicks: supervisor.startTicks, commandPid: command.pid, commandStartTicks: command.startTicks, startedAt: t - 60, heartbeatAt: t - 5 }] });
+
+    const result = await killSession(ledger, "s", { graceSeconds: 0.3, reason: "stuck" }, deps);
+
+    expect(result.action).toBe("force_killed");
+    expect(row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.force_kill" });
+    expect(result.signals.map((s) => `${s.target}:${s.signal}`)).toEqual(["supervisor:SIGTERM", "supervisor:SIGKILL", "command_group:SIGKILL"]);
+    await supervisor.proc.exited;
+    await command.proc.exited;
+    expect(isRunning(supervisor.pid)).toBe(false);
+    expect(isRunning(command.pid)).toBe(false);
+    const evidence = JSON.parse(row("s").status_evidence_refs!);
+    expect(evidence[1]).toMatchObject({ kind: "force_kill", grace_seconds: 0.3 });
+    expect(pushed.map((e) => e.reasonCode)).toEqual(["run.cancelled.force_kill"]);
+  });
+
+  test("a leg whose supervisor is dead is written directly and its orphaned command is killed", async () => {
+    const { ledger, deps, pushed, row } = setup();
+    const gone = await deadPid();
+    const command = await live("forever");
+    const t = now();
+    await insertSession(ledger, { id: "s", startedAt: t - 60, updatedAt: t - 60, legs: [{ id: "l", pid: gone.pid, pidStartTicks: gone.startTicks, commandPid: command.pid, commandStartTicks: command.startTicks, startedAt: t - 60 }] });
+
+    const result = await killSession(ledger, "s", { graceSeconds: 5 }, deps);
+
+    expect(result.action).toBe("written");
+    expect(row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
+    await command.proc.exited;
+    expect(isRunning(command.pid)).toBe(false);
+    expect(result.signals).toEqual([expect.objectContaining({ target: "command_group", pid: command.pid, signal: "SIGKILL" })]);
+    expect(pushed.length).toBe(1);
+    expect(query<{ status: string }>(ledger, "SELECT status FROM legs WHERE id = 'l'")[0]!.status).toBe("cancelled");
+  });
+
+  test("a recorded pid now used by another process is never signalled", async () => {
+    const { ledger, deps, row } = setup();
+    const stranger = await live("forever");
+    const t = now();
+    await insertSession(ledger, { id: "s", startedAt: t - 60, updatedAt: t - 60, legs: [{ id: "l", pid: stranger.pid, pidStartTicks: stranger.startTicks + 3, commandPid: stranger.pid, commandStartTicks: stranger.startTicks + 9, startedAt: t - 60 }] });
+
+    const result = await killSession(ledger, "s", { graceSeconds: 5 }, deps);
+
+    expect(result.action).toBe("written");
+    expect(result.signals).toEqual([]);
+    expect(row("s").status).toBe("cancelled");
+    expect(isRunning(stranger.pid)).toBe(true);
+  });
+
+  test("a session without markers is written cancelled directly", async () => {
+    const { ledger, deps, row } = setup();
+    await insertSession(ledger, { id: "bare", startedAt: now(), updatedAt: now() });
+    const result = await killSession(ledger, "bare", { graceSeconds: 5 }, deps);
+    expect([result.action, row("bare").status, row("bare").status_reason_code]).toEqual(["written", "cancelled", "run.cancelled.manual_kill"]);
+  });
+
+  test("a terminal target, a leg of another host and an unknown id are refused with exit 1 and nothing changes", async () => {
+    const { ledger, deps, dump } = setup();
+    await insertSession(ledger, { id: "done", startedAt: now(), updatedAt: now() });
+    await ledger.transition("session", "done", { newStatus: "completed", reasonCode: "run.completed.ok" });
+    await insertSession(ledger, { id: "remote", startedAt: now(), updatedAt: now(), legs: [{ id: "r", hostId: ELSEWHERE, pid: 4242, pidStartTicks: 1, startedAt: now(), heartbeatAt: now() }] });
+    const before = dump();
+    for (const [id, message] of [["done", /already completed/], ["remote", /another-machine.*run li kill there/], ["nope", /no session matches id 'nope'/]] as const) {
+      const error = await killSession(ledger, id, { graceSeconds: 5 }, deps).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(KillRefusedError);
+      expect((error as KillRefusedError).exitCode).toBe(1);
+      expect((error as Error).message).toMatch(message);
+    }
+    expect(dump()).toEqual(before);
+  });
+});

@@ -1,0 +1,82 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Ledger } from "../../src/ledger/ledger.ts";
+import { prune } from "../../src/sweeps/prune.ts";
+import { fakeClock, tempDir, tempLedger } from "../helpers/ledger.ts";
+import { insertSession, openRaw } from "../helpers/sweep-fixtures.ts";
+
+const NOW = 1_900_000_000;
+const OLD = NOW - 40 * 86400;
+
+function dir(p: string): string {
+  mkdirSync(p, { recursive: true });
+  writeFileSync(join(p, "run.json"), "{}");
+  return p;
+}
+
+async function endedSession(ledger: Ledger, id: string, legs: Array<{ stateRoot: string; artifactRoot?: string }>, opts: { old?: boolean } = {}) {
+  const at = opts.old === false ? NOW : OLD;
+  await insertSession(ledger, { id, startedAt: at, updatedAt: at, legs: legs.map((l, i) => ({ id: `${id}-l${i}`, startedAt: at, endedAt: at, status: "completed", ...l })) });
+  await ledger.transition("session", id, { newStatus: "completed", reasonCode: "run.completed.ok" });
+  const db = openRaw(ledger);
+  db.query("UPDATE sessions SET updated_at = ? WHERE id = ?").run(at, id);
+  db.close();
+}
+
+describe("li state prune --files", () => {
+  test("removes a pruned leg's run directory inside RUNS_ROOT, after commit, and nothing else", async () => {
+    const { ledger } = tempLedger({ now: fakeClock(NOW).now });
+    const root = tempDir("li-runs-");
+    const outside = tempDir("li-outside-");
+    const runs = join(root, "runs");
+    const pruned = dir(join(runs, "run-a"));
+    const saveDir = dir(join(outside, "my-artifacts"));
+    const prunedWithSaveDir = dir(join(runs, "run-b"));
+    const notInRoot = dir(join(outside, "run-c"));
+    const shared = dir(join(runs, "run-shared"));
+    const survivorOwn = dir(join(runs, "run-survivor"));
+    const saveDirInRuns = dir(join(runs, "saved-by-flag"));
+    const prunedHoldingSaveDir = dir(join(runs, "run-d"));
+    mkdirSync(join(prunedHoldingSaveDir, "keep"), { recursive: true });
+    symlinkSync(outside, join(runs, "run-link"));
+
+    await endedSession(ledger, "a", [{ stateRoot: pruned }]);
+    await endedSession(ledger, "b", [{ stateRoot: prunedWithSaveDir, artifactRoot: saveDir }]);
+    await endedSession(ledger, "c", [{ stateRoot: notInRoot }]);
+    await endedSession(ledger, "e", [{ stateRoot: shared }, { stateRoot: join(runs, "run-link") }, { stateRoot: runs }]);
+    await endedSession(ledger, "f", [{ stateRoot: join(runs, "never-created") }, { stateRoot: join(runs, "x"), artifactRoot: saveDirInRuns }]);
+    await endedSession(ledger, "g", [{ stateRoot: prunedHoldingSaveDir, artifactRoot: join(prunedHoldingSaveDir, "keep") }]);
+    await endedSession(ledger, "survivor", [{ stateRoot: survivorOwn }, { stateRoot: shared, artifactRoot: join(shared, "artifacts") }], { old: false });
+
+    const dry = await prune.runOnce(ledger, NOW, prune.validate({ files: true, dryRun: true }), { runsRoot: runs });
+    expect(existsSync(pruned)).toBe(true);
+    const real = await prune.runOnce(ledger, NOW, prune.validate({ files: true }), { runsRoot: runs });
+    expect(real.files!.removed.sort()).toEqual(dry.files!.removed.sort());
+
+    expect(real.files!.removed.sort()).toEqual([pruned, prunedWithSaveDir].sort());
+    expect(existsSync(pruned)).toBe(false);
+    expect(existsSync(prunedWithSaveDir)).toBe(false);
+    const why = Object.fromEntries(real.files!.skipped.map((s) => [s.path, s.why]));
+    expect(why).toMatchObject({
+      [notInRoot]: "outside_runs_root",
+      [shared]: "in_use",
+      [join(runs, "run-link")]: "symlink",
+      [runs]: "outside_runs_root",
+      [join(runs, "never-created")]: "missing",
+      [prunedHoldingSaveDir]: "holds_save_dir",
+    });
+    for (const kept of [saveDir, notInRoot, shared, survivorOwn, saveDirInRuns, prunedHoldingSaveDir, outside, runs]) expect(existsSync(kept)).toBe(true);
+  });
+
+  test("without --files no directory is touched", async () => {
+    const { ledger } = tempLedger({ now: fakeClock(NOW).now });
+    const runs = join(tempDir("li-runs-"), "runs");
+    const d = dir(join(runs, "run-a"));
+    await endedSession(ledger, "a", [{ stateRoot: d }]);
+    const summary = await prune.runOnce(ledger, NOW, prune.validate({}), { runsRoot: runs });
+    expect(summary.sessions).toBe(1);
+    expect(summary.files).toBeNull();
+    expect(existsSync(d)).toBe(true);
+  });
+});

@@ -1,0 +1,276 @@
+import { describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
+import type { SqliteBackend } from "../../src/ledger/sqlite/backend.ts";
+import { BATCH_STATEMENTS, prune, pruneLine } from "../../src/sweeps/prune.ts";
+import type { PruneStatement } from "../../src/ledger/sweep-store.ts";
+import { fakeClock, tempLedger } from "../helpers/ledger.ts";
+import { insertSession, openRaw, query } from "../helpers/sweep-fixtures.ts";
+import type { Ledger } from "../../src/ledger/ledger.ts";
+
+const DAY = 86400;
+const NOW = 1_900_000_000;
+const OLD = NOW - 40 * DAY;
+
+function setup() {
+  const clock = fakeClock(NOW);
+  const t = tempLedger({ now: clock.now });
+  return { ...t, clock };
+}
+
+/** A terminal session with two legs, a branch, messages, a leg registration (acked) and history. */
+async function fullSession(ledger: Ledger, id: string, opts: { updatedAt?: number; status?: string } = {}): Promise<void> {
+  const at = opts.updatedAt ?? OLD;
+  await insertSession(ledger, {
+    id,
+    startedAt: at - 100,
+    updatedAt: at - 100,
+    legs: [
+      { id: `${id}-l1`, startedAt: at - 100, endedAt: at - 90, status: "completed" },
+      { id: `${id}-l2`, startedAt: at - 50, endedAt: at, status: "completed" },
+    ],
+  });
+  await ledger.transact(async (tx) => {
+    await tx.insertBranch({ id: `${id}-b`, session_id: id, name: null, metadata: null, created_at: at, updated_at: at });
+    await tx.insertMessage({ id: `${id}-m1`, session_id: id, branch_id: `${id}-b`, leg_id: `${id}-l1`, role: "assistant", content: "hi", truncated: 0, created_at: at });
+  });
+  if (opts.status !== "running") {
+    const outcome = await ledger.transition("session", id, { newStatus: opts.status ?? "completed", reasonCode: "run.completed.ok", extraFields: { ended_at: at } });
+    if (outcome.result !== "applied") throw new Error("setup write failed");
+  }
+  const db = openRaw(ledger);
+  db.query("UPDATE sessions SET updated_at = ? WHERE id = ?").run(at, id);
+  db.close();
+}
+
+function countsFor(ledger: Ledger, id: string) {
+  const one = (sql: string) => (query<{ n: number }>(ledger, sql, id)[0]!.n);
+  return {
+    session: one("SELECT COUNT(*) AS n FROM sessions WHERE id = ?"),
+    transitions: one("SELECT COUNT(*) AS n FROM status_transitions WHERE entity_type = 'session' AND entity_id = ?"),
+    legs: one("SELECT COUNT(*) AS n FROM legs WHERE session_id = ?"),
+    branches: one("SELECT COUNT(*) AS n FROM branches WHERE session_id = ?"),
+    messages: one("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?"),
+    registrations: one("SELECT COUNT(*) AS n FROM terminal_callbacks WHERE session_id = ?"),
+  };
+}
+
+function addConsumer(ledger: Ledger, name: string, watermark: number, retired = false) {
+  const db = openRaw(ledger);
+  db.query("INSERT INTO consumers (name, watermark, registered_at, retired_at) VALUES (?, ?, ?, ?)").run(name, watermark, NOW - 50 * DAY, retired ? NOW : null);
+  db.close();
+}
+
+function terminalEventOf(ledger: Ledger, id: string): { id: string; seq: number } {
+  return query<{ id: string; seq: number }>(ledger, "SELECT id, seq FROM status_transitions WHERE entity_id = ? AND terminal_event = 1 ORDER BY seq DESC LIMIT 1", id)[0]!;
+}
+
+describe("li state prune", () => {
+  test("deletes old terminal sessions with everything that belongs to them, nulls soft references, and records an admin event", async () => {
+    const { ledger } = setup();
+    await fullSession(ledger, "old");
+    await fullSession(ledger, "recent", { updatedAt: NOW - 2 * DAY });
+    await fullSession(ledger, "old-running", { status: "running" });
+    await ledger.createEntity("play", { id: "p1", fields: { session_id: "old" } });
+    await insertSession(ledger, { id: "linker", startedAt: NOW, updatedAt: NOW, linkedSessionId: "old" });
+    // A leg registration of the old session, its consumer and a settled delivery.
+    const db = openRaw(ledger);
+    db.query("INSERT INTO terminal_callbacks (id, scope, consumer, session_id, leg_id, argv, origin, host_id, created_at) VALUES ('cb1', 'leg', 'cb:cb1', 'old', 'old-l2', '[\"true\"]', 'flag', 'h', ?)").run(OLD);
+    db.close();
+    addConsumer(ledger, "cb:cb1", 0);
+    const event = terminalEventOf(ledger, "old");
+    const db2 = openRaw(ledger);
+    db2.query("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at, acked_at) VALUES (?, 'cb:cb1', 'acked', 1, ?, ?, ?)").run(event.id, OLD, OLD, OLD);
+    db2.close();
+    const before = countsFor(ledger, "old");
+
+    const summary = await prune.runOnce(ledger, NOW, prune.validate({}));
+
+    expect(pruneLine(summary)).toBe(`pruned sessions=1 transitions=${before.transitions} legs=2 skipped_owed=0`);
+    expect(countsFor(ledger, "old")).toEqual({ session: 0, transitions: 0, legs: 0, branches: 0, messages: 0, registrations: 0 });
+    expect(query(ledger, "SELECT * FROM terminal_deliveries").length).toBe(0);
+    expect(query(ledger, "SELECT * FROM consumers WHERE name = 'cb:cb1'").length).toBe(0);
+    expect(query<{ session_id: string | null }>(ledger, "SELECT session_id FROM plays WHERE id = 'p1'")[0]!.session_id).toBeNull();
+    expect(query<{ linked_session_id: string | null }>(ledger, "SELECT linked_session_id FROM sessions WHERE id = 'linker'")[0]!.linked_session_id).toBeNull();
+    expect(countsFor(ledger, "recent").session).toBe(1);
+    expect(countsFor(ledger, "old-running")).toMatchObject({ session: 1, legs: 2, branches: 1, messages: 1 });
+    const admin = query<{ payload: string }>(ledger, "SELECT payload FROM admin_events WHERE event_type = 'prune'");
+    expect(admin.length).toBe(1);
+    expect(JSON.parse(admin[0]!.payload)).toMatchObject({ sessions: 1, transitions: before.transitions, legs: 2, branches: 1, messages: 1, registrations: 1, deliveries: 1 });
+  });
+
+  test("never touches a running session, however old", async () => {
+    const { ledger, dump } = setup();
+    await fullSession(ledger, "ancient-running", { status: "running", updatedAt: NOW - 400 * DAY });
+    const before = dump();
+    const summary = await prune.runOnce(ledger, NOW, prune.validate({ keepDays: 0 }));
+    expect(summary.sessions).toBe(0);
+    expect(dump()).toEqual(before);
+  });
+
+  test("skips and counts sessions with events still owed to a registered consumer; acked, dead or retired ones do not hold it back", async () => {
+    const { ledger } = setup();
+    for (const id of ["before-watermark", "owed", "acked", "dead"]) await fullSession(ledger, id);
+    // "audit" registered after "before-watermark" ended; "gone" is owed everything but is retired.
+    addConsumer(ledger, "audit", terminalEventOf(ledger, "before-watermark").seq);
+    addConsumer(ledger, "gone", 0, true);
+    const db = openRaw(ledger);
+    for (const [id, state] of [["acked", "acked"], ["dead", "dead"]] as const) {
+      db.query("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) VALUES (?, 'audit', ?, 1, ?, ?)").run(terminalEventOf(ledger, id).id, state, NOW, NOW);
+    }
+    db.close();
+    const summary = await prune.runOnce(ledger, NOW, prune.validate({}));
+    // "before-watermark" completed before "audit" registered: it was never owed it.
+    expect(summary.skipped_owed).toBe(1);
+    expect(summary.sessions).toBe(3);
+    expect(countsFor(ledger, "owed").session).toBe(1);
+    expect(pruneLine(summary)).toMatch(/skipped_owed=1$/);
+  });
+
+  test("a --dry-run reports exactly the counts the real run then deletes, and changes nothing", async () => {
+    const { ledger, dump } = setup();
+    for (let i = 0; i < 7; i++) await fullSession(ledger, `s${i}`);
+    await fullSession(ledger, "owed");
+    addConsumer(ledger, "audit", terminalEventOf(ledger, "owed").seq - 1);
+    const before = dump();
+    const dry = await prune.runOnce(ledger, NOW, prune.validate({ dryRun: true, batchSize: 3 }));
+    expect(dump()).toEqual(before);
+    const real = await prune.runOnce(ledger, NOW, prune.validate({ batchSize: 3 }));
+    expect(pruneLine(dry)).toBe(pruneLine(real));
+    expect({ ...dry, dry_run: true, files: null }).toEqual({ ...real, dry_run: true, files: null });
+    expect(real.sessions).toBe(7);
+    expect(real.batches).toBe(3);
+  });
+
+  test("a batch in which a candidate survives its deletes is rolled back whole", async () => {
+    const { ledger } = setup();
+    await fullSession(ledger, "a");
+    await fullSession(ledger, "b");
+    const before = { a: countsFor(ledger, "a"), b: countsFor(ledger, "b") };
+    const raw = (ledger.backend as SqliteBackend).db;
+    const summary = await prune.runOnce(ledger, NOW, prune.validate({}), {
+      hooks: {
+        // Inside the batch, on its own connection: a row with a candidate's id reappears after the delete.
+        afterStatement: (statement) => {
+          if (statement === "delete_sessions") raw.run("INSERT INTO sessions (id, status, created_at, updated_at) VALUES ('b', 'completed', 1, 1)");
+        },
+      },
+    });
+    expect(summary.rolled_back).toBe(1);
+    expect(summary.sessions).toBe(0);
+    expect(countsFor(ledger, "a")).toEqual(before.a);
+    expect(countsFor(ledger, "b")).toEqual(before.b);
+    expect(query(ledger, "SELECT * FROM admin_events WHERE event_type = 'prune'").length).toBe(0);
+  });
+
+  test("bad options are usage errors naming the flag", () => {
+    expect(() => prune.validate({ keepDays: -1 })).toThrow(/--keep-days/);
+  });
+});
+
+/** Lines a child process prints, as they come. */
+function lines(proc: { stdout: ReadableStream<Uint8Array> }) {
+  const reader = proc.stdout.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  return async function next(): Promise<string> {
+    for (;;) {
+      const at = buffer.indexOf("\n");
+      if (at >= 0) {
+        const line = buffer.slice(0, at);
+        buffer = buffer.slice(at + 1);
+        return line;
+      }
+      const { value, done } = await reader.read();
+      if (done) return buffer;
+      buffer += decoder.decode(value);
+    }
+  };
+}
+
+const WORKER = join(import.meta.dir, "workers/reopen.ts");
+const BUN = process.execPath;
+
+function startReopen(ledger: Ledger, sessionId: string) {
+  const proc = Bun.spawn([BUN, WORKER, ledger.location, sessionId, `${sessionId}-b`, String(NOW)], { stdout: "pipe", stderr: "inherit" });
+  return { proc, next: lines(proc) };
+}
+
+describe("ADR-0105 Verification 6, prune side: a resume racing the prune", () => {
+  test("the first statement a batch issues against sessions is a write, and from it on no other process can write", async () => {
+    const { ledger } = setup();
+    await fullSession(ledger, "s");
+    const seen: PruneStatement[] = [];
+    let otherCouldWrite = null as boolean | null;
+    await prune.runOnce(ledger, NOW, prune.validate({}), {
+      hooks: {
+        afterStatement: (statement) => {
+          seen.push(statement);
+          if (statement === "lock_candidates") {
+            const other = new Database(ledger.location);
+            other.run("PRAGMA busy_timeout = 0");
+            try {
+              other.run("BEGIN IMMEDIATE");
+              other.run("ROLLBACK");
+              otherCouldWrite = true;
+            } catch {
+              otherCouldWrite = false;
+            }
+            other.close();
+          }
+        },
+      },
+    });
+    expect(seen[0]).toBe("lock_candidates");
+    expect(seen).toEqual([...BATCH_STATEMENTS]);
+    expect(otherCouldWrite).toBe(false);
+  });
+
+  test("a resume that commits before the batch takes its lock wins: the session keeps its row, history and associations", async () => {
+    const { ledger } = setup();
+    await fullSession(ledger, "s");
+    const before = countsFor(ledger, "s");
+    let worker: string[] = [];
+    const summary = await prune.runOnce(ledger, NOW, prune.validate({}), {
+      hooks: {
+        beforeBatch: async () => {
+          const w = startReopen(ledger, "s");
+          worker = [await w.next(), await w.next()];
+          await w.proc.exited;
+        },
+      },
+    });
+    expect(worker).toEqual(["free", "reopened s"]);
+    expect([summary.sessions, summary.skipped_reopened]).toEqual([0, 1]);
+    expect(countsFor(ledger, "s")).toEqual({ ...before, transitions: before.transitions + 1, legs: before.legs + 1 });
+    expect(query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = 's'")[0]!.status).toBe("running");
+  });
+
+  for (const pauseAfter of BATCH_STATEMENTS) {
+    test(`a resume arriving while the batch is paused after ${pauseAfter} cannot land mid-batch: the prune applies whole and the resume starts a new session`, async () => {
+      const { ledger } = setup();
+      await fullSession(ledger, "s");
+      let worker: ReturnType<typeof startReopen> | null = null;
+      let probe = "";
+      const summary = await prune.runOnce(ledger, NOW, prune.validate({}), {
+        hooks: {
+          afterStatement: async (statement) => {
+            if (statement !== pauseAfter) return;
+            worker = startReopen(ledger, "s");
+            probe = await worker.next();
+          },
+        },
+      });
+      const outcome = await worker!.next();
+      await worker!.proc.exited;
+      expect(probe).toBe("blocked");
+      expect(summary.sessions).toBe(1);
+      expect(outcome).toBe("new_session s-new");
+      // Nothing of the old session is left half-deleted…
+      expect(countsFor(ledger, "s")).toEqual({ session: 0, transitions: 0, legs: 0, branches: 0, messages: 0, registrations: 0 });
+      // …and the resume is persisted under its new session, on the same branch.
+      expect(query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = 's-new'")[0]!.status).toBe("running");
+      expect(query<{ session_id: string }>(ledger, "SELECT session_id FROM branches WHERE id = 's-b'")[0]!.session_id).toBe("s-new");
+    });
+  }
+});
