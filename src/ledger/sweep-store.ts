@@ -51,6 +51,11 @@ export interface SweepReads {
   listPruneCandidates(options: { terminalStatuses: readonly string[]; cutoff: number; afterId: string | null; limit: number }): Promise<string[]>;
   /** Legs whose state_root or artifact_root is `dir` or lies inside it. */
   legsUsingDirectory(dir: string): Promise<Array<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">>>;
+  /**
+   * Called between the batches of a bulk delete, outside any transaction: on SQLite a passive WAL
+   * checkpoint, so the next writer's commit does not pay for copying the batches' pages (bench/prune.ts).
+   */
+  afterBulkBatch(): Promise<void>;
 }
 
 /** Writes and re-checks inside one write transaction. */

@@ -170,7 +170,7 @@ async function runBatch(ledger: Ledger, candidates: readonly string[], now: numb
 
 export const prune: Sweep<PruneOptions, PruneSummary> & { runOnce(ledger: Ledger, now: number, options: PruneOptions, env?: PruneEnv): Promise<PruneSummary> } = {
   name: "prune",
-  defaults: { keepDays: 30, dryRun: false, files: false, batchSize: 200 },
+  defaults: { keepDays: 30, dryRun: false, files: false, batchSize: 100 },
   validate(input) {
     return validateWith(schema, { ...prune.defaults, ...input }, { keepDays: "--keep-days", dryRun: "--dry-run", files: "--files", batchSize: "batch size" });
   },
@@ -196,6 +196,7 @@ export const prune: Sweep<PruneOptions, PruneSummary> & { runOnce(ledger: Ledger
         }
         batch = error.batch;
       }
+      if (!options.dryRun) await ledger.backend.afterBulkBatch();
       for (const key of Object.keys(batch.counts) as (keyof PruneCounts)[]) summary[key] += batch.counts[key];
       summary.skipped_owed += batch.skippedOwed;
       summary.skipped_reopened += batch.skippedReopened;

@@ -147,6 +147,10 @@ export class SqliteBackend implements Backend {
     return sweeps.legsUsingDirectory(this.db, dir);
   }
 
+  async afterBulkBatch(): Promise<void> {
+    sweeps.passiveCheckpoint(this.db);
+  }
+
   close(): void {
     this.db.close();
   }

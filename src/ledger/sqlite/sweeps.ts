@@ -75,6 +75,10 @@ export function legsUsingDirectory(db: Database, dir: string): Array<Pick<LegRow
     .all(dir, inside, inside.length);
 }
 
+export function passiveCheckpoint(db: Database): void {
+  db.run("PRAGMA wal_checkpoint(PASSIVE)");
+}
+
 export function readSweepGuard(db: Database, sessionId: string): SweepGuardRow | null {
   const row = db
     .query<{ status: string; current_leg_id: string | null; heartbeat_at: number | null }, [string]>(
