@@ -1,19 +1,12 @@
-// Per-process CLI state: the global --db flag, the words after `--`, and opening the ledger once.
+// Opening the ledger for a command that writes (or needs the full backend); read-only views use
+// openReads(cliPaths()) instead, which loads neither drizzle nor zod.
 
 import { openLedger } from "../ledger/open.ts";
-import { resolvePaths, type Paths } from "../ledger/location.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-
 import { cliContext } from "./globals.ts";
+import { cliPaths } from "./paths.ts";
 
-export { cliContext };
-
-let paths: Paths | undefined;
-
-export function cliPaths(): Paths {
-  paths ??= resolvePaths({ dbFlag: cliContext.dbFlag });
-  return paths;
-}
+export { cliContext, cliPaths };
 
 /** Opens the ledger for a command; `create: false` for read-only commands (§16). */
 export function cliLedger(opts: { create: boolean }): Ledger {

@@ -22,6 +22,7 @@ export const TREE: Group = {
     reasons: load(() => import("./commands/reasons.ts")),
     events: load(() => import("./commands/events.ts")),
     kill: load(() => import("./commands/kill.ts")),
+    watch: load(() => import("./commands/watch.ts")),
     state: {
       description: "create, repair and inspect ledger entities",
       commands: {

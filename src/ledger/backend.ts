@@ -129,6 +129,9 @@ export interface Tx extends SweepWrites {
   insertEntity(kind: EntityKind, row: Record<string, unknown>): Awaitable<void>;
   getEntity(kind: EntityKind, id: string): Awaitable<EntityRow | null>;
   insertBranch(row: BranchRow): Awaitable<void>;
+  getBranch(id: string): Awaitable<BranchRow | null>;
+  /** Points an existing branch at another session (a resume whose session was removed starts a new one, §10). */
+  rebindBranch(id: string, sessionId: string, now: number): Awaitable<number>;
   insertLeg(row: LegRow): Awaitable<void>;
   /** Sets leg bookkeeping columns; with `onlyOpen`, only while the leg has no `ended_at`. Returns rows changed. */
   updateLeg(id: string, patch: LegPatch, opts?: { onlyOpen?: boolean }): Awaitable<number>;

@@ -2,6 +2,7 @@
 // Kept free of drizzle and zod so `li wait` can load it cheaply.
 
 import type { EntityKind } from "../lifecycle/policy.ts";
+import type { AdminEventRow, EntityRow, LegRow, TransitionRow } from "./backend.ts";
 
 /** Kinds an id is looked up in: the entity tables plus branch ids and run ids (legs.run_id), §11. */
 export type LookupKind = EntityKind | "branch" | "run";
@@ -61,4 +62,11 @@ export interface LedgerReads {
   listCallbacks(sessionId: string): CallbackRow[] | Promise<CallbackRow[]>;
   /** Deliveries of the entity's transitions (terminal_deliveries joined through status_transitions). */
   listDeliveries(kind: EntityKind, id: string): DeliveryRow[] | Promise<DeliveryRow[]>;
+  /** The whole row of one entity; null when it is not there. */
+  entityRow(kind: EntityKind, id: string): EntityRow | null | Promise<EntityRow | null>;
+  /** Its history, oldest first. */
+  transitionsOf(kind: EntityKind, id: string): TransitionRow[] | Promise<TransitionRow[]>;
+  adminEventsOf(kind: EntityKind, id: string): AdminEventRow[] | Promise<AdminEventRow[]>;
+  /** A session's legs, first first. */
+  legsOf(sessionId: string): LegRow[] | Promise<LegRow[]>;
 }

@@ -66,9 +66,13 @@ export function ambiguityMessage(input: string, matches: readonly LookupMatch[])
 
 /** The same, for commands that need exactly one entity: not found and ambiguous are usage errors. */
 export async function resolveOne(backend: Backend, input: string, kinds: readonly LookupKind[]): Promise<ResolvedId> {
+  return resolveOneIn(backend.reads, input, kinds);
+}
+
+export async function resolveOneIn(reads: LedgerReads, input: string, kinds: readonly LookupKind[]): Promise<ResolvedId> {
   const id = input.trim();
   if (!id) throw new UsageError("an id is required");
-  const r = await resolveId(backend, id, kinds);
+  const r = await resolveIn(reads, id, kinds);
   if ("found" in r) return r.found;
   if ("notFound" in r) throw new UsageError(`no entity matches id '${id}'`);
   throw new UsageError(ambiguityMessage(id, r.ambiguous));

@@ -24,10 +24,12 @@ export interface LegPlan extends LegIds {
   contract: ArtifactContract | null;
   invocationId: string | null;
   linkedSessionId: string | null;
+  /** The deferred leg this one continues (--auto-resume): its registration is passed on (§9.1). */
+  previousLegId?: string | null;
 }
 
 /** Extra writes that must commit with the setup (e.g. the leg's callback registration, §9.1). */
-export type AlsoInSetup = (tx: Tx, ids: LegIds) => Awaitable<void>;
+export type AlsoInSetup = (tx: Tx, ids: LegIds & { readonly previousLegId?: string | null }) => Awaitable<void>;
 
 /** The markers of §8.5 as stored in `sessions.node_metadata`. */
 export function nodeMetadata(plan: LegPlan, command?: { pid: number; startTicks: number | null }): Record<string, unknown> {
@@ -73,6 +75,14 @@ export function legRow(plan: LegPlan, seq: number): LegRow {
 
 /** A new branch and session (`running`, `run.started.ok`) with this leg current. */
 export async function setupNewSession(ledger: Ledger, plan: LegPlan, alsoInSetup?: AlsoInSetup): Promise<AppliedTransition> {
+  return ledger.transact((tx) => writeNewSession(tx, ledger, plan, alsoInSetup));
+}
+
+/**
+ * The writes of a new session inside an open transaction. A branch row that already exists (a resume
+ * whose session was removed, §10) is pointed at the new session instead of inserted.
+ */
+export async function writeNewSession(tx: Tx, ledger: Ledger, plan: LegPlan, alsoInSetup?: AlsoInSetup): Promise<AppliedTransition> {
   const prepared = ledger.prepareCreate("session", {
     id: plan.sessionId,
     source: "executor",
@@ -89,13 +99,12 @@ export async function setupNewSession(ledger: Ledger, plan: LegPlan, alsoInSetup
   });
   prepared.row.created_at = plan.startedAt;
   prepared.row.updated_at = plan.startedAt;
-  return ledger.transact(async (tx) => {
-    await tx.insertBranch({ id: plan.branchId, session_id: plan.sessionId, name: null, metadata: null, created_at: plan.startedAt, updated_at: plan.startedAt });
-    const transition = await ledger.insertNew(tx, "session", prepared);
-    await tx.insertLeg(legRow(plan, 1));
-    await alsoInSetup?.(tx, plan);
-    return transition;
-  });
+  if (await tx.getBranch(plan.branchId)) await tx.rebindBranch(plan.branchId, plan.sessionId, plan.startedAt);
+  else await tx.insertBranch({ id: plan.branchId, session_id: plan.sessionId, name: null, metadata: null, created_at: plan.startedAt, updated_at: plan.startedAt });
+  const transition = await ledger.insertNew(tx, "session", prepared);
+  await tx.insertLeg(legRow(plan, 1));
+  await alsoInSetup?.(tx, plan);
+  return transition;
 }
 
 /**

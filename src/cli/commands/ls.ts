@@ -4,7 +4,8 @@ import { canonicalKind, ENTITY_KINDS, isTerminal, POLICIES, SUCCESS_STATUS, type
 import type { RecentRow } from "../../ledger/reads.ts";
 import { formatDuration, parseDuration, parsePositiveNumber } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
-import { cliLedger } from "../context.ts";
+import { openReads } from "../../ledger/open-reads.ts";
+import { cliPaths } from "../paths.ts";
 import { paint, table, useColour, writeJson, type Colour } from "../output.ts";
 
 /** The shortest prefix a user can type for an id: unique across every id kind, 8 characters at least. */
@@ -72,10 +73,10 @@ export default defineCommand({
     if (!Number.isInteger(limit)) throw new UsageError(`--limit: ${JSON.stringify(args.limit)} is not a whole number`);
     const sinceSeconds = args.since === undefined ? undefined : parseDuration(args.since, "--since");
 
-    const ledger = cliLedger({ create: false });
+    const ledger = openReads(cliPaths());
     try {
-      const now = ledger.now();
-      const reads = ledger.backend.reads;
+      const now = Date.now() / 1000;
+      const reads = ledger.reads;
       const rows = await reads.listRecent({
         kinds,
         limit,

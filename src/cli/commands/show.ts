@@ -1,7 +1,9 @@
 // `li show ID`: one entity with its legs, history, verification, evidence, callbacks and deliveries (§13).
 import { defineCommand } from "citty";
-import { resolveOne, VIEW_LOOKUP_ORDER } from "../../ledger/resolve.ts";
-import { cliLedger } from "../context.ts";
+// Read-only and on the fast path: the raw read queries, without drizzle or zod.
+import { openReads } from "../../ledger/open-reads.ts";
+import { resolveOneIn, VIEW_LOOKUP_ORDER } from "../../ledger/resolve.ts";
+import { cliPaths } from "../paths.ts";
 import { parseJsonColumn, table, writeJson } from "../output.ts";
 import { adminEventJson, describeEntity, entityJson, isoTime, transitionJson } from "../render.ts";
 
@@ -26,18 +28,18 @@ export default defineCommand({
     json: { type: "boolean", description: "print JSON" },
   },
   async run({ args }) {
-    const ledger = cliLedger({ create: false });
+    const ledger = openReads(cliPaths());
     try {
-      const target = await resolveOne(ledger.backend, args.id, VIEW_LOOKUP_ORDER);
-      const { backend } = ledger;
+      const { reads } = ledger;
+      const target = await resolveOneIn(reads, args.id, VIEW_LOOKUP_ORDER);
       const isSession = target.kind === "session";
       const [row, transitions, adminEvents, legs, callbacks, deliveries] = await Promise.all([
-        backend.getEntity(target.kind, target.id),
-        backend.listTransitions(target.kind, target.id),
-        backend.listAdminEvents(target.kind, target.id),
-        isSession ? backend.listLegs(target.id) : Promise.resolve([]),
-        isSession ? backend.reads.listCallbacks(target.id) : Promise.resolve([]),
-        backend.reads.listDeliveries(target.kind, target.id),
+        reads.entityRow(target.kind, target.id),
+        reads.transitionsOf(target.kind, target.id),
+        reads.adminEventsOf(target.kind, target.id),
+        isSession ? reads.legsOf(target.id) : [],
+        isSession ? reads.listCallbacks(target.id) : [],
+        reads.listDeliveries(target.kind, target.id),
       ]);
       if (!row) throw new Error(`${target.kind} ${target.id} vanished while reading`);
       const entity = entityJson(row);

@@ -9,8 +9,7 @@ import { UsageError } from "../../util/errors.ts";
 import { parseWaitIds } from "../../wait/ids.ts";
 import { formatWaitLine, waitJson } from "../../wait/line.ts";
 import { resolveTargets, waitExitCode, waitForTerminal } from "../../wait/waiter.ts";
-import { resolvePaths } from "../../ledger/location.ts";
-import { cliContext } from "../globals.ts";
+import { cliPaths } from "../paths.ts";
 
 export default defineCommand({
   meta: {
@@ -31,7 +30,7 @@ export default defineCommand({
     if (inputs.length === 0) throw new UsageError("li wait needs at least one id");
 
     // Not via ../context.ts: that module loads the write path (drizzle, zod) this command never needs.
-    const ledger = openReads(resolvePaths({ dbFlag: cliContext.dbFlag }));
+    const ledger = openReads(cliPaths());
     const watchPath = process.env.LI_WATCH_FILES === "0" ? null : ledger.watchPath;
     const stop = new AbortController();
     const onSignal = () => stop.abort();

@@ -242,6 +242,14 @@ class SqliteTx implements Tx {
     legStore.insertBranch(this.orm, row);
   }
 
+  getBranch(id: string): BranchRow | null {
+    return legStore.getBranch(this.orm, id);
+  }
+
+  rebindBranch(id: string, sessionId: string, now: number): number {
+    return legStore.rebindBranch(this.orm, id, sessionId, now);
+  }
+
   insertLeg(row: LegRow): void {
     legStore.insertLeg(this.orm, row);
   }

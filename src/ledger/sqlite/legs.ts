@@ -69,6 +69,10 @@ export function getBranch(orm: Orm, id: string): BranchRow | null {
   return (client(orm).query("SELECT * FROM branches WHERE id = ?").get(id) as BranchRow | null) ?? null;
 }
 
+export function rebindBranch(orm: Orm, id: string, sessionId: string, now: number): number {
+  return client(orm).query("UPDATE branches SET session_id = ?, updated_at = ? WHERE id = ?").run(sessionId, now, id).changes;
+}
+
 export function insertMessage(orm: Orm, row: MessageRow): void {
   insert(client(orm), "messages", ["id", "session_id", "branch_id", "leg_id", "role", "content", "truncated", "created_at"], row);
 }

@@ -3,6 +3,7 @@
 
 import type { Database, Statement } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
+import type { AdminEventRow, EntityRow, LegRow, TransitionRow } from "../backend.ts";
 import type { CallbackRow, DeliveryRow, LedgerReads, LookupKind, RecentFilter, RecentRow, WaitState } from "../reads.ts";
 
 /** Table and id column of every kind an id can be looked up in. */
@@ -136,5 +137,21 @@ export class SqliteReads implements LedgerReads {
       `SELECT d.* FROM terminal_deliveries d JOIN status_transitions t ON t.id = d.transition_id
        WHERE t.entity_type = ? AND t.entity_id = ? ORDER BY t.seq, d.consumer`,
     ).all(kind, id) as DeliveryRow[];
+  }
+
+  entityRow(kind: EntityKind, id: string): EntityRow | null {
+    return (this.q(`SELECT * FROM ${POLICIES[kind].table} WHERE id = ?`).get(id) as EntityRow | null) ?? null;
+  }
+
+  transitionsOf(kind: EntityKind, id: string): TransitionRow[] {
+    return this.q("SELECT * FROM status_transitions WHERE entity_type = ? AND entity_id = ? ORDER BY created_at, seq").all(kind, id) as unknown as TransitionRow[];
+  }
+
+  adminEventsOf(kind: EntityKind, id: string): AdminEventRow[] {
+    return this.q("SELECT * FROM admin_events WHERE entity_type = ? AND entity_id = ? ORDER BY created_at").all(kind, id) as unknown as AdminEventRow[];
+  }
+
+  legsOf(sessionId: string): LegRow[] {
+    return this.q("SELECT * FROM legs WHERE session_id = ? ORDER BY seq").all(sessionId) as unknown as LegRow[];
   }
 }

@@ -1,0 +1,185 @@
+// The `li watch` loop (SPEC §12.6): delivery on every wake-up, the sweeps every sweep interval, a bounded stop.
+
+import type { Ledger } from "../ledger/ledger.ts";
+import type { ChangeWake } from "../ledger/sqlite/wake.ts";
+import { deliverOnce, type DeliverOptions } from "../notify/deliver.ts";
+import type { PassSummary } from "../notify/engine.ts";
+import { linkedFinalizer } from "../sweeps/linked.ts";
+import { prune } from "../sweeps/prune.ts";
+import { reaper } from "../sweeps/reaper.ts";
+import { hostEnv, type SweepEnv } from "../sweeps/sweep.ts";
+import type { WatchLog } from "./log.ts";
+
+export interface WatchConfig {
+  /** One pass of everything, then return. */
+  once: boolean;
+  sweepIntervalSeconds: number;
+  phantomGraceSeconds: number;
+  phantomHours: number;
+  /** Null: never prune (a watcher installed for notices never deletes history by surprise). */
+  pruneKeepDays: number | null;
+  /** The safety poll between wake-ups (also what brings due retries round). Defaults to 1 s. */
+  pollSeconds?: number;
+}
+
+export interface WatchDeps {
+  ledger: Ledger;
+  /** Database-change wake-ups; `pollingOnly()` when files cannot be watched. */
+  wake: ChangeWake;
+  log: WatchLog;
+  /** Aborted on SIGINT/SIGTERM: the work in flight finishes (bounded by the handler budget), nothing new starts. */
+  signal: AbortSignal;
+  /** The machine the sweeps probe and signal on; defaults to this host. */
+  sweepEnv?: SweepEnv;
+  /** Options of every delivery pass (host, budget, `$LI_HOME`). */
+  delivery?: DeliverOptions;
+  /** Monotonic milliseconds for scheduling; injectable so tests control when sweeps fall due. */
+  clockMs?: () => number;
+}
+
+export interface WatchReport {
+  passes: number;
+  sweeps: number;
+  delivered: number;
+  failed: number;
+  dead: number;
+  reaped: number;
+  finalized: number;
+  pruned_sessions: number;
+  errors: number;
+  ended: "once" | "signal";
+}
+
+/** Handler pairs per delivery pass; a full pass is followed at once by another. */
+const DELIVERY_LIMIT = 64;
+
+/** Thrown from the prune's between-batch hook to stop after the batch in flight. */
+class StopRequested extends Error {
+  constructor() {
+    super("stop requested");
+  }
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Runs the watcher until `signal` aborts (or one pass with `once`). Every wake-up (a commit, or the
+ * safety poll) runs the delivery engine; every sweep interval runs, in order, the linked-session
+ * finalizer (first, so a session whose linked session just ended takes that outcome rather than
+ * being reaped as a phantom), the phantom reaper and, when configured, the prune (never files).
+ * Nothing is restored on start: what is owed is simply found by the delivery engine.
+ */
+export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<WatchReport> {
+  const { ledger, wake, log, signal } = deps;
+  const clockMs = deps.clockMs ?? (() => performance.now());
+  const env = deps.sweepEnv ?? hostEnv();
+  const pollMs = (config.pollSeconds ?? 1) * 1000;
+  const intervalMs = config.sweepIntervalSeconds * 1000;
+  const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, errors: 0, ended: config.once ? "once" : "signal" };
+  const fail = (what: string, error: unknown) => {
+    report.errors++;
+    log({ action: "error", during: what, message: message(error) });
+  };
+  const stopped = new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+
+  const reaperOptions = reaper.validate({ phantomGraceSeconds: config.phantomGraceSeconds, phantomHours: config.phantomHours });
+  const pruneOptions = config.pruneKeepDays === null ? null : prune.validate({ keepDays: config.pruneKeepDays, files: false });
+
+  async function deliveryPass(): Promise<void> {
+    for (;;) {
+      let pass: PassSummary;
+      try {
+        pass = await deliverOnce(ledger, { limit: DELIVERY_LIMIT, ...deps.delivery });
+      } catch (error) {
+        fail("deliver", error);
+        return;
+      }
+      for (const o of pass.outcomes) {
+        log({
+          action: "deliver",
+          event_id: o.transitionId,
+          consumer: o.consumer,
+          state: o.state,
+          ...(o.result.ok ? { pid: o.result.pid } : { why: o.result.why, error: o.result.error }),
+        });
+      }
+      if (pass.error) fail("deliver", pass.error);
+      report.delivered += pass.delivered;
+      report.failed += pass.failed;
+      report.dead += pass.dead;
+      // A full pass may have left more behind; a pass that only met others' claims waits for them to expire.
+      const full = pass.outcomes.length > 0 && pass.outcomes.length + pass.skipped_claimed >= (deps.delivery?.limit ?? DELIVERY_LIMIT);
+      if (!full || signal.aborted) return;
+    }
+  }
+
+  async function sweepPass(): Promise<void> {
+    report.sweeps++;
+    try {
+      const linked = await linkedFinalizer.runOnce(ledger, ledger.now(), { dryRun: false }, env);
+      for (const a of linked.actions) {
+        log({ action: "finalize_linked", session_id: a.session_id, linked_session_id: a.linked_session_id, linked_status: a.linked_status, status: a.status, reason: a.reason_code, applied: a.applied, ...(a.conflict ? { conflict: a.conflict } : {}) });
+      }
+      report.finalized += linked.finalized;
+    } catch (error) {
+      fail("finalize_linked", error);
+    }
+    if (signal.aborted) return;
+    try {
+      const reaped = await reaper.runOnce(ledger, ledger.now(), reaperOptions, env);
+      for (const a of reaped.actions) {
+        log({
+          action: "reap",
+          session_id: a.session_id,
+          leg_id: a.leg_id,
+          status: a.status,
+          reason: a.reason_code,
+          applied: a.applied,
+          age_seconds: Math.round(a.age_seconds),
+          ...(a.killed ? { killed_pgid: a.killed.pgid ?? null } : {}),
+          ...(a.conflict ? { conflict: a.conflict } : {}),
+        });
+      }
+      report.reaped += reaped.swept;
+    } catch (error) {
+      fail("reap", error);
+    }
+    if (pruneOptions === null || signal.aborted) return;
+    try {
+      const pruned = await prune.runOnce(ledger, ledger.now(), pruneOptions, {
+        hooks: {
+          beforeBatch: () => {
+            if (signal.aborted) throw new StopRequested();
+          },
+        },
+      });
+      if (pruned.sessions > 0 || pruned.skipped_owed > 0 || pruned.rolled_back > 0) {
+        log({ action: "prune", keep_days: pruned.keep_days, sessions: pruned.sessions, transitions: pruned.transitions, legs: pruned.legs, skipped_owed: pruned.skipped_owed, rolled_back: pruned.rolled_back });
+      }
+      report.pruned_sessions += pruned.sessions;
+    } catch (error) {
+      if (!(error instanceof StopRequested)) fail("prune", error);
+    }
+  }
+
+  let nextSweepAt = clockMs();
+  for (;;) {
+    if (signal.aborted) break;
+    // Read before the work: a commit during the pass (including the pass's own) wakes the next one.
+    const generation = wake.generation;
+    if (clockMs() >= nextSweepAt) {
+      await sweepPass();
+      nextSweepAt = clockMs() + intervalMs;
+      if (signal.aborted) break;
+    }
+    await deliveryPass();
+    report.passes++;
+    if (config.once) break;
+    const waitMs = Math.max(0, Math.min(pollMs, nextSweepAt - clockMs()));
+    await Promise.race([wake.changed(generation, waitMs), stopped]);
+  }
+  return report;
+}
