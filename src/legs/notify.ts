@@ -1,0 +1,113 @@
+// A leg's notice (SPEC §9.1, §9.4): its registration in the setup transaction, the push after its final write, or one undurable run.
+
+import path from "node:path";
+import type { Tx } from "../ledger/backend.ts";
+import type { Ledger } from "../ledger/ledger.ts";
+import { undurableEnvelope } from "../notify/envelope.ts";
+import { pushTerminal } from "../notify/push.ts";
+import { defaultLegNotify, passLegRegistration, registerLegCallback, type LegNotify } from "../notify/register.ts";
+import { describeArgv, runUndurable } from "../notify/run.ts";
+import type { Settings } from "../settings/settings.ts";
+import type { LegIds, LegPlan } from "./setup.ts";
+import type { AfterCommit } from "./teardown/state.ts";
+
+export interface LegNotifierOptions {
+  /** `--notify` as given; null = absent (the settings default applies). */
+  notifyFlag: string | null;
+  /** The resolved settings (§15); null when no settings file exists. */
+  settings: Settings | null;
+  log: (line: string) => void;
+  /** The push budget (§9.4, 10 s by default). */
+  budgetMs?: number;
+  /** `$LI_HOME`: handler stderr goes under `$LI_HOME/notify/` when an event has no run directory. */
+  liHome?: string;
+  /** The host registrations are bound to and pushes run for; defaults to this machine. */
+  hostId?: string;
+  now?: () => number;
+}
+
+/**
+ * One per `li agent` process. Configuration problems warn once, naming the flag or key, and only
+ * disable the notice: they never fail or delay the run.
+ */
+export class LegNotifier {
+  private readonly warned = new Set<string>();
+
+  constructor(private readonly o: LegNotifierOptions) {}
+
+  /** The argv this leg registers (or runs without persistence), by the precedence of §9.1. */
+  resolve(ids: { sessionId: string; branchId: string }): LegNotify {
+    const resolved =
+      this.o.settings === null
+        ? this.o.notifyFlag === null
+          ? { argv: null, origin: null, warnings: [] }
+          : defaultLegNotify({ notifyOnTerminal: null } as unknown as Settings, { notifyFlag: this.o.notifyFlag, ...ids })
+        : defaultLegNotify(this.o.settings, { notifyFlag: this.o.notifyFlag, ...ids });
+    for (const warning of resolved.warnings) {
+      if (this.warned.has(warning)) continue;
+      this.warned.add(warning);
+      this.o.log(`warning: ${warning}`);
+    }
+    return resolved;
+  }
+
+  /**
+   * Inside the setup transaction: a continuing leg takes over the registration of the deferred leg
+   * before it (one notice, for the leg that finalizes); any other leg writes its own.
+   */
+  readonly register = async (tx: Tx, ids: LegIds & { readonly previousLegId?: string | null }): Promise<void> => {
+    if (ids.previousLegId && (await passLegRegistration(tx, ids.previousLegId, ids.legId)) > 0) return;
+    const notify = this.resolve(ids);
+    if (notify.argv === null || notify.origin === null) return;
+    await registerLegCallback(tx, {
+      sessionId: ids.sessionId,
+      legId: ids.legId,
+      argv: notify.argv,
+      origin: notify.origin,
+      now: (this.o.now ?? (() => Date.now() / 1000))(),
+      ...(this.o.hostId !== undefined ? { hostId: this.o.hostId } : {}),
+    });
+  };
+
+  /** Step 10 of one leg: push the event its final write committed, or, unrecorded, run its notice once. */
+  afterCommit(plan: LegPlan, ledger: Ledger | null): AfterCommit {
+    return async (result) => {
+      if (result.persisted === "written" && result.transition && ledger) {
+        const summary = await pushTerminal(ledger, result.transition, this.engineOptions());
+        if (summary.error) this.o.log(`notify: ${summary.error}; li events deliver will retry`);
+        for (const outcome of summary.outcomes) {
+          if (!outcome.result.ok) this.o.log(`notify: handler ${outcome.consumer} failed (${outcome.result.error}); ${outcome.state === "dead" ? "given up" : "delivery will retry"}`);
+        }
+        return;
+      }
+      if (result.persisted !== "none") return;
+      const notify = this.resolve(plan);
+      if (notify.argv === null) return;
+      const envelope = undurableEnvelope({
+        sessionId: plan.sessionId,
+        branchId: plan.branchId,
+        runId: plan.runId,
+        invocationId: plan.invocationId,
+        status: result.status,
+        reasonCode: result.reasonCode,
+        occurredAt: (this.o.now ?? (() => Date.now() / 1000))(),
+        runDir: plan.run.stateRoot,
+        artifactRoot: plan.run.artifactRoot,
+      });
+      const ran = await runUndurable(notify.argv, envelope, {
+        stderrPath: path.join(plan.run.stateRoot, "notify-undurable.stderr"),
+        exitCode: result.exitCode,
+        ...(this.o.budgetMs !== undefined ? { budgetMs: this.o.budgetMs } : {}),
+      });
+      if (!ran.ok) this.o.log(`notify: ${describeArgv(notify.argv.slice(0, 1))} failed (${ran.error}); not recorded, so not retried`);
+    };
+  }
+
+  private engineOptions() {
+    return {
+      ...(this.o.budgetMs !== undefined ? { budgetMs: this.o.budgetMs } : {}),
+      ...(this.o.liHome !== undefined ? { liHome: this.o.liHome } : {}),
+      ...(this.o.hostId !== undefined ? { hostId: this.o.hostId } : {}),
+    };
+  }
+}

@@ -1,0 +1,176 @@
+// `li agent -r` (SPEC §10, ADR-0105): finds the branch, reads its session, and opens the resumed leg in ONE setup transaction.
+
+import type { ArtifactContract } from "../contracts/artifacts.ts";
+import type { Awaitable, Tx } from "../ledger/backend.ts";
+import type { Ledger } from "../ledger/ledger.ts";
+import { applyTransition, validateTransition, type TransitionOutcome } from "../ledger/transition.ts";
+import { isTerminal, SESSION_TERMINAL_STATUSES } from "../lifecycle/policy.ts";
+import { NotFoundError, UsageError } from "../util/errors.ts";
+import { findBranchSnapshot } from "./rundir.ts";
+import { legRow, nodeMetadata, writeNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
+
+/** The override of D1: reopening is the one sanctioned exit from a terminal status, and it is attributed. */
+export const RESUME_ACTOR = "cli.resume";
+export const RESUME_JUSTIFICATION = "branch resumed by a new leg; the session is executing again";
+
+/**
+ * Test seams between the reads of a resume (they run outside any transaction, so another process can
+ * remove the session there, as a prune would). Production code passes none.
+ */
+export interface ResumeHooks {
+  afterBranchRead?(branchId: string, sessionId: string | null): Awaitable<void>;
+  afterSessionRead?(sessionId: string, found: boolean): Awaitable<void>;
+}
+
+/** What a resumed leg starts from. */
+export interface ResumeTarget {
+  branchId: string;
+  /** The branch's session as read before setup; null: none to resume into (the leg starts a new session). */
+  sessionId: string | null;
+  /** The stored contract and artifact root the resumed leg inherits (§7). */
+  contract: ArtifactContract | null;
+  artifactRoot: string | null;
+  from: "ledger" | "snapshot";
+}
+
+/** How the setup transaction opened the leg. */
+export type ResumeSetup = "reopened" | "joined" | "created" | "lost_race";
+
+/** The keys of §8.5 a leg writes into node_metadata; an older leg's copies are replaced, never merged. */
+const MARKER_KEYS = ["leg_id", "run_id", "supervisor_pid", "supervisor_start_ticks", "boot_id", "host_id", "command_pid", "command_start_ticks"] as const;
+
+/**
+ * Reads node_metadata as an object. SQL null, invalid JSON, a JSON string, number or list all read as
+ * `{}` (ADR-0105 Verification 5): raising here would cost the leg its persistence.
+ */
+export function metadataObject(stored: unknown): Record<string, unknown> {
+  if (typeof stored !== "string") return {};
+  try {
+    const parsed: unknown = JSON.parse(stored);
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** This leg's markers merged over the unrelated keys already stored (another leg's markers dropped). */
+export function mergedMarkers(stored: unknown, plan: LegPlan): Record<string, unknown> {
+  const kept = metadataObject(stored);
+  for (const key of MARKER_KEYS) delete kept[key];
+  return { ...kept, ...nodeMetadata(plan) };
+}
+
+function parseContract(stored: unknown): ArtifactContract | null {
+  if (typeof stored !== "string" || stored === "") return null;
+  try {
+    const parsed: unknown = JSON.parse(stored);
+    return typeof parsed === "object" && parsed !== null && Array.isArray((parsed as { expected?: unknown }).expected) ? (parsed as ArtifactContract) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The branch by exact id, then unique prefix, in the ledger. */
+async function ledgerBranch(ledger: Ledger, idOrPrefix: string): Promise<{ id: string; session_id: string } | null> {
+  const exact = await ledger.backend.getBranch(idOrPrefix);
+  if (exact) return exact;
+  const ids = await ledger.backend.reads.idsWithPrefix("branch", idOrPrefix, 2);
+  if (ids.length > 1) throw new UsageError(`-r ${idOrPrefix}: the branch prefix is ambiguous (${ids.join(", ")}, …)`);
+  return ids[0] === undefined ? null : await ledger.backend.getBranch(ids[0]);
+}
+
+/**
+ * Finds the branch (ledger first, else the run directories' branch snapshots) and reads its session.
+ * An unknown branch is a usage error; a branch whose session is gone resumes into a new session.
+ */
+export async function resolveResume(ledger: Ledger | null, runsRoot: string, idOrPrefix: string, hooks: ResumeHooks = {}): Promise<ResumeTarget> {
+  if (idOrPrefix.trim() === "") throw new UsageError("-r: an empty branch id");
+  const branch = ledger ? await ledgerBranch(ledger, idOrPrefix) : null;
+  if (!branch) {
+    const snapshot = findBranchSnapshot(runsRoot, idOrPrefix);
+    if (!snapshot) throw new UsageError(`-r ${idOrPrefix}: no branch with this id or prefix`);
+    await hooks.afterBranchRead?.(snapshot.branchId, null);
+    const saved = (typeof snapshot.snapshot === "object" && snapshot.snapshot !== null ? snapshot.snapshot : {}) as Record<string, unknown>;
+    return {
+      branchId: snapshot.branchId,
+      sessionId: null,
+      contract: saved.contract && typeof saved.contract === "object" ? (saved.contract as ArtifactContract) : null,
+      artifactRoot: typeof saved.artifact_root === "string" ? saved.artifact_root : null,
+      from: "snapshot",
+    };
+  }
+  await hooks.afterBranchRead?.(branch.id, branch.session_id);
+  const session = await ledger!.backend.getEntity("session", branch.session_id);
+  await hooks.afterSessionRead?.(branch.session_id, session !== null);
+  if (!session) return { branchId: branch.id, sessionId: null, contract: null, artifactRoot: null, from: "ledger" };
+  return {
+    branchId: branch.id,
+    sessionId: session.id,
+    contract: parseContract(session.artifact_contract_json),
+    artifactRoot: typeof session.artifacts_path === "string" && session.artifacts_path !== "" ? session.artifacts_path : null,
+    from: "ledger",
+  };
+}
+
+/**
+ * The setup transaction of a resumed leg (§8, §10). Under the write lock it reads the session again:
+ * - gone → a new session for the same branch (plan.sessionId becomes `freshSessionId()`);
+ * - terminal → ONE guarded write reopens it to running (override by cli.resume), clearing ended_at,
+ *   exit_code and the verification, installing this leg's markers and current_leg_id, and inserting the
+ *   leg row and its registration (alsoInTransaction);
+ * - running → left running: a same-status write makes the new leg current with its markers;
+ * - a lost race → the leg row and registration are still written; the leg proceeds, not current.
+ */
+export async function setupResume(ledger: Ledger, plan: LegPlan, freshSessionId: () => string, alsoInSetup?: AlsoInSetup): Promise<ResumeSetup> {
+  const insertLegAndRegistration = async (tx: Tx) => {
+    await tx.insertLeg(legRow(plan, await tx.nextLegSeq(plan.sessionId)));
+    await alsoInSetup?.(tx, plan);
+  };
+  const createInstead = async (tx: Tx): Promise<ResumeSetup> => {
+    plan.sessionId = freshSessionId();
+    await writeNewSession(tx, ledger, plan, alsoInSetup);
+    return "created";
+  };
+  return ledger.transact(async (tx, ctx) => {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const row = await tx.sessionLegState(plan.sessionId);
+      if (!row) return createInstead(tx);
+      const reopen = isTerminal("session", row.status);
+      const validated = validateTransition("session", {
+        newStatus: "running",
+        ...(reopen
+          ? {
+              reasonCode: "session.reopened.by_resume",
+              reasonSummary: "branch resumed by a new leg",
+              expectedStatuses: [...SESSION_TERMINAL_STATUSES],
+              override: true,
+              overrideActor: RESUME_ACTOR,
+              overrideJustification: RESUME_JUSTIFICATION,
+            }
+          : { reasonCode: "run.started.ok", reasonSummary: `leg ${plan.runId} resumes the branch while another leg runs`, expectedStatuses: ["running"] }),
+        source: "executor",
+        actor: "li agent",
+        metadata: { leg_id: plan.legId, run_id: plan.runId, ...(plan.invocationId !== null ? { invocation_id: plan.invocationId } : {}) },
+        extraFields: {
+          ...(reopen ? { ended_at: null, exit_code: null, artifact_verification_json: null } : {}),
+          node_metadata: mergedMarkers(row.node_metadata, plan),
+          current_leg_id: plan.legId,
+        },
+        alsoInTransaction: insertLegAndRegistration,
+      });
+      let outcome: TransitionOutcome;
+      try {
+        outcome = await applyTransition(tx, ctx, validated, plan.sessionId);
+      } catch (error) {
+        // Removed between our read and the write (a backend with row locks only): nothing to resume into.
+        if (error instanceof NotFoundError) return createInstead(tx);
+        throw error;
+      }
+      if (outcome.result === "applied") return reopen ? "reopened" : "joined";
+      if (outcome.result === "rejected") throw outcome.error;
+    }
+    // Lost the race twice: the bookkeeping lost, the leg does not (ADR-0105 D1).
+    await insertLegAndRegistration(tx);
+    return "lost_race";
+  });
+}
