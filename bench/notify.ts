@@ -2,7 +2,7 @@
 // push path; and what a leg registration adds to a leg (setup transaction, and the push at teardown).
 // Usage: bun bench/notify.ts [N=500]
 
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openLedger } from "../src/ledger/open.ts";
@@ -86,6 +86,27 @@ async function teardownCost(withRegistration: boolean): Promise<number> {
   return total / legs;
 }
 
+/**
+ * A whole `li agent -- true` through dist/li (process start to exit), without and with `--notify /bin/true`,
+ * interleaved so machine load falls on both alike: median ms of each.
+ */
+async function wholeLeg(): Promise<{ plain: number; notify: number } | null> {
+  const binary = join(import.meta.dir, "../dist/li");
+  if (!existsSync(binary)) return null;
+  const env = { ...process.env, LI_HOME: join(root, "legs"), NO_COLOR: "1" };
+  const runs = 40;
+  const times = { plain: [] as number[], notify: [] as number[] };
+  for (let i = 0; i < runs + 3; i++) {
+    for (const variant of ["plain", "notify"] as const) {
+      const start = performance.now();
+      const proc = Bun.spawn([binary, "agent", ...(variant === "notify" ? ["--notify", "/bin/true {status}"] : []), "--", "true"], { env, stdout: "ignore", stderr: "ignore" });
+      if ((await proc.exited) !== 0) throw new Error("li agent failed");
+      if (i >= 3) times[variant].push(performance.now() - start); // the first runs create the ledger and warm the caches
+    }
+  }
+  return { plain: percentile(times.plain.sort((a, b) => a - b), 50), notify: percentile(times.notify.sort((a, b) => a - b), 50) };
+}
+
 const latency = await commitToHandler();
 const setupPlain = await setupCost(false);
 const setupReg = await setupCost(true);
@@ -95,3 +116,7 @@ const pushReg = await teardownCost(true);
 console.log(`notify: commit → handler started over ${N} events (push path): p50 ${fmt(latency.p50)}, p95 ${fmt(latency.p95)}`);
 console.log(`notify: leg setup transaction ${fmt(setupPlain)} without a registration, ${fmt(setupReg)} with one (+${fmt(setupReg - setupPlain)}, ×${(setupReg / setupPlain).toFixed(2)})`);
 console.log(`notify: teardown push ${fmt(pushPlain)} with no handler (the owed query), ${fmt(pushReg)} with one registration (claim, run /bin/true, acknowledge)`);
+const leg = await wholeLeg();
+if (leg !== null) {
+  console.log(`notify: a whole leg (dist/li agent -- true) median ${fmt(leg.plain)} without --notify, ${fmt(leg.notify)} with --notify "/bin/true {status}" (+${fmt(leg.notify - leg.plain)}: registration, push, handler run)`);
+}

@@ -1,6 +1,6 @@
 // Benchmark: `li state prune` over 100,000 terminal sessions with 1,000,000 history rows: total time,
 // per-batch lock time, and the longest stall a concurrent writer process sees.
-// Usage: bun bench/prune.ts [--sessions 100000] [--per-session 10] [--batch 200]
+// Usage: bun bench/prune.ts [--sessions 100000] [--per-session 10] [--batch N (default: the prune's own)]
 
 import { Database } from "bun:sqlite";
 import { mkdtempSync } from "node:fs";
@@ -16,7 +16,7 @@ function flag(name: string, fallback: number): number {
 }
 const SESSIONS = flag("sessions", 100_000);
 const PER_SESSION = flag("per-session", 10);
-const BATCH = flag("batch", 200);
+const BATCH = flag("batch", prune.defaults.batchSize);
 
 const root = mkdtempSync(join(tmpdir(), "li-bench-prune-"));
 const paths = resolvePaths({ env: { LI_HOME: join(root, "home") } });

@@ -147,6 +147,7 @@ CREATE TABLE `sessions` (
 CREATE INDEX `sessions_status_idx` ON `sessions` (`status`,`updated_at`);--> statement-breakpoint
 CREATE INDEX `sessions_invocation_idx` ON `sessions` (`invocation_id`,`updated_at`);--> statement-breakpoint
 CREATE INDEX `sessions_updated_idx` ON `sessions` (`updated_at`);--> statement-breakpoint
+CREATE INDEX `sessions_linked_idx` ON `sessions` (`linked_session_id`);--> statement-breakpoint
 CREATE TABLE `shows` (
 	`id` text PRIMARY KEY NOT NULL,
 	`status` text NOT NULL,

@@ -7,9 +7,11 @@ import { UsageError } from "../util/errors.ts";
 import { randomId } from "../util/ids.ts";
 import { checkCompletionEvidence, type CompletionEvidence, type EvidenceOptions } from "./evidence.ts";
 import { runLeg, type LegIo, type LegOptions } from "./leg.ts";
+import type { LegNotifier } from "./notify.ts";
 import { liExitCode } from "./outcome.ts";
 import { processIdentity } from "./proc.ts";
 import type { AgentRequest } from "./request.ts";
+import { resolveResume, type ResumeHooks, type ResumeTarget } from "./resume.ts";
 import { allocateRun, RUN_ID_ENV, type RunDir } from "./rundir.ts";
 import type { AlsoInSetup, LegPlan } from "./setup.ts";
 import type { AfterCommit, TeardownResult } from "./teardown/state.ts";
@@ -37,6 +39,10 @@ export interface AgentDeps {
   afterCommit?: readonly AfterCommit[];
   onStarted?: LegOptions["onStarted"];
   requirePersistence?: boolean;
+  /** The leg's notice (§9): registration in setup, push after the final write, or one undurable run. */
+  notifier?: LegNotifier;
+  /** Test seams between the reads of a resume (§10). */
+  resumeHooks?: ResumeHooks;
 }
 
 export interface AgentOutcome {
@@ -47,17 +53,21 @@ export interface AgentOutcome {
   legs: number;
 }
 
-/** Claims the first leg's run directory: run id unique among legs and on disk, contract contained in the root. */
-export async function allocateFirstRun(req: AgentRequest, deps: AgentDeps): Promise<RunDir> {
+/**
+ * Claims the first leg's run directory: run id unique among legs and on disk, contract contained in the root.
+ * A resumed leg passes the session's stored contract and artifact root (§7; `--save-dir` still wins).
+ */
+export async function allocateFirstRun(req: AgentRequest, deps: AgentDeps, inherited?: { contract: AgentRequest["contract"]; artifactRoot: string | null }): Promise<RunDir> {
   const fromEnv = deps.env[RUN_ID_ENV];
   delete deps.env[RUN_ID_ENV]; // consumed once: a nested `li agent` in the command gets its own
   const runId = req.runId ?? (fromEnv ? fromEnv : undefined);
   if (runId !== undefined && deps.ledger && (await deps.ledger.backend.runIdTaken(runId))) {
     throw new UsageError(`run id ${runId} is already used by another leg`);
   }
-  const run = allocateRun({ runsRoot: deps.runsRoot, saveDir: req.saveDir, runId, env: {}, ...(deps.now ? { now: deps.now() } : {}) });
+  const saveDir = req.saveDir ?? inherited?.artifactRoot ?? undefined;
+  const run = allocateRun({ runsRoot: deps.runsRoot, saveDir, runId, env: {}, ...(deps.now ? { now: deps.now() } : {}) });
   try {
-    validateContract(req.contract, run.artifactRoot);
+    validateContract(inherited ? inherited.contract : req.contract, run.artifactRoot);
   } catch (error) {
     fs.rmSync(run.stateRoot, { recursive: true, force: true });
     throw error;
@@ -68,13 +78,17 @@ export async function allocateFirstRun(req: AgentRequest, deps: AgentDeps): Prom
 export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<AgentOutcome> {
   const now = deps.now ?? (() => Date.now() / 1000);
   const newId = deps.newId ?? randomId;
-  let run = await allocateFirstRun(req, deps);
-  const sessionId = newId();
-  const branchId = newId();
+  const resume: ResumeTarget | null = req.resume !== null ? await resolveResume(deps.ledger, deps.runsRoot, req.resume, deps.resumeHooks) : null;
+  let run = await allocateFirstRun(req, deps, resume ? { contract: resume.contract, artifactRoot: resume.artifactRoot } : undefined);
+  if (resume && resume.sessionId === null) deps.io.log(`resume: branch ${resume.branchId} has no session any more; it continues under a new session`);
+  let sessionId = resume?.sessionId ?? newId();
+  const branchId = resume?.branchId ?? newId();
+  const contract = resume ? resume.contract : req.contract;
   const cwd = req.cwd ?? deps.workdir;
   const evidenceCwd = req.evidenceGate === false ? null : req.cwd !== null || req.evidenceGate === true ? cwd : null;
   const supervisor = processIdentity();
   let legs = 0;
+  let previousLegId: string | null = null;
   for (;;) {
     legs++;
     const first = legs === 1;
@@ -89,11 +103,14 @@ export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<Agen
       cwd,
       startedAt: now(),
       supervisor,
-      contract: req.contract,
+      contract,
       invocationId: req.invocationId,
       linkedSessionId: req.linkedSessionId,
+      previousLegId,
     };
-    const outcome = await runLeg(plan, first ? "new" : "continue", {
+    const alsoInSetup = composeSetup(deps);
+    const mode = !first ? "continue" : resume?.sessionId ? "resume" : "new";
+    const outcome = await runLeg(plan, mode, {
       ledger: deps.ledger,
       io: deps.io,
       env: deps.env,
@@ -107,18 +124,32 @@ export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<Agen
       now,
       newId,
       checkEvidence: deps.checkEvidence ?? checkCompletionEvidence,
-      afterCommit: deps.afterCommit ?? [],
+      afterCommit: [...(deps.afterCommit ?? []), ...(deps.notifier ? [deps.notifier.afterCommit(plan, deps.ledger)] : [])],
       ...(deps.killGraceMs !== undefined ? { killGraceMs: deps.killGraceMs } : {}),
       ...(deps.drainGraceMs !== undefined ? { drainGraceMs: deps.drainGraceMs } : {}),
       ...(deps.heartbeatMs !== undefined ? { heartbeatMs: deps.heartbeatMs } : {}),
-      ...(deps.alsoInSetup ? { alsoInSetup: deps.alsoInSetup } : {}),
+      ...(alsoInSetup ? { alsoInSetup } : {}),
       ...(first && deps.onStarted ? { onStarted: deps.onStarted } : {}),
       ...(deps.requirePersistence ? { requirePersistence: true } : {}),
     });
     if (outcome.result.persisted !== "deferred") {
       return { plan, result: outcome.result, exit: liExitCode(outcome.result.status), legs };
     }
+    // A resume may have started a new session (its old one was removed): the next leg continues that one.
+    sessionId = plan.sessionId;
+    previousLegId = plan.legId;
     // The next leg continues the same branch and session in a new run directory, with the session's artifact root.
     run = allocateRun({ runsRoot: deps.runsRoot, saveDir: run.artifactRoot, env: {}, now: now() });
   }
+}
+
+/** The caller's extra setup writes, then the leg's registration (§9.1), in the same transaction. */
+function composeSetup(deps: AgentDeps): AlsoInSetup | undefined {
+  const notifier = deps.notifier;
+  const extra = deps.alsoInSetup;
+  if (!notifier) return extra;
+  return async (tx, ids) => {
+    await extra?.(tx, ids);
+    await notifier.register(tx, ids);
+  };
 }

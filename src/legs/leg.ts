@@ -8,6 +8,7 @@ import { commandEnv } from "./env.ts";
 import { startHeartbeat } from "./heartbeat.ts";
 import { commandExitCode, naturalTermination, type Termination } from "./outcome.ts";
 import { readStartTicks } from "./proc.ts";
+import { setupResume, type ResumeSetup } from "./resume.ts";
 import { nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
 import { armDeadline, GroupTerminator, LI_SIGNALS, trapLiSignals } from "./signals.ts";
 import { spawnCommand, SpawnError, type SpawnedCommand } from "./spawn.ts";
@@ -56,6 +57,8 @@ export interface LegOutcome {
   /** The session status when a continuation found the session no longer running (nothing ran). */
   stoppedBy: string | null;
   persisted: boolean;
+  /** How a resumed leg's setup opened it (§10); null for other legs or without persistence. */
+  resumed: ResumeSetup | null;
 }
 
 /** Persistence setup failed where it was required (a detached leg): nothing ran. */
@@ -63,16 +66,22 @@ export class PersistenceSetupError extends Error {
   override readonly name = "PersistenceSetupError";
 }
 
-export async function runLeg(plan: LegPlan, mode: "new" | "continue", o: LegOptions): Promise<LegOutcome> {
+export async function runLeg(plan: LegPlan, mode: "new" | "continue" | "resume", o: LegOptions): Promise<LegOutcome> {
   let ledger = o.ledger;
+  let resumed: ResumeSetup | null = null;
   if (ledger) {
     try {
       if (mode === "new") await setupNewSession(ledger, plan, o.alsoInSetup);
-      else {
+      else if (mode === "resume") {
+        const previous = plan.sessionId;
+        resumed = await setupResume(ledger, plan, o.newId, o.alsoInSetup);
+        if (resumed === "created") o.io.log(`resume: session ${previous} no longer exists; branch ${plan.branchId} continues under the new session ${plan.sessionId}`);
+        if (resumed === "lost_race") o.io.log(`resume: session ${plan.sessionId} was changed by another process during setup; this leg runs, but is not its current leg`);
+      } else {
         const stopped = await setupContinuation(ledger, plan, o.alsoInSetup);
         if (stopped !== null) {
           const own = { status: stopped, reasonCode: "" };
-          return { result: { ...own, persisted: "winner", own, exitCode: null, transition: null }, termination: "timeout", stoppedBy: stopped, persisted: true };
+          return { result: { ...own, persisted: "winner", own, exitCode: null, transition: null }, termination: "timeout", stoppedBy: stopped, persisted: true, resumed };
         }
       }
     } catch (error) {
@@ -91,7 +100,9 @@ export async function runLeg(plan: LegPlan, mode: "new" | "continue", o: LegOpti
     started_at: plan.startedAt,
     persisted: ledger !== null,
     escalate_file: escalateFile,
+    ...(plan.invocationId !== null ? { invocation_id: plan.invocationId } : {}),
   });
+  writeBranchSnapshot(plan);
   await o.onStarted?.(plan, ledger !== null);
 
   const streamFd = fs.openSync(plan.run.streamPath(plan.branchId), "a", 0o600);
@@ -171,8 +182,29 @@ export async function runLeg(plan: LegPlan, mode: "new" | "continue", o: LegOpti
       checkEvidence: o.checkEvidence,
       afterCommit: o.afterCommit,
     });
-    return { result, termination, stoppedBy: null, persisted: ledger !== null };
+    return { result, termination, stoppedBy: null, persisted: ledger !== null, resumed };
   } finally {
     untrap();
+  }
+}
+
+/**
+ * branches/<branch_id>.json: what a later `-r` needs when the ledger no longer holds the branch (§6, §10).
+ * Best-effort: a leg never fails for its snapshot.
+ */
+function writeBranchSnapshot(plan: LegPlan): void {
+  const snapshot = {
+    branch_id: plan.branchId,
+    session_id: plan.sessionId,
+    leg_id: plan.legId,
+    run_id: plan.runId,
+    artifact_root: plan.run.artifactRoot,
+    contract: plan.contract,
+    started_at: plan.startedAt,
+  };
+  try {
+    fs.writeFileSync(plan.run.branchPath(plan.branchId), `${JSON.stringify(snapshot, null, 2)}\n`, { mode: 0o600 });
+  } catch {
+    // The ledger is the record; the snapshot only helps a resume after a prune.
   }
 }

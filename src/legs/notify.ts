@@ -1,12 +1,13 @@
 // A leg's notice (SPEC §9.1, §9.4): its registration in the setup transaction, the push after its final write, or one undurable run.
 
+// Only argv.ts loads with every leg: the registration module pulls in the settings module (~6 ms), so it
+// loads only when a notice is possible, and the push modules only after the final write.
+
 import path from "node:path";
 import type { Tx } from "../ledger/backend.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-import { undurableEnvelope } from "../notify/envelope.ts";
-import { pushTerminal } from "../notify/push.ts";
-import { defaultLegNotify, passLegRegistration, registerLegCallback, type LegNotify } from "../notify/register.ts";
-import { describeArgv, runUndurable } from "../notify/run.ts";
+import { compileTemplate } from "../notify/argv.ts";
+import type { LegNotify } from "../notify/register.ts";
 import type { Settings } from "../settings/settings.ts";
 import type { LegIds, LegPlan } from "./setup.ts";
 import type { AfterCommit } from "./teardown/state.ts";
@@ -33,16 +34,21 @@ export interface LegNotifierOptions {
 export class LegNotifier {
   private readonly warned = new Set<string>();
 
-  constructor(private readonly o: LegNotifierOptions) {}
+  private constructor(
+    private readonly o: LegNotifierOptions,
+    /** The registration module, loaded before any setup transaction when a notice is possible. */
+    private readonly registration: typeof import("../notify/register.ts") | null,
+  ) {}
+
+  static async load(o: LegNotifierOptions): Promise<LegNotifier> {
+    const possible = o.notifyFlag !== null || o.settings !== null;
+    return new LegNotifier(o, possible ? await import("../notify/register.ts") : null);
+  }
 
   /** The argv this leg registers (or runs without persistence), by the precedence of §9.1. */
   resolve(ids: { sessionId: string; branchId: string }): LegNotify {
     const resolved =
-      this.o.settings === null
-        ? this.o.notifyFlag === null
-          ? { argv: null, origin: null, warnings: [] }
-          : defaultLegNotify({ notifyOnTerminal: null } as unknown as Settings, { notifyFlag: this.o.notifyFlag, ...ids })
-        : defaultLegNotify(this.o.settings, { notifyFlag: this.o.notifyFlag, ...ids });
+      this.o.settings !== null && this.registration ? this.registration.defaultLegNotify(this.o.settings, { notifyFlag: this.o.notifyFlag, ...ids }) : flagOnly(this.o.notifyFlag);
     for (const warning of resolved.warnings) {
       if (this.warned.has(warning)) continue;
       this.warned.add(warning);
@@ -56,10 +62,12 @@ export class LegNotifier {
    * before it (one notice, for the leg that finalizes); any other leg writes its own.
    */
   readonly register = async (tx: Tx, ids: LegIds & { readonly previousLegId?: string | null }): Promise<void> => {
-    if (ids.previousLegId && (await passLegRegistration(tx, ids.previousLegId, ids.legId)) > 0) return;
+    const registration = this.registration;
+    if (!registration) return;
+    if (ids.previousLegId && (await registration.passLegRegistration(tx, ids.previousLegId, ids.legId)) > 0) return;
     const notify = this.resolve(ids);
     if (notify.argv === null || notify.origin === null) return;
-    await registerLegCallback(tx, {
+    await registration.registerLegCallback(tx, {
       sessionId: ids.sessionId,
       legId: ids.legId,
       argv: notify.argv,
@@ -73,6 +81,8 @@ export class LegNotifier {
   afterCommit(plan: LegPlan, ledger: Ledger | null): AfterCommit {
     return async (result) => {
       if (result.persisted === "written" && result.transition && ledger) {
+        if (!result.transition.terminalEvent) return;
+        const { pushTerminal } = await import("../notify/push.ts");
         const summary = await pushTerminal(ledger, result.transition, this.engineOptions());
         if (summary.error) this.o.log(`notify: ${summary.error}; li events deliver will retry`);
         for (const outcome of summary.outcomes) {
@@ -83,6 +93,7 @@ export class LegNotifier {
       if (result.persisted !== "none") return;
       const notify = this.resolve(plan);
       if (notify.argv === null) return;
+      const [{ undurableEnvelope }, { describeArgv, runUndurable }] = await Promise.all([import("../notify/envelope.ts"), import("../notify/run.ts")]);
       const envelope = undurableEnvelope({
         sessionId: plan.sessionId,
         branchId: plan.branchId,
@@ -110,4 +121,11 @@ export class LegNotifier {
       ...(this.o.hostId !== undefined ? { hostId: this.o.hostId } : {}),
     };
   }
+}
+
+/** Without a settings file only `--notify` can give a leg its notice. */
+function flagOnly(flag: string | null): LegNotify {
+  if (flag === null) return { argv: null, origin: null, warnings: [] };
+  const compiled = compileTemplate(flag, "--notify");
+  return compiled.ok ? { argv: compiled.argv, origin: "--notify", warnings: [] } : { argv: null, origin: "--notify", warnings: [compiled.warning] };
 }

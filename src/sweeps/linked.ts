@@ -194,7 +194,6 @@ export const linkedFinalizer: Sweep<LinkedOptions, LinkedSummary> = {
           summary.skipped_running++;
           continue;
         }
-        await env.hooks?.beforeWrite?.(s.id);
         const action: LinkedAction = {
           session_id: s.id,
           linked_session_id: linkedId,
@@ -209,6 +208,7 @@ export const linkedFinalizer: Sweep<LinkedOptions, LinkedSummary> = {
           summary.finalized++;
           continue;
         }
+        await env.hooks?.beforeWrite?.(s.id);
         const written = await finalize(ledger, s, leg, outcome, linkedId, now);
         if (written.result === "applied") {
           action.applied = true;

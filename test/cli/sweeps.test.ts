@@ -1,9 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
+import { openLedger } from "../../src/ledger/open.ts";
+import { resolvePaths } from "../../src/ledger/location.ts";
+import { reaper } from "../../src/sweeps/reaper.ts";
 import { li } from "../helpers/cli.ts";
 
 function db(home: string): Database {
@@ -90,5 +93,90 @@ describe("li kill --all-stale, li state doctor, li state prune (end to end)", ()
 
     expect((await li(["kill", liveId], { home })).code).toBe(0);
     expect(existsSync(join(home, "state.db"))).toBe(true);
+  });
+});
+
+/** Waits until `check` holds (bounded, so a regression fails instead of hanging). */
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !check(); i++) await Bun.sleep(20);
+}
+
+describe("notices around li kill and the prune (end to end)", () => {
+  test("li kill on a live leg: cancelled/run.cancelled.manual_kill, and its --notify fires exactly once", async () => {
+    const home = tempDir();
+    const marks = tempDir();
+    const started = await li(["agent", "--detach", "--notify", `touch ${marks}/fired-{status}-{reason}-{event_id}`, "--", fixture("forever")], { home });
+    const id = started.stdout.trim();
+    const leg = db(home).query<{ pid: number }, [string]>("SELECT pid FROM legs WHERE session_id = ?").get(id)!;
+    expect((await li(["kill", id], { home })).code).toBe(0);
+    // The leg pushes after its own commit; once its supervisor is gone nothing else will fire it.
+    await until(() => !isAlive(leg.pid));
+    const fired = readdirSync(marks);
+    expect(fired.length).toBe(1);
+    expect(fired[0]).toStartWith("fired-cancelled-run.cancelled.manual_kill-");
+  });
+
+  test("a resume that arrives after the prune deleted its session gets a new session, is persisted, and its notice fires", async () => {
+    const home = tempDir();
+    const marks = tempDir();
+    const first = JSON.parse((await li(["agent", "--json", "--", fixture("exit-with"), "0"], { home })).stdout) as { session_id: string; branch_id: string };
+    expect((await li(["state", "prune", "--keep-days", "0"], { home })).stdout).toBe("pruned sessions=1 transitions=2 legs=1 skipped_owed=0\n");
+
+    const resumed = await li(["agent", "--json", "-r", first.branch_id, "--notify", `touch ${marks}/fired-{status}-{session_id}`, "--", fixture("exit-with"), "0"], { home });
+
+    expect(resumed.code).toBe(0);
+    const record = JSON.parse(resumed.stdout) as { session_id: string; branch_id: string; persisted: boolean };
+    expect(record.persisted).toBe(true);
+    expect(record.branch_id).toBe(first.branch_id);
+    expect(record.session_id).not.toBe(first.session_id);
+    const row = db(home).query<{ status: string }, [string]>("SELECT status FROM sessions WHERE id = ?").get(record.session_id);
+    expect(row?.status).toBe("completed");
+    expect(readdirSync(marks)).toEqual([`fired-completed-${record.session_id}`]);
+  });
+
+  test("a leg whose command ignores SIGTERM ends run.cancelled.force_kill after the grace, its processes are gone, and the notice fires once", async () => {
+    const home = tempDir();
+    const marks = tempDir();
+    const started = await li(["agent", "--detach", "--notify", `touch ${marks}/fired-{reason}`, "--", fixture("ignore-sigterm")], { home });
+    const id = started.stdout.trim();
+    let leg: { pid: number; command_pid: number | null } | null = null;
+    await until(() => (leg = db(home).query<{ pid: number; command_pid: number | null }, [string]>("SELECT pid, command_pid FROM legs WHERE session_id = ?").get(id))?.command_pid != null);
+    const killed = await li(["kill", "--grace", "0.5", id], { home });
+    expect(killed.code).toBe(0);
+    expect(killed.stdout).toBe(`${id}: cancelled (run.cancelled.force_kill)\n`);
+    await until(() => !isAlive(leg!.pid) && !isAlive(leg!.command_pid!));
+    expect([isAlive(leg!.pid), isAlive(leg!.command_pid!)]).toEqual([false, false]);
+    expect(readdirSync(marks)).toEqual(["fired-run.cancelled.force_kill"]);
+  });
+});
+
+describe("crash recovery with real processes (the reaper's pass; li watch will schedule the same runOnce)", () => {
+  test("kill -9 a leg's li process: the reaper kills the orphaned command and writes failed/session.phantom.process_dead; delivery then runs its --notify", async () => {
+    const home = tempDir();
+    const marks = tempDir();
+    const started = await li(["agent", "--detach", "--notify", `touch ${marks}/fired-{status}-{reason}`, "--", fixture("forever")], { home });
+    const id = started.stdout.trim();
+    let leg: { pid: number; command_pid: number | null } | null = null;
+    await until(() => (leg = db(home).query<{ pid: number; command_pid: number | null }, [string]>("SELECT pid, command_pid FROM legs WHERE session_id = ?").get(id))?.command_pid != null);
+    process.kill(leg!.pid, "SIGKILL");
+    await until(() => !isAlive(leg!.pid));
+    expect(isAlive(leg!.command_pid!)).toBe(true);
+
+    const ledger = openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: false });
+    try {
+      // Past the phantom grace, by the sweep's clock rather than by sleeping.
+      const summary = await reaper.runOnce(ledger, Date.now() / 1000 + 120, reaper.validate({}));
+      expect(summary.swept).toBe(1);
+    } finally {
+      ledger.close();
+    }
+    await until(() => !isAlive(leg!.command_pid!));
+    expect(isAlive(leg!.command_pid!)).toBe(false);
+    const row = db(home).query<{ status: string; status_reason_code: string }, [string]>("SELECT status, status_reason_code FROM sessions WHERE id = ?").get(id);
+    expect(row).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
+    // The sweep pushed nothing; durable delivery runs the registration.
+    expect(readdirSync(marks)).toEqual([]);
+    expect((await li(["events", "deliver"], { home })).code).toBe(0);
+    expect(readdirSync(marks)).toEqual(["fired-failed-session.phantom.process_dead"]);
   });
 });

@@ -68,6 +68,28 @@ describe("ADR-0105 Verification 4: one sweep judges the process, not the age", (
   });
 });
 
+describe("li state doctor", () => {
+  test("rows without markers are swept once their last update passes the threshold, with the chosen status", async () => {
+    const { ledger, status } = setup();
+    await insertSession(ledger, { id: "bare-old", startedAt: NOW - 30 * HOUR, updatedAt: NOW - 30 * HOUR });
+    await insertSession(ledger, { id: "bare-young", startedAt: NOW - 30 * HOUR, updatedAt: NOW - 2 * HOUR });
+    const summary = await doctor.runOnce(ledger, NOW, doctor.validate({ newStatus: "failed" }));
+    expect(doctorLine(summary, "failed")).toBe("running=2, swept=1 → failed, skipped_recent=1, skipped_live=0");
+    expect(status("bare-old")).toEqual({ status: "failed", status_reason_code: "session.stale.no_heartbeat" });
+    expect(status("bare-young")!.status).toBe("running");
+  });
+
+  test("a leg of another host is judged by its heartbeat: stale past the threshold is swept, a fresh one is live", async () => {
+    const { ledger, status } = setup();
+    await insertSession(ledger, { id: "far-stale", startedAt: NOW - 48 * HOUR, updatedAt: NOW - 48 * HOUR, legs: [{ id: "a", hostId: ELSEWHERE, pid: 77, pidStartTicks: 1, startedAt: NOW - 48 * HOUR, heartbeatAt: NOW - 30 * HOUR }] });
+    await insertSession(ledger, { id: "far-live", startedAt: NOW - 48 * HOUR, updatedAt: NOW - 48 * HOUR, legs: [{ id: "b", hostId: ELSEWHERE, pid: 77, pidStartTicks: 1, startedAt: NOW - 48 * HOUR, heartbeatAt: NOW - 20 }] });
+    const summary = await doctor.runOnce(ledger, NOW, doctor.validate({}));
+    expect([summary.swept, summary.skipped_live]).toEqual([1, 1]);
+    expect(status("far-stale")!.status).toBe("aborted");
+    expect(status("far-live")!.status).toBe("running");
+  });
+});
+
 describe("a resumed session is aged from its current leg, never from started_at", () => {
   const firstStart = NOW - 10 * 24 * HOUR;
 

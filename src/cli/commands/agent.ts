@@ -8,10 +8,12 @@ import { runAgent, type AgentDeps } from "../../legs/agent.ts";
 import { startDetached, writeReady } from "../../legs/detach.ts";
 import { SUPERVISOR_ENV } from "../../legs/env.ts";
 import { PersistenceSetupError, type LegIo } from "../../legs/leg.ts";
+import { LegNotifier } from "../../legs/notify.ts";
 import { EXIT_UNAVAILABLE } from "../../legs/outcome.ts";
 import { parseAgentRequest, type AgentArgs } from "../../legs/request.ts";
 import { stdinMode } from "../../legs/spawn.ts";
 import { anySettingsFile } from "../../legs/settings-lookup.ts";
+import type { Settings } from "../../settings/settings.ts";
 import { cliContext, cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
 
@@ -51,11 +53,12 @@ export default defineCommand({
     delete process.env[SUPERVISOR_ENV];
     if (readyFile) return supervise(args, readyFile);
     const workdir = process.cwd();
-    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: await agentTimeout(args, workdir, note) });
+    const settings = await agentSettings(args, workdir, note);
+    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null });
     req.contractWarnings.forEach(note);
-    if (req.resume !== null) throw new UsageError("-r/--resume: resuming a branch is not supported by this build of li yet");
-    if (req.notify !== null) note("warning: --notify is not wired into li agent in this build; no callback is registered");
     if (req.detach) {
+      // The supervisor's warnings go to its log: a bad --notify is worth saying here, where someone reads it.
+      if (req.notify !== null) (await LegNotifier.load({ notifyFlag: req.notify, settings: null, log: note })).resolve({ sessionId: "", branchId: "" });
       const report = await startDetached(process.argv.slice(2), process.env);
       if (!report.ok) {
         note(report.message);
@@ -76,7 +79,7 @@ export default defineCommand({
     } else note("warning: --no-persist: nothing is recorded in the ledger");
     try {
       const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
-      const outcome = await runAgent(req, deps(ledger, io, workdir, stdinMode(Boolean(process.stdin.isTTY), false)));
+      const outcome = await runAgent(req, { ...deps(ledger, io, workdir, stdinMode(Boolean(process.stdin.isTTY), false)), notifier: await notifier(req.notify, settings, note) });
       const { plan, result } = outcome;
       note(`${result.status} (${result.reasonCode || "-"}) session ${plan.sessionId} branch ${plan.branchId}${result.persisted === "none" ? " (not recorded)" : ""}`);
       if (req.json) {
@@ -99,14 +102,21 @@ export default defineCommand({
   },
 });
 
-/** `agent.timeout` from settings (§15); the settings module loads only when a settings file exists. */
-async function agentTimeout(args: AgentArgs, workdir: string, warn: (line: string) => void): Promise<number | null> {
+/**
+ * The settings (§15), resolved once per process from `--cwd` (else the working directory); null when
+ * no settings file exists, so a leg without one never loads the settings module.
+ */
+async function agentSettings(args: AgentArgs, workdir: string, warn: (line: string) => void): Promise<Settings | null> {
   const start = typeof args.cwd === "string" ? path.resolve(workdir, args.cwd) : workdir;
   if (!anySettingsFile(start)) return null;
   const { loadSettings } = await import("../../settings/settings.ts");
   const { settings, warnings } = loadSettings({ cwd: start });
   warnings.forEach(warn);
-  return settings.agentTimeout;
+  return settings;
+}
+
+function notifier(flag: string | null, settings: Settings | null, log: (line: string) => void): Promise<LegNotifier> {
+  return LegNotifier.load({ notifyFlag: flag, settings, log, liHome: cliPaths().home });
 }
 
 /** The flags as the service names them; citty keeps only the last of a repeated --artifact, so those come from the raw words. */
@@ -166,7 +176,8 @@ async function supervise(args: AgentArgs, readyFile: string): Promise<number> {
   let ledger: Ledger | null = null;
   try {
     const workdir = process.cwd();
-    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: await agentTimeout(args, workdir, log) });
+    const settings = await agentSettings(args, workdir, log);
+    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null });
     try {
       ledger = cliLedger({ create: true });
     } catch (error) {
@@ -175,6 +186,7 @@ async function supervise(args: AgentArgs, readyFile: string): Promise<number> {
     const io: LegIo = { stdout: () => {}, stderr: () => {}, log };
     const outcome = await runAgent(req, {
       ...deps(ledger, io, workdir, "ignore"),
+      notifier: await notifier(req.notify, settings, log),
       requirePersistence: true,
       onStarted: (plan) => {
         logFile = path.join(plan.run.streamDir, "li.log");

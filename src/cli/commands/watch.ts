@@ -17,20 +17,20 @@ export default defineCommand({
   },
   args: {
     once: { type: "boolean", description: "run one pass of everything and exit (for cron)" },
-    sweepInterval: { type: "string", description: "DURATION between sweeps (default 30s; settings watch.sweep_interval)" },
-    phantomGrace: { type: "string", description: "seconds after a dead leg's last heartbeat before it is reaped (default 60; watch.phantom_grace)" },
-    phantomHours: { type: "string", description: "hours before a session with no process markers is reaped (default 1; watch.phantom_hours)" },
-    pruneKeepDays: { type: "string", description: "also prune terminal sessions older than N days (default: never; watch.prune_keep_days). Never removes files" },
-    logFormat: { type: "string", description: "text (default) or json: one line per action" },
+    "sweep-interval": { type: "string", description: "DURATION between sweeps (default 30s; settings watch.sweep_interval)" },
+    "phantom-grace": { type: "string", description: "seconds after a dead leg's last heartbeat before it is reaped (default 60; watch.phantom_grace)" },
+    "phantom-hours": { type: "string", description: "hours before a session with no process markers is reaped (default 1; watch.phantom_hours)" },
+    "prune-keep-days": { type: "string", description: "also prune terminal sessions older than N days (default: never; watch.prune_keep_days). Never removes files" },
+    "log-format": { type: "string", description: "text (default) or json: one line per action" },
   },
   async run({ args }) {
-    const format = (args.logFormat ?? "text") as LogFormat;
-    if (!LOG_FORMATS.includes(format)) throw new UsageError(`--log-format: ${JSON.stringify(args.logFormat)} is not one of ${LOG_FORMATS.join(", ")}`);
+    const format = (args["log-format"] ?? "text") as LogFormat;
+    if (!LOG_FORMATS.includes(format)) throw new UsageError(`--log-format: ${JSON.stringify(args["log-format"])} is not one of ${LOG_FORMATS.join(", ")}`);
     const flags = {
-      sweepInterval: args.sweepInterval === undefined ? undefined : parseDuration(args.sweepInterval, "--sweep-interval"),
-      phantomGrace: args.phantomGrace === undefined ? undefined : parseDuration(args.phantomGrace, "--phantom-grace"),
-      phantomHours: args.phantomHours === undefined ? undefined : parsePositiveNumber(args.phantomHours, "--phantom-hours"),
-      pruneKeepDays: args.pruneKeepDays === undefined ? undefined : parsePositiveNumber(args.pruneKeepDays, "--prune-keep-days"),
+      sweepInterval: args["sweep-interval"] === undefined ? undefined : parseDuration(args["sweep-interval"], "--sweep-interval"),
+      phantomGrace: args["phantom-grace"] === undefined ? undefined : parseDuration(args["phantom-grace"], "--phantom-grace"),
+      phantomHours: args["phantom-hours"] === undefined ? undefined : parsePositiveNumber(args["phantom-hours"], "--phantom-hours"),
+      pruneKeepDays: args["prune-keep-days"] === undefined ? undefined : parsePositiveNumber(args["prune-keep-days"], "--prune-keep-days"),
     };
     const { settings, warnings } = loadSettings({ cwd: process.cwd() });
     for (const w of warnings) process.stderr.write(`li: warning: ${w}\n`);

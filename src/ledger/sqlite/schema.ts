@@ -44,6 +44,8 @@ export const sessions = sqliteTable(
     index("sessions_status_idx").on(t.status, t.updated_at),
     index("sessions_invocation_idx").on(t.invocation_id, t.updated_at),
     index("sessions_updated_idx").on(t.updated_at),
+    // The prune nulls this soft reference per batch (§12.5); without an index that is a scan of every session.
+    index("sessions_linked_idx").on(t.linked_session_id),
   ],
 );
 

@@ -1,0 +1,219 @@
+// `li watch` end to end through dist/li: the lock, signals, --once, the prune default, and crash recovery with real processes.
+
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { openLedger } from "../../src/ledger/open.ts";
+import { resolvePaths } from "../../src/ledger/location.ts";
+import { handlerHost } from "../../src/notify/engine.ts";
+import { addHandler } from "../../src/notify/consumers.ts";
+import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
+import { fixture } from "../helpers/fixtures.ts";
+import { tempDir } from "../helpers/ledger.ts";
+import { insertSession, isRunning, query } from "../helpers/sweep-fixtures.ts";
+import { RECORD, recorded } from "../notify/helpers.ts";
+
+const spawned: Subprocess[] = [];
+afterAll(() => {
+  for (const p of spawned) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
+});
+
+interface Watcher {
+  proc: Subprocess<"ignore", "pipe", "pipe">;
+  /** Every stdout line so far. */
+  lines: string[];
+  /** Resolves with the first line (so far or later) that contains `text`. */
+  line(text: string, ms?: number): Promise<string>;
+}
+
+function startWatcher(home: string, args: string[] = []): Watcher {
+  const proc = Bun.spawn([LI_BINARY, "watch", ...args], { env: liEnv(home), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  spawned.push(proc);
+  const lines: string[] = [];
+  void (async () => {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const chunk of proc.stdout) {
+      buffer += decoder.decode(chunk, { stream: true });
+      const parts = buffer.split("\n");
+      buffer = parts.pop() ?? "";
+      lines.push(...parts);
+    }
+  })();
+  return {
+    proc,
+    lines,
+    async line(text, ms = 15_000) {
+      const end = Date.now() + ms;
+      for (;;) {
+        const found = lines.find((l) => l.includes(text));
+        if (found) return found;
+        if (Date.now() > end || proc.exitCode !== null) throw new Error(`watcher printed no line with ${JSON.stringify(text)}; lines: ${lines.join(" | ")}`);
+        await Bun.sleep(10);
+      }
+    },
+  };
+}
+
+async function until(check: () => boolean, what: string, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+function ledgerIn(home: string) {
+  return openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: true });
+}
+
+describe("li watch", () => {
+  test("a second watcher on the same ledger refuses with exit 1 and says why", async () => {
+    const home = tempDir();
+    const first = startWatcher(home);
+    await first.line(" start ");
+
+    const second = await li(["watch", "--once"], { home });
+
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain("another li watch already runs for this ledger");
+    first.proc.kill("SIGTERM");
+    expect(await first.proc.exited).toBe(0);
+  });
+
+  test("SIGTERM stops it cleanly with exit 0 and a stop line; the lock is free again", async () => {
+    const home = tempDir();
+    const w = startWatcher(home, ["--log-format", "json"]);
+    await w.line('"action":"start"');
+
+    w.proc.kill("SIGTERM");
+
+    expect(await w.proc.exited).toBe(0);
+    const stop = JSON.parse(await w.line('"action":"stop"'));
+    expect(stop.ended).toBe("signal");
+    expect((await li(["watch", "--once"], { home })).code).toBe(0);
+  });
+
+  test("--once runs one pass of everything and exits 0", async () => {
+    const home = tempDir();
+    const r = await li(["watch", "--once"], { home });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/ stop ended=once passes=1 sweeps=1 /);
+  });
+
+  test("bad flag values are usage errors naming the flag", async () => {
+    const home = tempDir();
+    expect(await li(["watch", "--once", "--log-format", "xml"], { home })).toMatchObject({ code: 2, stderr: expect.stringContaining("--log-format") });
+    expect(await li(["watch", "--once", "--phantom-grace", "soon"], { home })).toMatchObject({ code: 2, stderr: expect.stringContaining("--phantom-grace") });
+  });
+
+  test("the watch.* settings keys apply, a flag beats its key, and an invalid value warns and falls back", async () => {
+    const home = tempDir();
+    writeFileSync(join(home, "settings.yaml"), "watch:\n  sweep_interval: 2m\n  phantom_grace: 90\n  phantom_hours: soon\n  prune_keep_days: 45\n");
+
+    const r = await li(["watch", "--once", "--phantom-grace", "5", "--log-format", "json"], { home, cwd: home });
+
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout.split("\n")[0]!)).toMatchObject({ action: "start", sweep_interval: 120, phantom_grace: 5, phantom_hours: 1, prune_keep_days: 45 });
+    expect(r.stderr).toContain("watch.phantom_hours");
+  });
+
+  test("without --prune-keep-days it never deletes: backdated terminal sessions survive; with it they go", async () => {
+    const home = tempDir();
+    const ledger = ledgerIn(home);
+    const old = Date.now() / 1000 - 400 * 86400;
+    for (const id of ["old-1", "old-2"]) await insertSession(ledger, { id, status: "completed", startedAt: old, updatedAt: old });
+    const count = () => query<{ n: number }>(ledger, "SELECT COUNT(*) AS n FROM sessions")[0]!.n;
+
+    expect((await li(["watch", "--once"], { home })).code).toBe(0);
+    expect(count()).toBe(2);
+
+    const pruning = await li(["watch", "--once", "--prune-keep-days", "30"], { home });
+    expect(pruning.stdout).toContain(" prune keep_days=30 sessions=2 ");
+    expect(count()).toBe(0);
+    ledger.close();
+  });
+
+  test("crash recovery: after kill -9 of a leg's li, the watcher kills the orphan, reaps the session and delivers its --notify", async () => {
+    const home = tempDir();
+    const out = join(home, "notices");
+    const pidFile = join(home, "command.pid");
+    const agent = Bun.spawn([LI_BINARY, "agent", "--notify", `${RECORD} ${out}`, "--", fixture("forever"), pidFile], { env: liEnv(home), stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+    spawned.push(agent);
+    await until(() => existsSync(pidFile), "the command to start", 15_000);
+    const commandPid = Number(readFileSync(pidFile, "utf8"));
+    const ledger = ledgerIn(home);
+    await until(() => query(ledger, "SELECT 1 FROM legs WHERE command_pid IS NOT NULL").length === 1, "the leg's markers", 15_000);
+
+    agent.kill("SIGKILL");
+    await agent.exited;
+    expect(isRunning(commandPid)).toBe(true);
+
+    const w = startWatcher(home, ["--sweep-interval", "0.2", "--phantom-grace", "1"]);
+    await until(() => recorded(out).length >= 1, "the notice");
+    w.proc.kill("SIGTERM");
+    expect(await w.proc.exited).toBe(0);
+
+    await until(() => !isRunning(commandPid), "the orphan to die", 5_000);
+    const [session] = query<{ id: string; status: string; status_reason_code: string }>(ledger, "SELECT id, status, status_reason_code FROM sessions");
+    expect(session).toMatchObject({ status: "failed", status_reason_code: "session.phantom.process_dead" });
+    expect(recorded(out).map((l) => l.split(" ").slice(1, 4).join(" "))).toEqual([`failed session ${session!.id}`]);
+    expect(await w.line(" reap ")).toContain("killed_pgid=");
+    ledger.close();
+  }, 60_000);
+
+  test("a session li agent held for its running --linked-session is finalized with that session's outcome once it ends", async () => {
+    const home = tempDir();
+    const ledger = ledgerIn(home);
+    await ledger.createEntity("session", { id: "provider-session" });
+    await li(["agent", "--linked-session", "provider-session", "--", fixture("exit-with"), "75"], { home });
+    const held = () => query<{ id: string; status: string; status_reason_code: string }>(ledger, "SELECT id, status, status_reason_code FROM sessions WHERE id != 'provider-session'")[0]!;
+    expect(held()).toMatchObject({ status: "running", status_reason_code: "session.running.linked_pending" });
+
+    expect((await li(["watch", "--once"], { home })).code).toBe(0);
+    expect(held().status).toBe("running");
+
+    await ledger.updateStatus("session", "provider-session", { newStatus: "completed", reasonCode: "run.completed.ok" });
+    const r = await li(["watch", "--once"], { home });
+
+    expect(held()).toMatchObject({ status: "completed", status_reason_code: "run.completed.ok" });
+    expect(r.stdout).toContain(`finalize_linked session_id=${held().id} linked_session_id=provider-session linked_status=completed`);
+    ledger.close();
+  });
+
+  test("kill -9 of the watcher in the middle of delivering 200 owed events loses none: a restart delivers every one at least once", async () => {
+    const home = tempDir();
+    const out = join(home, "delivered");
+    const ledger = ledgerIn(home);
+    await addHandler(ledger, { name: "count", argv: [RECORD, "--sleep=0.2", out], kinds: [], ids: [], hostId: handlerHost() });
+    const events: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      const id = `s-${String(i).padStart(3, "0")}`;
+      await ledger.createEntity("session", { id });
+      const outcome = await ledger.transition("session", id, { newStatus: "completed", reasonCode: "run.completed.ok" });
+      if (outcome.result === "applied") events.push(outcome.transition.transitionId);
+    }
+    expect(events.length).toBe(200);
+    const delivered = () => new Set(recorded(out).map((l) => l.split(" ")[0]!));
+
+    const first = startWatcher(home);
+    await until(() => recorded(out).length > 0, "the first deliveries");
+    first.proc.kill("SIGKILL");
+    await first.proc.exited;
+    const before = delivered().size;
+    expect(before).toBeLessThan(200);
+
+    const second = startWatcher(home);
+    await until(() => delivered().size >= 200, "every event", 90_000);
+    second.proc.kill("SIGTERM");
+    expect(await second.proc.exited).toBe(0);
+
+    const seen = delivered();
+    expect(events.filter((e) => !seen.has(e))).toEqual([]);
+    expect(seen.size).toBe(200);
+    const open = query<{ n: number }>(ledger, "SELECT COUNT(*) AS n FROM terminal_deliveries WHERE consumer = 'handler:count' AND state != 'acked'")[0]!.n;
+    expect(open).toBe(0);
+    ledger.close();
+  }, 120_000);
+});

@@ -1,0 +1,120 @@
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { pollingOnly, watchSqliteFile } from "../../src/ledger/sqlite/wake.ts";
+import type { LogEntry } from "../../src/watch/log.ts";
+import { runWatch, type WatchConfig } from "../../src/watch/service.ts";
+import { tempLedger } from "../helpers/ledger.ts";
+import { deadPid, insertSession, isRunning, query, startFixture } from "../helpers/sweep-fixtures.ts";
+import { HOST, legRegistration, RECORD, recorded, standing } from "../notify/helpers.ts";
+
+const now = () => Date.now() / 1000;
+const DAY = 86400;
+
+const config = (over: Partial<WatchConfig> = {}): WatchConfig => ({ once: true, sweepIntervalSeconds: 30, phantomGraceSeconds: 1, phantomHours: 1, pruneKeepDays: null, ...over });
+
+function world() {
+  const t = tempLedger();
+  const entries: LogEntry[] = [];
+  const status = (id: string) => query<{ status: string; status_reason_code: string }>(t.ledger, "SELECT status, status_reason_code FROM sessions WHERE id = ?", id)[0] ?? null;
+  return { ...t, entries, log: (e: LogEntry) => void entries.push(e), status, out: join(t.home, "notices") };
+}
+
+async function phantom(w: ReturnType<typeof world>, id: string) {
+  const dead = await deadPid();
+  const t = now();
+  await insertSession(w.ledger, { id, startedAt: t - 120, updatedAt: t - 120, legs: [{ id: `${id}-leg`, pid: dead.pid, pidStartTicks: dead.startTicks, startedAt: t - 120, heartbeatAt: t - 100 }] });
+  await legRegistration(w.ledger, { sessionId: id, legId: `${id}-leg`, argv: [RECORD, w.out] });
+}
+
+async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await Bun.sleep(10);
+  }
+}
+
+describe("the watch loop", () => {
+  test("one pass reaps a phantom session, kills its orphaned command and delivers its registration", async () => {
+    const w = world();
+    const dead = await deadPid();
+    const command = await startFixture("forever");
+    const t = now();
+    await insertSession(w.ledger, {
+      id: "s",
+      startedAt: t - 120,
+      updatedAt: t - 120,
+      legs: [{ id: "s-leg", pid: dead.pid, pidStartTicks: dead.startTicks, commandPid: command.pid, commandStartTicks: command.startTicks, startedAt: t - 120, heartbeatAt: t - 100 }],
+    });
+    await legRegistration(w.ledger, { sessionId: "s", legId: "s-leg", argv: [RECORD, w.out] });
+
+    const report = await runWatch({ ledger: w.ledger, wake: pollingOnly(), log: w.log, signal: new AbortController().signal, delivery: { hostId: HOST } }, config());
+
+    expect(w.status("s")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
+    await command.proc.exited;
+    expect(isRunning(command.pid)).toBe(false);
+    expect(recorded(w.out).map((l) => l.split(" ").slice(1, 4).join(" "))).toEqual(["failed session s"]);
+    expect(report).toMatchObject({ ended: "once", passes: 1, sweeps: 1, reaped: 1, delivered: 1, errors: 0 });
+    expect(w.entries.map((e) => e.action)).toEqual(["reap", "deliver"]);
+  });
+
+  test("without a prune setting nothing is ever deleted; with one, old terminal sessions go", async () => {
+    const w = world();
+    const old = now() - 100 * DAY;
+    await insertSession(w.ledger, { id: "old", status: "completed", startedAt: old, updatedAt: old });
+    const deps = { ledger: w.ledger, wake: pollingOnly(), log: w.log, signal: new AbortController().signal, delivery: { hostId: HOST } };
+
+    await runWatch(deps, config());
+    expect(w.status("old")?.status).toBe("completed");
+
+    await runWatch(deps, config({ pruneKeepDays: 30 }));
+    expect(w.status("old")).toBeNull();
+    expect(w.entries.find((e) => e.action === "prune")).toMatchObject({ sessions: 1, keep_days: 30 });
+  });
+
+  test("a commit wakes delivery at once, without waiting for the safety poll", async () => {
+    const w = world();
+    await standing(w.ledger, "h", [RECORD, w.out]);
+    const wake = watchSqliteFile(w.dbPath);
+    const stop = new AbortController();
+    // A poll and a sweep interval far longer than the test's timeout: only the file wake-up can deliver in time.
+    const running = runWatch({ ledger: w.ledger, wake, log: w.log, signal: stop.signal, delivery: { hostId: HOST } }, config({ once: false, pollSeconds: 3600, sweepIntervalSeconds: 3600 }));
+    await Bun.sleep(50);
+    await w.ledger.createEntity("session", { id: "s" });
+    await w.ledger.updateStatus("session", "s", { newStatus: "completed", reasonCode: "run.completed.ok" });
+
+    await until(() => recorded(w.out).length === 1, "the notice");
+    stop.abort();
+    const report = await running;
+    wake.close();
+    expect(report).toMatchObject({ ended: "signal", delivered: 1, sweeps: 1 });
+  });
+
+  test("the reaper runs on the sweep interval, not on every wake-up", async () => {
+    const w = world();
+    let clock = 0;
+    const stop = new AbortController();
+    const running = runWatch(
+      { ledger: w.ledger, wake: pollingOnly(), log: w.log, signal: stop.signal, delivery: { hostId: HOST }, clockMs: () => clock },
+      config({ once: false, pollSeconds: 0.01, sweepIntervalSeconds: 60 }),
+    );
+    await Bun.sleep(30);
+    await phantom(w, "p");
+    await Bun.sleep(100); // several polls, no sweep due
+    expect(w.status("p")?.status).toBe("running");
+
+    clock += 60_000;
+    await until(() => w.status("p")?.status === "failed", "the reaper");
+    await until(() => recorded(w.out).length === 1, "the notice");
+    stop.abort();
+    expect(await running).toMatchObject({ sweeps: 2, reaped: 1 });
+  });
+
+  test("an abort ends the loop after the pass in flight", async () => {
+    const w = world();
+    const stop = new AbortController();
+    stop.abort();
+    const report = await runWatch({ ledger: w.ledger, wake: pollingOnly(), log: w.log, signal: stop.signal }, config({ once: false }));
+    expect(report).toMatchObject({ ended: "signal", passes: 0 });
+  });
+});
