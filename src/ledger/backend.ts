@@ -132,6 +132,8 @@ export interface Tx extends SweepWrites {
   getBranch(id: string): Awaitable<BranchRow | null>;
   /** Points an existing branch at another session (a resume whose session was removed starts a new one, §10). */
   rebindBranch(id: string, sessionId: string, now: number): Awaitable<number>;
+  /** Points a session at an invocation (`--invocation` on a resume, §10); not a status write. */
+  relinkInvocation(sessionId: string, invocationId: string): Awaitable<void>;
   insertLeg(row: LegRow): Awaitable<void>;
   /** Sets leg bookkeeping columns; with `onlyOpen`, only while the leg has no `ended_at`. Returns rows changed. */
   updateLeg(id: string, patch: LegPatch, opts?: { onlyOpen?: boolean }): Awaitable<number>;

@@ -156,7 +156,12 @@ export async function setupResume(ledger: Ledger, plan: LegPlan, freshSessionId:
           node_metadata: mergedMarkers(row.node_metadata, plan),
           current_leg_id: plan.legId,
         },
-        alsoInTransaction: insertLegAndRegistration,
+        alsoInTransaction: async (t) => {
+          await insertLegAndRegistration(t);
+          // §10: --invocation re-links the session. invocation_id is not a status column, so this plain
+          // write in the same transaction is not a second status write; it lands only when the reopen did.
+          if (plan.invocationId !== null) await t.relinkInvocation(plan.sessionId, plan.invocationId);
+        },
       });
       let outcome: TransitionOutcome;
       try {

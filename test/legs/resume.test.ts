@@ -180,10 +180,12 @@ describe("a lost race (D1: the leg proceeds)", () => {
 });
 
 describe("--invocation on a resumed leg", () => {
-  test("is recorded on the reopen's history row (sessions.invocation_id is outside the guarded write's allowlist, §4)", async () => {
+  test("re-links the session in the reopen's transaction and records it on the reopen's history row", async () => {
     const w = world();
     await endedSession(w, "completed");
+    expect(w.sql("SELECT invocation_id FROM sessions")[0]!.invocation_id).toBeNull();
     await setupResume(w.ledger, { ...planFor(w, "leg-2"), invocationId: "inv-2" }, () => "fresh");
+    expect(w.sql("SELECT invocation_id FROM sessions")[0]!.invocation_id).toBe("inv-2");
     const reopen = (await w.ledger.backend.listTransitions("session", "sess-1")).at(-1)!;
     expect(JSON.parse(reopen.metadata!)).toMatchObject({ leg_id: "leg-2", invocation_id: "inv-2" });
   });

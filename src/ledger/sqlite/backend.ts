@@ -246,6 +246,10 @@ class SqliteTx implements Tx {
     return legStore.getBranch(this.orm, id);
   }
 
+  relinkInvocation(sessionId: string, invocationId: string): void {
+    legStore.relinkInvocation(this.orm, sessionId, invocationId);
+  }
+
   rebindBranch(id: string, sessionId: string, now: number): number {
     return legStore.rebindBranch(this.orm, id, sessionId, now);
   }

@@ -73,6 +73,10 @@ export function rebindBranch(orm: Orm, id: string, sessionId: string, now: numbe
   return client(orm).query("UPDATE branches SET session_id = ?, updated_at = ? WHERE id = ?").run(sessionId, now, id).changes;
 }
 
+export function relinkInvocation(orm: Orm, sessionId: string, invocationId: string): void {
+  client(orm).query("UPDATE sessions SET invocation_id = ? WHERE id = ?").run(invocationId, sessionId);
+}
+
 export function insertMessage(orm: Orm, row: MessageRow): void {
   insert(client(orm), "messages", ["id", "session_id", "branch_id", "leg_id", "role", "content", "truncated", "created_at"], row);
 }
