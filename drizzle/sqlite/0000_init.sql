@@ -175,6 +175,7 @@ CREATE TABLE `status_transitions` (
 	`created_at` real NOT NULL,
 	`metadata` text,
 	`terminal_event` integer DEFAULT 0 NOT NULL,
+	`leg_id` text,
 	CONSTRAINT "status_transitions_source_check" CHECK("status_transitions"."source" IN ('executor', 'agent', 'admin', 'system'))
 );
 --> statement-breakpoint

@@ -16,6 +16,8 @@ export const SOURCES = ["executor", "agent", "admin", "system"] as const satisfi
 export interface StatusRow {
   status: string | null;
   updated_at: number;
+  /** Sessions only: the leg the session row describes (§2). */
+  current_leg_id?: string | null;
 }
 
 export interface TransitionRow {
@@ -33,6 +35,8 @@ export interface TransitionRow {
   created_at: number;
   metadata: string | null;
   terminal_event: number;
+  /** Sessions only: the session's current leg once this transition applied (whose notice it is, §9.1). */
+  leg_id: string | null;
 }
 
 export interface AdminEventRow {

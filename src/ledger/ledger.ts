@@ -178,6 +178,7 @@ export class Ledger {
       created_at: now,
       metadata: null,
       terminal_event: terminalEvent ? 1 : 0,
+      leg_id: kind === "session" ? ((row.current_leg_id as string | null | undefined) ?? null) : null,
     });
     return { transitionId, seq, kind, entityId: id, previousStatus: null, status, reasonCode, occurredAt: now, terminalEvent };
   }

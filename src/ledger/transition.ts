@@ -114,6 +114,12 @@ function encodeExtra(extra: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/** The session's current leg once the write applies: the one it sets, else the one it had. */
+function legAfter(row: StatusRow, extra: Record<string, unknown> | undefined): string | null {
+  if (extra && Object.hasOwn(extra, "current_leg_id")) return (extra.current_leg_id as string | null) ?? null;
+  return row.current_leg_id ?? null;
+}
+
 /**
  * The guarded write inside an open transaction. Returns the outcome; never throws for a guard
  * conflict or a policy rejection (the caller commits the rejection audit row, then throws).
@@ -198,6 +204,7 @@ export async function applyTransition(tx: Tx, ctx: TransitionContext, v: Validat
     created_at: now,
     metadata: json(cmd.metadata),
     terminal_event: terminalEvent ? 1 : 0,
+    leg_id: kind === "session" ? legAfter(row, cmd.extraFields) : null,
   });
   const transition: AppliedTransition = {
     transitionId,

@@ -332,6 +332,29 @@ describe("leg registrations", () => {
     expect(recorded(w.out("leg2"))).toHaveLength(1);
   });
 
+  test("a notice still owed to an earlier leg survives a resume that made another leg current", async () => {
+    const w = notifyWorld();
+    const { ledger } = w;
+    await runningSession(ledger, "s1", "leg-1");
+    await legRegistration(ledger, { sessionId: "s1", legId: "leg-1", argv: [RECORD, w.out("leg1")] });
+    // The first leg ends, but its push never happens (the process died between commit and push).
+    const first = await ledger.transition("session", "s1", complete());
+    if (first.result !== "applied") throw new Error("not applied");
+    // A resume reopens the session and makes leg-2 current before any deliverer ran.
+    await ledger.transition("session", "s1", {
+      newStatus: "running",
+      reasonCode: "session.reopened.by_resume",
+      extraFields: { current_leg_id: "leg-2", ended_at: null },
+      override: true,
+      overrideActor: "cli.resume",
+      overrideJustification: "resumed",
+    });
+    await legRegistration(ledger, { sessionId: "s1", legId: "leg-2", argv: [RECORD, w.out("leg2")] });
+    await deliverOnce(ledger, opts);
+    expect(recorded(w.out("leg1"))).toEqual([`${first.transition.transitionId} completed session s1 `]);
+    expect(recorded(w.out("leg2"))).toEqual([]);
+  });
+
   test("a deferred leg passes its registration to the leg that finalizes", async () => {
     const w = notifyWorld();
     const { ledger } = w;

@@ -189,7 +189,7 @@ class SqliteTx implements Tx {
   }
 
   readStatus(kind: EntityKind, id: string): StatusRow | null {
-    const sqlText = `SELECT status, updated_at FROM ${POLICIES[kind].table} WHERE id = ?`;
+    const sqlText = `SELECT status, updated_at${kind === "session" ? ", current_leg_id" : ""} FROM ${POLICIES[kind].table} WHERE id = ?`;
     return (this.client.query(sqlText).get(id) as StatusRow | null) ?? null;
   }
 
@@ -217,11 +217,11 @@ class SqliteTx implements Tx {
   insertTransition(row: Omit<TransitionRow, "seq">): number {
     const out = this.client
       .query(
-        "INSERT INTO status_transitions (id, seq, entity_type, entity_id, previous_status, status, reason_code, reason_summary, evidence_refs, source, actor, created_at, metadata, terminal_event) " +
+        "INSERT INTO status_transitions (id, seq, entity_type, entity_id, previous_status, status, reason_code, reason_summary, evidence_refs, source, actor, created_at, metadata, terminal_event, leg_id) " +
           // Assigned under the write lock, so seq order is commit order.
-          "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM status_transitions), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+          "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM status_transitions), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
       )
-      .get(row.id, row.entity_type, row.entity_id, row.previous_status, row.status, row.reason_code, row.reason_summary, row.evidence_refs, row.source, row.actor, row.created_at, row.metadata, row.terminal_event) as { seq: number };
+      .get(row.id, row.entity_type, row.entity_id, row.previous_status, row.status, row.reason_code, row.reason_summary, row.evidence_refs, row.source, row.actor, row.created_at, row.metadata, row.terminal_event, row.leg_id ?? null) as { seq: number };
     return out.seq;
   }
 

@@ -5,7 +5,7 @@ export interface EmbeddedMigration { readonly name: string; readonly hash: strin
 export const MIGRATIONS: readonly EmbeddedMigration[] = [
   {
     "name": "0000_init",
-    "hash": "6ce86f5f9ebd7819a0abbb2450a8c64097112a1a5ddf19dfe31275dea1e4c3fe",
+    "hash": "359d69aaf707a4a5fe7248144b7b1f80cd2ef9d6f2dca05e00844c0137a945c0",
     "statements": [
       "CREATE TABLE `admin_events` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`event_type` text NOT NULL,\n\t`entity_type` text,\n\t`entity_id` text,\n\t`actor` text,\n\t`justification` text,\n\t`payload` text,\n\t`created_at` real NOT NULL\n);",
       "CREATE INDEX `admin_events_entity_idx` ON `admin_events` (`entity_type`,`entity_id`,`created_at`);",
@@ -35,7 +35,7 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE INDEX `sessions_linked_idx` ON `sessions` (`linked_session_id`);",
       "CREATE TABLE `shows` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`status` text NOT NULL,\n\t`status_reason_code` text,\n\t`status_reason_summary` text,\n\t`status_evidence_refs` text,\n\t`created_at` real NOT NULL,\n\t`updated_at` real NOT NULL,\n\tCONSTRAINT \"shows_status_check\" CHECK(\"shows\".\"status\" IN ('active', 'imported', 'completed', 'aborted'))\n);",
       "CREATE INDEX `shows_status_idx` ON `shows` (`status`);",
-      "CREATE TABLE `status_transitions` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`seq` integer NOT NULL,\n\t`entity_type` text NOT NULL,\n\t`entity_id` text NOT NULL,\n\t`previous_status` text,\n\t`status` text NOT NULL,\n\t`reason_code` text NOT NULL,\n\t`reason_summary` text,\n\t`evidence_refs` text,\n\t`source` text NOT NULL,\n\t`actor` text,\n\t`created_at` real NOT NULL,\n\t`metadata` text,\n\t`terminal_event` integer DEFAULT 0 NOT NULL,\n\tCONSTRAINT \"status_transitions_source_check\" CHECK(\"status_transitions\".\"source\" IN ('executor', 'agent', 'admin', 'system'))\n);",
+      "CREATE TABLE `status_transitions` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`seq` integer NOT NULL,\n\t`entity_type` text NOT NULL,\n\t`entity_id` text NOT NULL,\n\t`previous_status` text,\n\t`status` text NOT NULL,\n\t`reason_code` text NOT NULL,\n\t`reason_summary` text,\n\t`evidence_refs` text,\n\t`source` text NOT NULL,\n\t`actor` text,\n\t`created_at` real NOT NULL,\n\t`metadata` text,\n\t`terminal_event` integer DEFAULT 0 NOT NULL,\n\t`leg_id` text,\n\tCONSTRAINT \"status_transitions_source_check\" CHECK(\"status_transitions\".\"source\" IN ('executor', 'agent', 'admin', 'system'))\n);",
       "CREATE UNIQUE INDEX `status_transitions_seq_idx` ON `status_transitions` (`seq`);",
       "CREATE INDEX `status_transitions_entity_idx` ON `status_transitions` (`entity_type`,`entity_id`,`created_at`);",
       "CREATE INDEX `status_transitions_events_idx` ON `status_transitions` (`terminal_event`,`seq`);",

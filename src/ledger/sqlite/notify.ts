@@ -29,7 +29,7 @@ LEFT JOIN terminal_deliveries d ON d.transition_id = t.id AND d.consumer = c.con
 WHERE c.scope = 'leg' AND c.enabled = 1 AND c.retired_at IS NULL AND ${DELIVERY_OPEN} ${where}
   AND NOT EXISTS (SELECT 1 FROM status_transitions p INDEXED BY status_transitions_entity_idx
     WHERE p.entity_type = 'session' AND p.entity_id = c.session_id AND p.terminal_event = 1 AND p.seq > k.watermark AND p.seq < t.seq)
-  AND COALESCE((SELECT s.current_leg_id FROM sessions s WHERE s.id = c.session_id), c.leg_id) = c.leg_id`;
+  AND COALESCE(t.leg_id, c.leg_id) = c.leg_id`;
 }
 
 /** A standing handler is owed every terminal event above its watermark that its filter matches. */

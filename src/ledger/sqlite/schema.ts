@@ -190,6 +190,8 @@ export const statusTransitions = sqliteTable(
     metadata: text("metadata"),
     /** 1 when this row is a terminal event (§2): applied, changed status, landed terminal, execution kind. */
     terminal_event: integer("terminal_event").notNull().default(0),
+    /** Sessions only: the current leg once this transition applied, so a notice is matched to its leg. */
+    leg_id: text("leg_id"),
   },
   (t) => [
     uniqueIndex("status_transitions_seq_idx").on(t.seq),

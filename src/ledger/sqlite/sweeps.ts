@@ -118,7 +118,7 @@ WHERE t.entity_type = 'session' AND t.entity_id IN ${IN_IDS} AND t.terminal_even
     OR (c.scope = 'leg' AND c.enabled = 1 AND c.retired_at IS NULL AND c.session_id = t.entity_id
         AND NOT EXISTS (SELECT 1 FROM status_transitions p
           WHERE p.entity_type = 'session' AND p.entity_id = c.session_id AND p.terminal_event = 1 AND p.seq > k.watermark AND p.seq < t.seq)
-        AND COALESCE((SELECT s.current_leg_id FROM sessions s WHERE s.id = c.session_id), c.leg_id) = c.leg_id)
+        AND COALESCE(t.leg_id, c.leg_id) = c.leg_id)
   )`;
 
 const SESSION_TRANSITIONS = `SELECT id FROM status_transitions WHERE entity_type = 'session' AND entity_id IN ${IN_IDS}`;
