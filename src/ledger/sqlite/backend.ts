@@ -1,22 +1,20 @@
-// The SQLite backend: drizzle over bun:sqlite, prepared statements on the hot path.
+// The SQLite backend. Statements that run on every leg, wait or CLI call are prepared bun:sqlite
+// statements (importing drizzle costs ~5 ms of start-up in the binary, STACK.md); drizzle defines the
+// schema, generates the migrations, and builds the history listings, loaded only when those are asked for.
 
 import type { Database } from "bun:sqlite";
-import { and, asc, eq, gte, lt, sql, type SQL } from "drizzle-orm";
-import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
-import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { AdminEventRow, Backend, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, StatusRow, StatusSet, TransitionRow, Tx } from "../backend.ts";
 import * as legStore from "./legs.ts";
 import { withBusyRetry } from "./open.ts";
 import { SqliteReads } from "./reads.ts";
 import { SqliteNotifyStore } from "./notify.ts";
-import * as schema from "./schema.ts";
 import * as sweeps from "./sweeps.ts";
 import type { PruneStatement, RunningSession } from "../sweep-store.ts";
 
-type AnyTable = SQLiteTable & { id: any; status: any; updated_at: any };
-
-const tableOf = (kind: EntityKind) => schema.ENTITY_TABLES[kind] as unknown as AnyTable;
+/** drizzle and the schema, loaded on first use by the history listings. */
+let drizzleModules: Promise<typeof import("./drizzle-reads.ts")> | undefined;
+const loadDrizzleReads = () => (drizzleModules ??= import("./drizzle-reads.ts"));
 
 /** Serializes transactions of one process on its one connection (BEGIN…COMMIT is per connection). */
 class Mutex {
@@ -30,13 +28,7 @@ class Mutex {
   }
 }
 
-/** The next key after every string starting with `prefix`, for index range scans. */
-export function prefixUpperBound(prefix: string): string {
-  return prefix + "\uffff";
-}
-
 export class SqliteBackend implements Backend {
-  readonly orm: BunSQLiteDatabase<typeof schema>;
   private readonly mutex = new Mutex();
   private readonly tx: SqliteTx;
   readonly reads: SqliteReads;
@@ -47,9 +39,8 @@ export class SqliteBackend implements Backend {
     readonly location: string,
   ) {
     this.reads = new SqliteReads(db);
-    this.orm = drizzle({ client: db, schema });
     this.notify = new SqliteNotifyStore(db);
-    this.tx = new SqliteTx(this.orm, this.notify);
+    this.tx = new SqliteTx(db, this.notify);
   }
 
   async transaction<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T> {
@@ -75,59 +66,39 @@ export class SqliteBackend implements Backend {
   }
 
   async findIdsByPrefix(kind: EntityKind, prefix: string, limit: number): Promise<string[]> {
-    const t = tableOf(kind);
-    const rows = this.orm
-      .select({ id: t.id })
-      .from(t)
-      .where(and(gte(t.id, prefix), lt(t.id, prefixUpperBound(prefix))))
-      .orderBy(asc(t.id))
-      .limit(limit)
-      .all() as { id: string }[];
-    return rows.map((r) => r.id);
+    return (await loadDrizzleReads()).idsByPrefix(this.db, kind, prefix, limit);
   }
 
   async listTransitions(kind: EntityKind, id: string): Promise<TransitionRow[]> {
-    const t = schema.statusTransitions;
-    return this.orm
-      .select()
-      .from(t)
-      .where(and(eq(t.entity_type, kind), eq(t.entity_id, id)))
-      .orderBy(asc(t.created_at), asc(t.seq))
-      .all() as TransitionRow[];
+    return (await loadDrizzleReads()).transitionsOf(this.db, kind, id);
   }
 
   async listAdminEvents(kind: EntityKind, id: string): Promise<AdminEventRow[]> {
-    const t = schema.adminEvents;
-    return this.orm
-      .select()
-      .from(t)
-      .where(and(eq(t.entity_type, kind), eq(t.entity_id, id)))
-      .orderBy(asc(t.created_at))
-      .all() as AdminEventRow[];
+    return (await loadDrizzleReads()).adminEventsOf(this.db, kind, id);
   }
 
   async getLeg(id: string): Promise<LegRow | null> {
-    return legStore.getLeg(this.orm, id);
+    return legStore.getLeg(this.db, id);
   }
 
   async listLegs(sessionId: string): Promise<LegRow[]> {
-    return legStore.listLegs(this.orm, sessionId);
+    return legStore.listLegs(this.db, sessionId);
   }
 
   async runIdTaken(runId: string): Promise<boolean> {
-    return legStore.runIdTaken(this.orm, runId);
+    return legStore.runIdTaken(this.db, runId);
   }
 
   async getBranch(id: string): Promise<BranchRow | null> {
-    return legStore.getBranch(this.orm, id);
+    return legStore.getBranch(this.db, id);
   }
 
   async listMessages(sessionId: string): Promise<MessageRow[]> {
-    return legStore.listMessages(this.orm, sessionId);
+    return legStore.listMessages(this.db, sessionId);
   }
 
   async sessionLegState(sessionId: string): Promise<SessionLegState | null> {
-    return legStore.sessionLegState(this.orm, sessionId);
+    return legStore.sessionLegState(this.db, sessionId);
   }
 
   // Sweep reads (SPEC §12), delegated to sweeps.ts.
@@ -159,33 +130,14 @@ export class SqliteBackend implements Backend {
 /** Write operations; every method runs inside SqliteBackend.transaction, under the write lock. */
 class SqliteTx implements Tx {
   private readonly casSql = new Map<string, string>();
-  private readonly insertAdminEventQuery;
 
   constructor(
-    private readonly orm: BunSQLiteDatabase<typeof schema>,
+    private readonly db: Database,
     readonly notify: SqliteNotifyStore,
-  ) {
-    const ph = (name: string) => sql.placeholder(name);
-    const a = schema.adminEvents;
-    this.insertAdminEventQuery = orm
-      .insert(a)
-      .values({
-        id: ph("id"),
-        event_type: ph("event_type"),
-        entity_type: ph("entity_type"),
-        entity_id: ph("entity_id"),
-        actor: ph("actor"),
-        justification: ph("justification"),
-        payload: ph("payload"),
-        created_at: ph("created_at"),
-      })
-      .prepare();
-  }
+  ) {}
 
-  // The guarded write's three statements use bun:sqlite directly: they run on every transition, and
-  // drizzle's per-call parameter mapping measured ~15% of the whole write (bench/transitions.ts).
   private get client(): Database {
-    return (this.orm as unknown as { $client: Database }).$client;
+    return this.db;
   }
 
   readStatus(kind: EntityKind, id: string): StatusRow | null {
@@ -226,68 +178,73 @@ class SqliteTx implements Tx {
   }
 
   insertAdminEvent(row: AdminEventRow): void {
-    this.insertAdminEventQuery.run(row as unknown as Record<string, unknown>);
+    this.client
+      .query("INSERT INTO admin_events (id, event_type, entity_type, entity_id, actor, justification, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+      .run(row.id, row.event_type, row.entity_type, row.entity_id, row.actor, row.justification, row.payload, row.created_at);
   }
 
   insertEntity(kind: EntityKind, row: Record<string, unknown>): void {
-    this.orm.insert(tableOf(kind)).values(row as never).run();
+    const columns = Object.keys(row);
+    // Column names come from li's own creation code (Ledger.prepareCreate's allowlist), never from input.
+    for (const column of columns) if (!/^[a-z_]+$/.test(column)) throw new Error(`not a column name: ${column}`);
+    const sqlText = `INSERT INTO ${POLICIES[kind].table} (${columns.map((c) => `"${c}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`;
+    this.client.query(sqlText).run(...(columns.map((c) => row[c] ?? null) as []));
   }
 
   getEntity(kind: EntityKind, id: string): EntityRow | null {
-    const t = tableOf(kind);
-    return (this.orm.select().from(t).where(eq(t.id, id)).get() as EntityRow | undefined) ?? null;
+    return (this.client.query(`SELECT * FROM ${POLICIES[kind].table} WHERE id = ?`).get(id) as EntityRow | null) ?? null;
   }
 
   insertBranch(row: BranchRow): void {
-    legStore.insertBranch(this.orm, row);
+    legStore.insertBranch(this.db, row);
   }
 
   getBranch(id: string): BranchRow | null {
-    return legStore.getBranch(this.orm, id);
+    return legStore.getBranch(this.db, id);
   }
 
   relinkInvocation(sessionId: string, invocationId: string): void {
-    legStore.relinkInvocation(this.orm, sessionId, invocationId);
+    legStore.relinkInvocation(this.db, sessionId, invocationId);
   }
 
   rebindBranch(id: string, sessionId: string, now: number): number {
-    return legStore.rebindBranch(this.orm, id, sessionId, now);
+    return legStore.rebindBranch(this.db, id, sessionId, now);
   }
 
   insertLeg(row: LegRow): void {
-    legStore.insertLeg(this.orm, row);
+    legStore.insertLeg(this.db, row);
   }
 
   updateLeg(id: string, patch: LegPatch, opts?: { onlyOpen?: boolean }): number {
-    return legStore.updateLeg(this.orm, id, patch, opts);
+    return legStore.updateLeg(this.db, id, patch, opts);
   }
 
   getLeg(id: string): LegRow | null {
-    return legStore.getLeg(this.orm, id);
+    return legStore.getLeg(this.db, id);
   }
 
   nextLegSeq(sessionId: string): number {
-    return legStore.nextLegSeq(this.orm, sessionId);
+    return legStore.nextLegSeq(this.db, sessionId);
   }
 
   insertMessage(row: MessageRow): void {
-    legStore.insertMessage(this.orm, row);
+    legStore.insertMessage(this.db, row);
   }
 
   sessionLegState(sessionId: string): SessionLegState | null {
-    return legStore.sessionLegState(this.orm, sessionId);
+    return legStore.sessionLegState(this.db, sessionId);
   }
 
   // Sweep re-checks and prune statements (SPEC §12), delegated to sweeps.ts.
   readSweepGuard(sessionId: string) {
-    return sweeps.readSweepGuard(sweeps.clientOf(this.orm), sessionId);
+    return sweeps.readSweepGuard(this.db, sessionId);
   }
 
   pruneStatement(statement: Exclude<PruneStatement, "record_admin_event" | "read_legs">, sessionIds: readonly string[], options: { terminalStatuses: readonly string[]; cutoff: number }) {
-    return sweeps.pruneStatement(sweeps.clientOf(this.orm), statement, sessionIds, options);
+    return sweeps.pruneStatement(this.db, statement, sessionIds, options);
   }
 
   legsOfSessions(sessionIds: readonly string[]) {
-    return sweeps.legsOfSessions(sweeps.clientOf(this.orm), sessionIds);
+    return sweeps.legsOfSessions(this.db, sessionIds);
   }
 }

@@ -3,16 +3,13 @@
 // drizzle costs milliseconds on first use, on every leg's critical path.
 
 import type { Database } from "bun:sqlite";
-import type { BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { BranchRow, LegPatch, LegRow, MessageRow, SessionLegState } from "../backend.ts";
-import type * as schema from "./schema.ts";
 
-type Orm = BunSQLiteDatabase<typeof schema>;
+type Orm = Database;
 type Params = Record<string, string | number | null>;
 
-/** The bun:sqlite handle under a drizzle instance (drizzle keeps it as `$client`). */
-function client(orm: Orm): Database {
-  return (orm as unknown as { $client: Database }).$client;
+function client(db: Database): Database {
+  return db;
 }
 
 /** Columns of `legs` a patch may set: never id, session_id, seq or run_id. */

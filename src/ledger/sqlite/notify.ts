@@ -4,8 +4,7 @@ import type { Database, Statement } from "bun:sqlite";
 import type { EntityKind } from "../../lifecycle/policy.ts";
 import type { EntityRow, TransitionRow } from "../backend.ts";
 import type { CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, NotifyStore, OwedDelivery, OwedQuery } from "../notify-store.ts";
-import { ENTITY_TABLES } from "./schema.ts";
-import { getTableName } from "drizzle-orm";
+import { POLICIES } from "../../lifecycle/policy.ts";
 
 const OWED_COLUMNS = `t.id AS transition_id, t.seq, t.entity_type, t.entity_id, c.consumer, c.id AS callback_id, c.scope, c.argv, c.leg_id,
   d.state, d.claimed_until, d.attempts`;
@@ -182,7 +181,7 @@ export class SqliteNotifyStore implements NotifyStore {
   eventContext(transitionId: string): EventContext | null {
     const transition = this.getTransition(transitionId);
     if (!transition) return null;
-    const table = getTableName(ENTITY_TABLES[transition.entity_type as EntityKind]);
+    const table = POLICIES[transition.entity_type as EntityKind].table;
     const entity = this.get<EntityRow>(`SELECT * FROM "${table}" WHERE id = $id`, { id: transition.entity_id });
     let sessionId: string | null = null;
     if (transition.entity_type === "session") sessionId = transition.entity_id;
