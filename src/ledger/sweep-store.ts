@@ -9,6 +9,8 @@ export interface RunningSession {
   started_at: number | null;
   updated_at: number;
   current_leg_id: string | null;
+  /** The session's current reason: `session.running.linked_pending` marks a hold by its linked session. */
+  status_reason_code: string | null;
   linked_session_id: string | null;
   /** The linked session's status, null when there is none or it no longer exists. */
   linked_status: string | null;

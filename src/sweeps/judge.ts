@@ -1,5 +1,6 @@
 // Judges one running session for a sweep (SPEC §12.1): every open leg through the one classifier, aged from its current leg.
 
+import type { ReasonCode } from "../lifecycle/reasons.ts";
 import type { LegRow } from "../ledger/backend.ts";
 import type { RunningSession } from "../ledger/sweep-store.ts";
 import { classifyLeg, sessionAgeWithoutLeg, type Liveness, type LivenessEvidence } from "./liveness.ts";
@@ -40,6 +41,9 @@ function markersOf(leg: LegRow) {
   };
 }
 
+/** The reason a teardown leaves on a session it holds open for its linked session. */
+export const LINKED_HOLD_REASON: ReasonCode = "session.running.linked_pending";
+
 export interface JudgeOptions {
   heartbeatGrace?: number;
 }
@@ -51,7 +55,11 @@ export function judgeSession(session: RunningSession, now: number, env: Pick<Swe
   const liveness = currentLeg ? classify(currentLeg) : null;
   // A session with any live unended leg is alive (a resume racing an older leg that still runs).
   const otherAlive = session.legs.some((l) => l !== currentLeg && l.ended_at === null && classify(l).supervisor === "alive");
-  const heldByLinked = session.linked_session_id !== null && session.linked_status === "running";
+  // Held by its linked session (§8.2 step 5): alive while that one runs, and also once it has ended but
+  // the hold is still in place — the linked finalizer, not the reaper, gives it the linked outcome.
+  const heldByLinked =
+    session.linked_session_id !== null &&
+    (session.linked_status === "running" || (session.linked_status !== null && session.status_reason_code === LINKED_HOLD_REASON));
 
   let state: SessionState;
   if (heldByLinked || otherAlive || liveness?.supervisor === "alive") state = "alive";

@@ -225,7 +225,8 @@ describe("durable delivery", () => {
     const claimed = await ledger.transact(async (tx) => tx.notify.claim(outcome.transition.transitionId, "handler:h", w.clock.now(), w.clock.now() + 15));
     expect(claimed).toBe(true);
 
-    expect(await deliverOnce(ledger, opts)).toMatchObject({ delivered: 0, skipped_claimed: 1 });
+    // A live claim is not even listed as owed, so it cannot take a place in the pass.
+    expect(await deliverOnce(ledger, opts)).toMatchObject({ delivered: 0, failed: 0 });
     expect(recorded(w.out("h"))).toEqual([]);
 
     w.sql("UPDATE terminal_deliveries SET claimed_until = ?", w.clock.now() - 1);

@@ -235,6 +235,21 @@ describe("the phantom reaper", () => {
   });
 });
 
+describe("a session held for its linked session (§8.2 step 5)", () => {
+  test("is left to the linked finalizer, not reaped, when its linked session has just ended", async () => {
+    const { ledger, status } = setup();
+    const gone = await deadPid();
+    await insertSession(ledger, { id: "linked", startedAt: NOW - 600, updatedAt: NOW - 600 });
+    await insertSession(ledger, { id: "held", linkedSessionId: "linked", startedAt: NOW - 600, updatedAt: NOW - 600, legs: [{ id: "l", pid: gone.pid, pidStartTicks: gone.startTicks, startedAt: NOW - 600, heartbeatAt: NOW - 600, endedAt: NOW - 590, status: "failed" }] });
+    // The hold teardown leaves (its reason column, as the leg's guarded write sets it).
+    setColumns(ledger, "sessions", "held", { status_reason_code: "session.running.linked_pending" });
+    await ledger.transition("session", "linked", { newStatus: "completed", reasonCode: "run.completed.ok" });
+    const pass = await reaper.runOnce(ledger, NOW, reaper.validate({ phantomHours: 100 }));
+    expect(pass.swept).toBe(0);
+    expect(status("held")!.status).toBe("running");
+  });
+});
+
 describe("li kill --all-stale as a sweep", () => {
   test("legs of other hosts and legs without markers are skipped and counted; a dry run writes nothing", async () => {
     const { ledger, status, dump } = setup();

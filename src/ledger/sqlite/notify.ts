@@ -9,8 +9,11 @@ import { POLICIES } from "../../lifecycle/policy.ts";
 const OWED_COLUMNS = `t.id AS transition_id, t.seq, t.entity_type, t.entity_id, c.consumer, c.id AS callback_id, c.scope, c.argv, c.leg_id,
   d.state, d.claimed_until, d.attempts`;
 
-/** Rows not settled, and retry rows only once due. */
-const DELIVERY_OPEN = `(d.state IS NULL OR d.state = 'claimed' OR (d.state = 'retry' AND COALESCE(d.next_attempt_at, 0) <= $now))`;
+/**
+ * Rows not settled and free to take: never claimed, a claim that expired (its claimer died), or a retry
+ * that is due. A live claim is left out, so a dead watcher's claims never fill a page of owed rows.
+ */
+const DELIVERY_OPEN = `(d.state IS NULL OR (d.state = 'claimed' AND d.claimed_until <= $now) OR (d.state = 'retry' AND COALESCE(d.next_attempt_at, 0) <= $now))`;
 
 /**
  * A leg registration is owed the first terminal event of its session above its watermark (one leg,

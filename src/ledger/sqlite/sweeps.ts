@@ -15,7 +15,7 @@ const IN_IDS = "(SELECT value FROM json_each(?))";
 
 type SessionHead = Omit<RunningSession, "legs">;
 
-const SESSION_HEAD = `s.id, s.status, s.started_at, s.updated_at, s.current_leg_id, s.linked_session_id,
+const SESSION_HEAD = `s.id, s.status, s.started_at, s.updated_at, s.current_leg_id, s.status_reason_code, s.linked_session_id,
   (SELECT l.status FROM sessions l WHERE l.id = s.linked_session_id) AS linked_status`;
 
 function attachLegs(db: Database, heads: SessionHead[]): RunningSession[] {
