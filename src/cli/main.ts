@@ -5,6 +5,7 @@ import { LedgerUnavailableError, NotFoundError, UsageError } from "../util/error
 import { TransitionRejectedError, TransitionValidationError } from "../ledger/errors.ts";
 import { VERSION } from "./version.ts";
 import { cliContext } from "./globals.ts";
+import { writeErr, writeOut } from "./io.ts";
 
 type Loader = () => Promise<CommandDef<any>>;
 type Group = { description: string; commands: Record<string, Loader | Group> };
@@ -129,11 +130,11 @@ export async function main(argv: string[]): Promise<number> {
     const word = tokens[i];
     if (word === undefined || word.startsWith("-")) {
       if (path.length === 0 && (word === "--version" || word === "-V")) {
-        process.stdout.write(`li ${VERSION}\n`);
+        writeOut(`li ${VERSION}\n`);
         return 0;
       }
       if (wantsHelp || word === undefined) {
-        process.stdout.write(groupUsage(path, node));
+        writeOut(groupUsage(path, node));
         return word === undefined && !wantsHelp ? 2 : 0;
       }
       throw new UsageError(`unknown flag ${word} for 'li${path.length ? " " + path.join(" ") : ""}' (see li --help)`);
@@ -149,7 +150,7 @@ export async function main(argv: string[]): Promise<number> {
   const rest = tokens.slice(i);
   if (wantsHelp) {
     const usage = stripAnsi(await renderUsage({ ...command, meta: { ...(command.meta as object), name: where } }));
-    process.stdout.write(usage.trimEnd() + "\n");
+    writeOut(usage.trimEnd() + "\n");
     return 0;
   }
   const args = ((typeof command.args === "function" ? await command.args() : await command.args) ?? {}) as ArgsDef;
@@ -164,7 +165,7 @@ export async function main(argv: string[]): Promise<number> {
 
 /** Maps an error to its documented exit code and one line on stderr; never a stack trace for users. */
 export function reportError(error: unknown): number {
-  const line = (message: string) => process.stderr.write(`li: ${stripAnsi(message).split("\n")[0]}\n`);
+  const line = (message: string) => writeErr(`li: ${stripAnsi(message).split("\n")[0]}\n`);
   if (error instanceof UsageError) {
     line(error.message);
     return error.exitCode;
@@ -191,6 +192,6 @@ export function reportError(error: unknown): number {
     return 2;
   }
   line(`internal error: ${error instanceof Error ? error.message : String(error)}`);
-  if (process.env.LI_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+  if (process.env.LI_DEBUG && error instanceof Error) writeErr(`${error.stack}\n`);
   return 70;
 }

@@ -1,12 +1,15 @@
 // Rendering helpers shared by commands: JSON, colour on a TTY only, aligned columns.
 
+import { isatty } from "node:tty";
+import { writeOut } from "./io.ts";
+
 export function writeJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value) + "\n");
+  writeOut(JSON.stringify(value) + "\n");
 }
 
 /** Colour only on a TTY, never with NO_COLOR or TERM=dumb (§13). */
-export function useColour(stream: NodeJS.WriteStream = process.stdout): boolean {
-  return Boolean(stream.isTTY) && !process.env.NO_COLOR && process.env.TERM !== "dumb";
+export function useColour(fd = 1): boolean {
+  return isatty(fd) && !process.env.NO_COLOR && process.env.TERM !== "dumb";
 }
 
 const CODES = { red: 31, green: 32, yellow: 33, blue: 34, dim: 2, bold: 1 } as const;

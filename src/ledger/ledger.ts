@@ -7,6 +7,7 @@ import { assertSafeId, randomId, type IdFactory } from "../util/ids.ts";
 import type { Backend, EntityRow, Source, Tx } from "./backend.ts";
 import { TransitionValidationError } from "./errors.ts";
 import type { AppliedTransition, TransitionCommand, TransitionContext, TransitionHooks, TransitionOutcome } from "./transition.ts";
+import { writeErr } from "../cli/io.ts";
 
 /** The write path (and zod) load on first write, so read-only commands start fast. */
 let transitionModule: Promise<typeof import("./transition.ts")> | undefined;
@@ -75,7 +76,7 @@ export class Ledger {
       try {
         listener(event);
       } catch (error) {
-        process.stderr.write(`li: terminal listener failed: ${(error as Error).message}\n`);
+        writeErr(`li: terminal listener failed: ${(error as Error).message}\n`);
       }
     }
   }

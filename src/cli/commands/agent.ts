@@ -1,6 +1,7 @@
 // `li agent [options] -- <command…>`: runs a command as a tracked leg (SPEC §8) and exits by its outcome.
 import fs from "node:fs";
 import path from "node:path";
+import { isatty } from "node:tty";
 import { defineCommand } from "citty";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
@@ -16,9 +17,10 @@ import { anySettingsFile } from "../../legs/settings-lookup.ts";
 import type { Settings } from "../../settings/settings.ts";
 import { cliContext, cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
+import { writeAll, writeErr, writeOut } from "../io.ts";
 
-const writeFd = (fd: number) => (chunk: Uint8Array) => void fs.writeSync(fd, chunk);
-const note = (line: string) => process.stderr.write(`li: ${line}\n`);
+const writeFd = (fd: number) => (chunk: Uint8Array) => writeAll(fd, chunk);
+const note = (line: string) => writeErr(`li: ${line}\n`);
 
 export default defineCommand({
   meta: {
@@ -65,7 +67,7 @@ export default defineCommand({
         return report.exit;
       }
       if (req.json) writeJson({ session_id: report.session_id, branch_id: report.branch_id, run_id: report.run_id });
-      else process.stdout.write(`${report.session_id}\n`);
+      else writeOut(`${report.session_id}\n`);
       return 0;
     }
     let ledger: Ledger | null = null;
@@ -79,7 +81,7 @@ export default defineCommand({
     } else note("warning: --no-persist: nothing is recorded in the ledger");
     try {
       const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
-      const outcome = await runAgent(req, { ...deps(ledger, io, workdir, stdinMode(Boolean(process.stdin.isTTY), false)), notifier: await notifier(req.notify, settings, note) });
+      const outcome = await runAgent(req, { ...deps(ledger, io, workdir, stdinMode(isatty(0), false)), notifier: await notifier(req.notify, settings, note) });
       const { plan, result } = outcome;
       note(`${result.status} (${result.reasonCode || "-"}) session ${plan.sessionId} branch ${plan.branchId}${result.persisted === "none" ? " (not recorded)" : ""}`);
       if (req.json) {

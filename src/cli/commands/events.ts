@@ -11,6 +11,7 @@ import { UsageError } from "../../util/errors.ts";
 import { cliContext, cliLedger, cliPaths } from "../context.ts";
 import { table, writeJson } from "../output.ts";
 import { isoTime } from "../render.ts";
+import { writeErr, writeOut } from "../io.ts";
 
 const USAGE = `Terminal events, their consumers and handlers.
   li events --consumer NAME [--json]          events owed to NAME (unacknowledged, oldest first)
@@ -106,12 +107,12 @@ export default defineCommand({
         if (args.dead) {
           const rows = await listDead(ledger);
           if (args.json) writeJson(rows.map((r) => ({ event_id: r.transition_id, consumer: r.consumer, entity: { kind: r.entity_type, id: r.entity_id }, terminal_status: r.status, attempts: r.attempts, last_error: r.last_error, updated_at: r.updated_at })));
-          else process.stdout.write(table([["EVENT", "CONSUMER", "ENTITY", "STATUS", "ATTEMPTS", "LAST ERROR"], ...rows.map((r) => [r.transition_id, r.consumer, `${r.entity_type} ${r.entity_id}`, r.status, String(r.attempts), r.last_error ?? "-"])]));
+          else writeOut(table([["EVENT", "CONSUMER", "ENTITY", "STATUS", "ATTEMPTS", "LAST ERROR"], ...rows.map((r) => [r.transition_id, r.consumer, `${r.entity_type} ${r.entity_id}`, r.status, String(r.attempts), r.last_error ?? "-"])]));
           return 0;
         }
         const rows = await listOwed(ledger, args.consumer!);
         if (args.json) writeJson(rows.map(eventJson));
-        else process.stdout.write(table([["EVENT", "TIME", "ENTITY", "FROM", "TO", "REASON"], ...rows.map((r) => [r.id, isoTime(r.created_at), `${r.entity_type} ${r.entity_id}`, r.previous_status ?? "-", r.status, r.reason_code])]));
+        else writeOut(table([["EVENT", "TIME", "ENTITY", "FROM", "TO", "REASON"], ...rows.map((r) => [r.id, isoTime(r.created_at), `${r.entity_type} ${r.entity_id}`, r.previous_status ?? "-", r.status, r.reason_code])]));
         return 0;
       } finally {
         ledger.close();
@@ -126,7 +127,7 @@ export default defineCommand({
       try {
         const result = await ackEvents(ledger, args.consumer, ids);
         if (args.json) writeJson({ consumer: args.consumer, ...result });
-        else process.stderr.write(`li: acknowledged ${result.acked} event(s) for ${args.consumer}${result.already ? ` (${result.already} already acknowledged)` : ""}\n`);
+        else writeErr(`li: acknowledged ${result.acked} event(s) for ${args.consumer}${result.already ? ` (${result.already} already acknowledged)` : ""}\n`);
         return 0;
       } finally {
         ledger.close();
@@ -143,11 +144,11 @@ export default defineCommand({
         if (sub === "add") {
           const added = await addConsumer(ledger, name);
           if (args.json) writeJson(added);
-          else process.stderr.write(added.created ? `li: consumer ${name} registered at seq ${added.watermark}\n` : `li: consumer ${name} is already registered (seq ${added.watermark})\n`);
+          else writeErr(added.created ? `li: consumer ${name} registered at seq ${added.watermark}\n` : `li: consumer ${name} is already registered (seq ${added.watermark})\n`);
         } else {
           const retired = await retireConsumer(ledger, name);
           if (args.json) writeJson(retired);
-          else process.stderr.write(`li: consumer ${name} retired; ${retired.released} owed event(s) released\n`);
+          else writeErr(`li: consumer ${name} retired; ${retired.released} owed event(s) released\n`);
         }
         return 0;
       } finally {
@@ -165,7 +166,7 @@ export default defineCommand({
         try {
           const row = await addHandler(ledger, { name: rest[0]!, kinds: repeated(rawArgs, "kind"), ids: repeated(rawArgs, "id"), argv, hostId: handlerHost() });
           if (args.json) writeJson(handlerJson(row));
-          else process.stderr.write(`li: handler ${row.name} added on this host: ${describeArgv(JSON.parse(row.argv) as string[])}\n`);
+          else writeErr(`li: handler ${row.name} added on this host: ${describeArgv(JSON.parse(row.argv) as string[])}\n`);
           return 0;
         } finally {
           ledger.close();
@@ -178,7 +179,7 @@ export default defineCommand({
         try {
           const removed = await removeHandler(ledger, rest[0]!);
           if (args.json) writeJson({ name: rest[0], ...removed });
-          else process.stderr.write(`li: handler ${rest[0]} removed; ${removed.released} owed event(s) released\n`);
+          else writeErr(`li: handler ${rest[0]} removed; ${removed.released} owed event(s) released\n`);
           return 0;
         } finally {
           ledger.close();
@@ -194,7 +195,7 @@ export default defineCommand({
           else {
             const here = handlerHost();
             const list = (text: string | null) => (text === null ? "*" : (JSON.parse(text) as string[]).map((v) => previewWord(v)).join(","));
-            process.stdout.write(
+            writeOut(
               table([
                 ["NAME", "KINDS", "IDS", "HOST", "COMMAND"],
                 ...rows.map((r) => [r.name ?? "-", list(r.filter_kinds), list(r.filter_ids), r.host_id === here ? "this host" : previewWord(r.host_id), describeArgv(JSON.parse(r.argv) as string[])]),
@@ -218,8 +219,8 @@ export default defineCommand({
         const { outcomes, ...counts } = summary;
         if (args.json) writeJson({ ...counts, outcomes: outcomes.map((o) => ({ event_id: o.transitionId, consumer: o.consumer, state: o.state, error: o.result.ok ? null : o.result.error })) });
         else {
-          for (const o of outcomes) if (!o.result.ok) process.stderr.write(`li: handler ${o.consumer} on event ${o.transitionId}: ${o.result.error} (${o.state})\n`);
-          process.stdout.write(`delivered ${counts.delivered}, failed ${counts.failed}, dead ${counts.dead}, skipped (claimed elsewhere) ${counts.skipped_claimed}\n`);
+          for (const o of outcomes) if (!o.result.ok) writeErr(`li: handler ${o.consumer} on event ${o.transitionId}: ${o.result.error} (${o.state})\n`);
+          writeOut(`delivered ${counts.delivered}, failed ${counts.failed}, dead ${counts.dead}, skipped (claimed elsewhere) ${counts.skipped_claimed}\n`);
         }
         return 0;
       } finally {

@@ -7,6 +7,7 @@ import { parseDuration } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { cliLedger } from "../context.ts";
 import { writeJson } from "../output.ts";
+import { writeErr, writeOut } from "../io.ts";
 
 export default defineCommand({
   meta: {
@@ -41,9 +42,9 @@ export default defineCommand({
         }
         for (const a of summary.actions) {
           const verb = options.dryRun ? "would cancel" : a.applied ? "cancelled" : `left (${a.conflict})`;
-          process.stdout.write(`${verb} ${a.session_id} (leg idle ${Math.round(a.age_seconds)}s)${a.killed ? " and killed its orphaned command" : ""}\n`);
+          writeOut(`${verb} ${a.session_id} (leg idle ${Math.round(a.age_seconds)}s)${a.killed ? " and killed its orphaned command" : ""}\n`);
         }
-        process.stdout.write(staleKillLine(summary) + "\n");
+        writeOut(staleKillLine(summary) + "\n");
         return 0;
       } finally {
         ledger.close();
@@ -61,9 +62,9 @@ export default defineCommand({
         const { transition: _t, ...rest } = result;
         writeJson(rest);
       } else if (result.action === "lost_race") {
-        process.stderr.write(`li: session ${result.session_id} changed while killing it: now ${result.status}${result.reason_code ? ` (${result.reason_code})` : ""}\n`);
+        writeErr(`li: session ${result.session_id} changed while killing it: now ${result.status}${result.reason_code ? ` (${result.reason_code})` : ""}\n`);
       } else {
-        process.stdout.write(`${result.session_id}: ${result.status} (${result.reason_code ?? "unknown"})\n`);
+        writeOut(`${result.session_id}: ${result.status} (${result.reason_code ?? "unknown"})\n`);
       }
       return result.action === "lost_race" && result.status === "running" ? 1 : 0;
     } finally {

@@ -7,6 +7,7 @@ import { UsageError } from "../../util/errors.ts";
 import { openReads } from "../../ledger/open-reads.ts";
 import { cliPaths } from "../paths.ts";
 import { paint, table, useColour, writeJson, type Colour } from "../output.ts";
+import { writeOut } from "../io.ts";
 
 /** The shortest prefix a user can type for an id: unique across every id kind, 8 characters at least. */
 export const MIN_PREFIX = 8;
@@ -109,7 +110,7 @@ export default defineCommand({
       }
       const colour = useColour();
       const header = ["ID", "KIND", "STATUS", "REASON", "AGE", "DURATION", "LEGS", "COMMAND"].map((h) => paint(h, "bold", colour));
-      process.stdout.write(
+      writeOut(
         table([
           header,
           ...entries.map((e) => [

@@ -3,6 +3,7 @@ import { defineCommand } from "citty";
 import { ENTITY_KINDS, POLICIES } from "../../lifecycle/policy.ts";
 import { REASONS, reasonDomain } from "../../lifecycle/reasons.ts";
 import { table, writeJson } from "../output.ts";
+import { writeOut } from "../io.ts";
 
 export default defineCommand({
   meta: { name: "reasons", description: "List the registered reason codes" },
@@ -14,7 +15,7 @@ export default defineCommand({
       kinds: code === "legacy.imported" ? [...ENTITY_KINDS] : ENTITY_KINDS.filter((k) => POLICIES[k].reasonDomains.includes(reasonDomain(code))),
     }));
     if (args.json) writeJson(rows);
-    else process.stdout.write(table(rows.map((r) => [r.code, r.kinds.join(","), r.meaning])));
+    else writeOut(table(rows.map((r) => [r.code, r.kinds.join(","), r.meaning])));
     return 0;
   },
 });

@@ -6,6 +6,7 @@ import { resolveOneIn, VIEW_LOOKUP_ORDER } from "../../ledger/resolve.ts";
 import { cliPaths } from "../paths.ts";
 import { parseJsonColumn, table, writeJson } from "../output.ts";
 import { adminEventJson, describeEntity, entityJson, isoTime, transitionJson } from "../render.ts";
+import { writeOut } from "../io.ts";
 
 /** Registration columns holding JSON text. */
 const CALLBACK_JSON = new Set(["argv", "filter_kinds", "filter_ids"]);
@@ -64,24 +65,24 @@ export default defineCommand({
       }
       const out = [`${target.kind} ${row.id}${target.via ? ` (from ${target.via.kind} ${target.via.id})` : ""}`, ...describeEntity(row).map((l) => `  ${l}`)];
       if (currentLeg) out.push(`  run_dir: ${currentLeg.state_root}`);
-      process.stdout.write(out.join("\n") + "\n");
+      writeOut(out.join("\n") + "\n");
       if (legs.length > 0) {
-        process.stdout.write("\nlegs:\n");
-        process.stdout.write(
+        writeOut("\nlegs:\n");
+        writeOut(
           table(legs.map((l) => ["  " + String(l.seq), l.run_id, isoTime(l.started_at), l.ended_at === null ? "running" : isoTime(l.ended_at), l.status, l.reason_code ?? "-", `exit=${l.exit_code ?? "-"}`, argvText(l.command)])),
         );
       }
-      process.stdout.write("\nhistory:\n");
-      process.stdout.write(
+      writeOut("\nhistory:\n");
+      writeOut(
         table(transitions.map((r) => ["  " + isoTime(r.created_at), `${r.previous_status ?? "-"} → ${r.status}`, r.reason_code, r.source + (r.actor ? `:${r.actor}` : "")])),
       );
       if (callbacks.length > 0) {
-        process.stdout.write("\ncallbacks:\n");
-        process.stdout.write(table(callbacks.map((c) => ["  " + c.consumer, String(c.scope ?? "-"), c.enabled === 1 ? "enabled" : "disabled", argvText(c.argv)])));
+        writeOut("\ncallbacks:\n");
+        writeOut(table(callbacks.map((c) => ["  " + c.consumer, String(c.scope ?? "-"), c.enabled === 1 ? "enabled" : "disabled", argvText(c.argv)])));
       }
       if (deliveries.length > 0) {
-        process.stdout.write("\ndeliveries:\n");
-        process.stdout.write(table(deliveries.map((d) => ["  " + d.consumer, d.state, `attempts=${d.attempts ?? 0}`, String(d.transition_id), d.last_error ? String(d.last_error) : ""])));
+        writeOut("\ndeliveries:\n");
+        writeOut(table(deliveries.map((d) => ["  " + d.consumer, d.state, `attempts=${d.attempts ?? 0}`, String(d.transition_id), d.last_error ? String(d.last_error) : ""])));
       }
       return 0;
     } finally {

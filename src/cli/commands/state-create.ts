@@ -6,6 +6,7 @@ import { assertSafeId } from "../../util/ids.ts";
 import { cliLedger } from "../context.ts";
 import { entityJson } from "../render.ts";
 import { writeJson } from "../output.ts";
+import { writeOut } from "../io.ts";
 
 const CREATABLE: readonly EntityKind[] = ["invocation", "play", "schedule_run", "show", "team"];
 
@@ -45,7 +46,7 @@ export default defineCommand({
         fields,
       });
       if (args.json) writeJson({ kind, ...entityJson(row) });
-      else process.stdout.write(`${row.id}\n`);
+      else writeOut(`${row.id}\n`);
       return 0;
     } finally {
       ledger.close();

@@ -4,6 +4,7 @@ import { doctor, doctorLine } from "../../sweeps/doctor.ts";
 import { parsePositiveNumber } from "../../util/duration.ts";
 import { cliLedger } from "../context.ts";
 import { writeJson } from "../output.ts";
+import { writeOut } from "../io.ts";
 
 export default defineCommand({
   meta: {
@@ -32,9 +33,9 @@ export default defineCommand({
       }
       for (const a of summary.actions) {
         const verb = options.dryRun ? "would mark" : a.applied ? "marked" : `left (${a.conflict})`;
-        process.stdout.write(`${verb} ${a.session_id} ${a.status} (leg idle ${Math.round(a.age_seconds)}s)\n`);
+        writeOut(`${verb} ${a.session_id} ${a.status} (leg idle ${Math.round(a.age_seconds)}s)\n`);
       }
-      process.stdout.write(doctorLine(summary, options.newStatus) + "\n");
+      writeOut(doctorLine(summary, options.newStatus) + "\n");
       return 0;
     } finally {
       ledger.close();

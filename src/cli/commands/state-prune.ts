@@ -4,6 +4,7 @@ import { prune, pruneLine } from "../../sweeps/prune.ts";
 import { parseNonNegativeInt } from "../../util/duration.ts";
 import { cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
+import { writeErr, writeOut } from "../io.ts";
 
 export default defineCommand({
   meta: {
@@ -29,11 +30,11 @@ export default defineCommand({
         writeJson(summary);
         return 0;
       }
-      for (const path of summary.files?.removed ?? []) process.stdout.write(`${options.dryRun ? "would remove" : "removed"} ${path}\n`);
-      for (const s of summary.files?.skipped ?? []) if (s.why !== "missing") process.stderr.write(`li: kept ${s.path} (${s.why.replace(/_/g, " ")})\n`);
-      if (summary.rolled_back > 0) process.stderr.write(`li: ${summary.rolled_back} batch(es) rolled back: a candidate survived its deletes\n`);
-      if (options.dryRun) process.stderr.write("li: dry run: nothing was deleted\n");
-      process.stdout.write(pruneLine(summary) + "\n");
+      for (const path of summary.files?.removed ?? []) writeOut(`${options.dryRun ? "would remove" : "removed"} ${path}\n`);
+      for (const s of summary.files?.skipped ?? []) if (s.why !== "missing") writeErr(`li: kept ${s.path} (${s.why.replace(/_/g, " ")})\n`);
+      if (summary.rolled_back > 0) writeErr(`li: ${summary.rolled_back} batch(es) rolled back: a candidate survived its deletes\n`);
+      if (options.dryRun) writeErr("li: dry run: nothing was deleted\n");
+      writeOut(pruneLine(summary) + "\n");
       return 0;
     } finally {
       ledger.close();

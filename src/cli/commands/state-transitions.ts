@@ -5,6 +5,7 @@ import { resolveOne } from "../../ledger/resolve.ts";
 import { cliLedger } from "../context.ts";
 import { table, writeJson } from "../output.ts";
 import { isoTime, transitionJson } from "../render.ts";
+import { writeOut } from "../io.ts";
 
 export default defineCommand({
   meta: { name: "transitions", description: "Print the status history of one entity, oldest first" },
@@ -19,7 +20,7 @@ export default defineCommand({
       const rows = await ledger.backend.listTransitions(target.kind, target.id);
       if (args.json) writeJson({ kind: target.kind, id: target.id, transitions: rows.map(transitionJson) });
       else
-        process.stdout.write(
+        writeOut(
           table([
             ["TIME", "FROM", "TO", "REASON", "SOURCE", "ACTOR"],
             ...rows.map((r) => [isoTime(r.created_at), r.previous_status ?? "-", r.status, r.reason_code, r.source, r.actor ?? "-"]),

@@ -10,6 +10,7 @@ import { parseWaitIds } from "../../wait/ids.ts";
 import { formatWaitLine, waitJson } from "../../wait/line.ts";
 import { resolveTargets, waitExitCode, waitForTerminal } from "../../wait/waiter.ts";
 import { cliPaths } from "../paths.ts";
+import { writeErr, writeOut } from "../io.ts";
 
 export default defineCommand({
   meta: {
@@ -39,7 +40,7 @@ export default defineCommand({
     try {
       const { targets, problems } = await resolveTargets(ledger.reads, inputs);
       for (const p of problems) {
-        process.stderr.write(`li: ${p.problem === "ambiguous" ? ambiguityMessage(p.input, p.matches) : `not found: ${p.input}`}\n`);
+        writeErr(`li: ${p.problem === "ambiguous" ? ambiguityMessage(p.input, p.matches) : `not found: ${p.input}`}\n`);
       }
       const { outcomes, end } = await waitForTerminal({
         reads: ledger.reads,
@@ -49,11 +50,11 @@ export default defineCommand({
         intervalMs,
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         signal: stop.signal,
-        onResult: (o) => process.stdout.write((args.json ? JSON.stringify(waitJson(o)) : formatWaitLine(o)) + "\n"),
+        onResult: (o) => writeOut((args.json ? JSON.stringify(waitJson(o)) : formatWaitLine(o)) + "\n"),
       });
-      if (end === "timed_out") process.stderr.write(`li: --timeout reached with ${targets.length - outcomes.length} target(s) still running\n`);
-      if (end === "interrupted") process.stderr.write(`li: interrupted with ${targets.length - outcomes.length} target(s) still running\n`);
-      for (const o of outcomes) if (o.status === "unknown") process.stderr.write(`li: ${o.kind} ${o.id} was deleted while waited on\n`);
+      if (end === "timed_out") writeErr(`li: --timeout reached with ${targets.length - outcomes.length} target(s) still running\n`);
+      if (end === "interrupted") writeErr(`li: interrupted with ${targets.length - outcomes.length} target(s) still running\n`);
+      for (const o of outcomes) if (o.status === "unknown") writeErr(`li: ${o.kind} ${o.id} was deleted while waited on\n`);
       return waitExitCode(end, problems, outcomes);
     } finally {
       process.off("SIGINT", onSignal);

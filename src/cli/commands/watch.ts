@@ -8,6 +8,7 @@ import { acquireWatchLock, lockPathFor, WatcherAlreadyRunningError, type WatchLo
 import { createLog, LOG_FORMATS, type LogFormat } from "../../watch/log.ts";
 import { runWatch, type WatchConfig } from "../../watch/service.ts";
 import { cliLedger, cliPaths } from "../context.ts";
+import { writeErr, writeOut } from "../io.ts";
 
 export default defineCommand({
   meta: {
@@ -33,7 +34,7 @@ export default defineCommand({
       pruneKeepDays: args["prune-keep-days"] === undefined ? undefined : parsePositiveNumber(args["prune-keep-days"], "--prune-keep-days"),
     };
     const { settings, warnings } = loadSettings({ cwd: process.cwd() });
-    for (const w of warnings) process.stderr.write(`li: warning: ${w}\n`);
+    for (const w of warnings) writeErr(`li: warning: ${w}\n`);
     // A flag beats its key.
     const config: WatchConfig = {
       once: Boolean(args.once),
@@ -46,7 +47,7 @@ export default defineCommand({
     const paths = cliPaths();
     const ledger = cliLedger({ create: true });
     let lock: WatchLock | null = null;
-    const log = createLog(format, (line) => process.stdout.write(line));
+    const log = createLog(format, (line) => writeOut(line));
     const stop = new AbortController();
     let signals = 0;
     const onSignal = (name: NodeJS.Signals) => {
@@ -62,7 +63,7 @@ export default defineCommand({
         lock = acquireWatchLock(lockPathFor(dbPath));
       } catch (error) {
         if (!(error instanceof WatcherAlreadyRunningError)) throw error;
-        process.stderr.write(`li: ${error.message}; refusing to start a second watcher\n`);
+        writeErr(`li: ${error.message}; refusing to start a second watcher\n`);
         return 1;
       }
       process.on("SIGINT", onSignal);
