@@ -7,31 +7,32 @@ import { VERSION } from "./version.ts";
 import { cliContext } from "./globals.ts";
 import { writeErr, writeOut } from "./io.ts";
 
-type Loader = () => Promise<CommandDef<any>>;
-type Group = { description: string; commands: Record<string, Loader | Group> };
+type Command = { summary: string; load: () => Promise<CommandDef<any>> };
+type Group = { description: string; commands: Record<string, Command | Group> };
 
-const load = (f: () => Promise<{ default: CommandDef<any> }>): Loader => () => f().then((m) => m.default);
+/** A command: its one-line summary (for `li --help`, without loading it) and its lazy module. */
+const cmd = (summary: string, f: () => Promise<{ default: CommandDef<any> }>): Command => ({ summary, load: () => f().then((m) => m.default) });
 
 /** The command tree. Subcommands load lazily so start-up only pays for the command it runs. */
 export const TREE: Group = {
   description: "li — a run ledger for build and agent machines",
   commands: {
-    wait: load(() => import("./commands/wait.ts")),
-    ls: load(() => import("./commands/ls.ts")),
-    agent: load(() => import("./commands/agent.ts")),
-    show: load(() => import("./commands/show.ts")),
-    reasons: load(() => import("./commands/reasons.ts")),
-    events: load(() => import("./commands/events.ts")),
-    kill: load(() => import("./commands/kill.ts")),
-    watch: load(() => import("./commands/watch.ts")),
+    agent: cmd("run a command as a tracked leg: li agent [options] -- <command…>", () => import("./commands/agent.ts")),
+    wait: cmd("block until runs are terminal; one frozen line per run", () => import("./commands/wait.ts")),
+    ls: cmd("list recent sessions and other entities", () => import("./commands/ls.ts")),
+    show: cmd("one entity with its legs, history, verification and notices", () => import("./commands/show.ts")),
+    kill: cmd("stop a running leg (or every stale one) and record it cancelled", () => import("./commands/kill.ts")),
+    watch: cmd("the service: durable delivery, phantom reaping, linked finalizing, optional prune", () => import("./commands/watch.ts")),
+    events: cmd("terminal events: handlers, consumers, acknowledgements, delivery", () => import("./commands/events.ts")),
+    reasons: cmd("the reason-code vocabulary", () => import("./commands/reasons.ts")),
     state: {
       description: "create, repair and inspect ledger entities",
       commands: {
-        create: load(() => import("./commands/state-create.ts")),
-        "set-status": load(() => import("./commands/state-set-status.ts")),
-        transitions: load(() => import("./commands/state-transitions.ts")),
-        doctor: load(() => import("./commands/state-doctor.ts")),
-        prune: load(() => import("./commands/state-prune.ts")),
+        create: cmd("create an invocation, play, schedule_run, show or team", () => import("./commands/state-create.ts")),
+        "set-status": cmd("move an entity through the guarded write (audited repairs)", () => import("./commands/state-set-status.ts")),
+        transitions: cmd("the status history of one entity", () => import("./commands/state-transitions.ts")),
+        doctor: cmd("sweep running sessions whose current leg is stale and dead", () => import("./commands/state-doctor.ts")),
+        prune: cmd("delete terminal sessions past retention", () => import("./commands/state-prune.ts")),
       },
     },
   },
@@ -41,8 +42,13 @@ export const TREE: Group = {
 // `li events` is one command dispatching its sub-words; it refuses `--` itself except for `handlers add`.
 const TAKES_COMMAND: ReadonlySet<string> = new Set(["agent", "events"]);
 
-function isGroup(node: Loader | Group): node is Group {
-  return typeof node === "object";
+/** Every command's words, walked from the tree (tests drive every command from this). */
+export function commandPaths(group: Group = TREE, prefix: string[] = []): string[][] {
+  return Object.entries(group.commands).flatMap(([name, node]) => (isGroup(node) ? commandPaths(node, [...prefix, name]) : [[...prefix, name]]));
+}
+
+function isGroup(node: Command | Group): node is Group {
+  return "commands" in node;
 }
 
 const stripAnsi = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
@@ -51,7 +57,7 @@ function groupUsage(path: string[], group: Group): string {
   const lines = [`${group.description}`, "", `USAGE: li ${[...path, "<command>"].join(" ")} [--help]`, "", "COMMANDS:"];
   const width = Math.max(...Object.keys(group.commands).map((k) => k.length));
   for (const [name, node] of Object.entries(group.commands)) {
-    lines.push(`  ${name.padEnd(width)}  ${isGroup(node) ? node.description : ""}`.trimEnd());
+    lines.push(`  ${name.padEnd(width)}  ${isGroup(node) ? node.description : node.summary}`.trimEnd());
   }
   if (path.length === 0) {
     lines.push("", "GLOBAL OPTIONS:", "  --db PATH|URL   the ledger (beats LI_DB; default $LI_HOME/state.db)", "  --version       print li's version", "  --help          print help");
@@ -123,7 +129,7 @@ export async function main(argv: string[]): Promise<number> {
   const tokens = takeGlobalDb(own);
   const wantsHelp = tokens.includes("--help") || tokens.includes("-h");
 
-  let node: Loader | Group = TREE;
+  let node: Command | Group = TREE;
   const path: string[] = [];
   let i = 0;
   while (isGroup(node)) {
@@ -139,13 +145,13 @@ export async function main(argv: string[]): Promise<number> {
       }
       throw new UsageError(`unknown flag ${word} for 'li${path.length ? " " + path.join(" ") : ""}' (see li --help)`);
     }
-    const next: Loader | Group | undefined = node.commands[word];
+    const next: Command | Group | undefined = node.commands[word];
     if (!next) throw new UsageError(`unknown command '${[...path, word].join(" ")}' (see li ${path.join(" ")} --help)`.replace("  ", " "));
     path.push(word);
     node = next;
     i++;
   }
-  const command = await node();
+  const command = await node.load();
   const where = `li ${path.join(" ")}`;
   const rest = tokens.slice(i);
   if (wantsHelp) {

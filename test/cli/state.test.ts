@@ -2,7 +2,8 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { li } from "../helpers/cli.ts";
+import { commandPaths } from "../../src/cli/main.ts";
+import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { dumpDatabase, tempDir } from "../helpers/ledger.ts";
 
 let cwd: string;
@@ -24,10 +25,11 @@ describe("the compiled binary, from an empty directory", () => {
     const help = await run(["--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("state");
-    for (const command of [["show"], ["reasons"], ["state", "create"], ["state", "set-status"], ["state", "transitions"]]) {
+    for (const command of commandPaths()) {
       const r = await run([...command, "--help"]);
-      expect({ command, code: r.code, usage: r.stdout.includes("USAGE") }).toEqual({ command, code: 0, usage: true });
+      expect({ command, code: r.code, usage: r.stdout.includes("USAGE"), listed: help.stdout.includes(command[0]!) }).toEqual({ command, code: 0, usage: true, listed: true });
     }
+    expect(commandPaths().length).toBeGreaterThanOrEqual(13);
   });
 
   test("create, set-status, show and transitions work end to end, with an owner-only home and database", async () => {
@@ -125,6 +127,31 @@ describe("bad input: one line, exit 2, the ledger unchanged", () => {
       expect(dumpDatabase(join(home, "state.db"))).toEqual(before);
     });
   }
+});
+
+describe("every command", () => {
+  test("refuses an unknown flag with one line naming it, exit 2, and writes nothing", async () => {
+    for (const command of commandPaths()) {
+      const before = dumpDatabase(join(home, "state.db"));
+      const r = await run([...command, "--no-such-flag"]);
+      expect({ command, code: r.code, lines: r.stderr.trim().split("\n").length, names: r.stderr.includes("--no-such-flag"), stdout: r.stdout }).toEqual({ command, code: 2, lines: 1, names: true, stdout: "" });
+      expect(dumpDatabase(join(home, "state.db"))).toEqual(before);
+    }
+  });
+});
+
+describe("many processes at once", () => {
+  test("8 compiled binaries opening one fresh ledger at the same moment all succeed", async () => {
+    const fresh = join(tempDir(), "home");
+    const procs = Array.from({ length: 8 }, (_, i) =>
+      Bun.spawn([LI_BINARY, "state", "create", "team", "--id", `team-${i}`], { cwd, env: liEnv(fresh), stdout: "pipe", stderr: "pipe" }),
+    );
+    const results = await Promise.all(procs.map(async (p) => ({ code: await p.exited, stderr: await new Response(p.stderr).text() })));
+    expect(results).toEqual(Array(8).fill({ code: 0, stderr: "" }));
+    const db = new Database(join(fresh, "state.db"), { readonly: true });
+    expect((db.query("SELECT COUNT(*) AS n FROM teams").get() as { n: number }).n).toBe(8);
+    db.close();
+  });
 });
 
 describe("ledgers li cannot use (§16)", () => {
