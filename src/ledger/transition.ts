@@ -114,6 +114,11 @@ function encodeExtra(extra: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/** One `admin_events` row about this entity: a rejection or an override (§5). */
+function audit(tx: Tx, ctx: TransitionContext, eventType: string, kind: EntityKind, id: string, now: number, actor: string | null, justification: string | null, payload: object): Awaitable<void> {
+  return tx.insertAdminEvent({ id: ctx.newId(), event_type: eventType, entity_type: kind, entity_id: id, actor, justification, payload: JSON.stringify(payload), created_at: now });
+}
+
 /** The session's current leg once the write applies: the one it sets, else the one it had. */
 function legAfter(row: StatusRow, extra: Record<string, unknown> | undefined): string | null {
   if (extra && Object.hasOwn(extra, "current_leg_id")) return (extra.current_leg_id as string | null) ?? null;
@@ -143,16 +148,7 @@ export async function applyTransition(tx: Tx, ctx: TransitionContext, v: Validat
     const declared = from !== null && (policy.edges.get(from)?.has(to) ?? false);
     if (fromTerminal || !declared) {
       const error = new TransitionRejectedError(kind, id, from, to, fromTerminal ? "terminal_exit" : "undeclared_edge");
-      await tx.insertAdminEvent({
-        id: ctx.newId(),
-        event_type: "status_transition_rejected",
-        entity_type: kind,
-        entity_id: id,
-        actor: cmd.actor ?? null,
-        justification: null,
-        payload: JSON.stringify({ from, to, reason_code: cmd.reasonCode, source: cmd.source ?? "executor", why: error.why }),
-        created_at: now,
-      });
+      await audit(tx, ctx, "status_transition_rejected", kind, id, now, cmd.actor ?? null, null, { from, to, reason_code: cmd.reasonCode, source: cmd.source ?? "executor", why: error.why });
       return { result: "rejected", error };
     }
   }
@@ -177,16 +173,7 @@ export async function applyTransition(tx: Tx, ctx: TransitionContext, v: Validat
   }
   await ctx.hooks?.afterUpdate?.(tx, kind, id);
   if (cmd.override && from !== to) {
-    await tx.insertAdminEvent({
-      id: ctx.newId(),
-      event_type: "status_transition_override",
-      entity_type: kind,
-      entity_id: id,
-      actor: cmd.overrideActor ?? null,
-      justification: cmd.overrideJustification ?? null,
-      payload: JSON.stringify({ from, to, reason_code: cmd.reasonCode }),
-      created_at: now,
-    });
+    await audit(tx, ctx, "status_transition_override", kind, id, now, cmd.overrideActor ?? null, cmd.overrideJustification ?? null, { from, to, reason_code: cmd.reasonCode });
   }
   const terminalEvent = from !== to && policy.terminal.has(to) && policy.execution;
   const transitionId = ctx.newId();
