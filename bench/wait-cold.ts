@@ -3,7 +3,7 @@
 // Usage: bun bench/wait-cold.ts [--rows 1000000] [--runs 40]   (build dist/li first)
 
 import { Database } from "bun:sqlite";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openLedger } from "../src/ledger/open.ts";
@@ -99,3 +99,4 @@ const result = {
 };
 console.log(`empty / hello-world = ${result.empty_vs_hello}× (target ≤ 2.5×); ${ROWS} / empty = ${result.big_vs_empty}× (target ≤ 1.10×)`);
 console.log(JSON.stringify(result));
+rmSync(work, { recursive: true, force: true }); // the 1M-session ledger is ~350 MB

@@ -2,7 +2,7 @@
 // over many waits, with file watching (the default) and with polling only at the default 1 s interval, in one run.
 // Usage: bun bench/wake.ts [--n 200] [--lanes 10]   (build dist/li first)
 
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openLedger } from "../src/ledger/open.ts";
@@ -87,3 +87,4 @@ console.log(`file watching  : p50 ${result.watch.p50_ms} ms  p95 ${result.watch.
 console.log(`polling only 1s: p50 ${result.poll_only_1s.p50_ms} ms  p95 ${result.poll_only_1s.p95_ms} ms  max ${result.poll_only_1s.max_ms} ms  (n=${result.poll_only_1s.n}, ${LANES} lanes)`);
 console.log(`targets: p50 ≤ 2 ms, p95 ≤ 10 ms → ${result.watch.p50_ms <= 2 && result.watch.p95_ms <= 10 ? "met" : "NOT met"}`);
 console.log(JSON.stringify(result));
+rmSync(home, { recursive: true, force: true });

@@ -79,8 +79,8 @@ export interface EventContext {
   /** The entity row; null when it no longer exists. */
   entity: EntityRow | null;
   branchId: string | null;
-  /** The leg current at the event (sessions), when known. */
-  leg: { id: string; run_id: string; state_root: string; artifact_root: string } | null;
+  /** The leg whose end the event was (sessions: the transition's leg, else the current one), when known. */
+  leg: { id: string; run_id: string; state_root: string; artifact_root: string; exit_code: number | null } | null;
 }
 
 export interface DeadDelivery extends DeliveryRow {

@@ -1,6 +1,8 @@
 // Runs ONE leg: setup, spawn in its own group, live capture, deadline and signals, heartbeat, then teardown.
 
 import fs from "node:fs";
+import path from "node:path";
+import { isWithin } from "../contracts/artifacts.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { CompletionEvidence, EvidenceOptions } from "./evidence.ts";
 import { pump, drainPumps, Tail, type Sink } from "./capture.ts";
@@ -103,6 +105,7 @@ export async function runLeg(plan: LegPlan, mode: "new" | "continue" | "resume",
     ...(plan.invocationId !== null ? { invocation_id: plan.invocationId } : {}),
   });
   writeBranchSnapshot(plan);
+  ensureOwnArtifactRoot(plan, o.io.log);
   await o.onStarted?.(plan, ledger !== null);
 
   const streamFd = fs.openSync(plan.run.streamPath(plan.branchId), "a", 0o600);
@@ -185,6 +188,21 @@ export async function runLeg(plan: LegPlan, mode: "new" | "continue" | "resume",
     return { result, termination, stoppedBy: null, persisted: ledger !== null, resumed };
   } finally {
     untrap();
+  }
+}
+
+/**
+ * The command is told LI_ARTIFACT_ROOT, so a root in li's own runs directory exists before it starts
+ * (writing `$LI_ARTIFACT_ROOT/report.md` must just work). A --save-dir elsewhere is the caller's and is
+ * used as given. Best-effort: the verification reports a root that is missing.
+ */
+function ensureOwnArtifactRoot(plan: LegPlan, log: (line: string) => void): void {
+  const runsRoot = path.dirname(plan.run.stateRoot);
+  if (!isWithin(runsRoot, plan.run.artifactRoot)) return;
+  try {
+    plan.run.ensureArtifactRoot();
+  } catch (error) {
+    log(`warning: cannot create the artifact root ${plan.run.artifactRoot}: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 

@@ -7,6 +7,7 @@ import { parseDuration, parseNonNegativeInt } from "../util/duration.ts";
 import { UsageError } from "../util/errors.ts";
 import { assertSafeId } from "../util/ids.ts";
 import { EXIT_UNAVAILABLE } from "./outcome.ts";
+import { resolveSaveDir } from "./rundir.ts";
 
 /** The flags of `li agent` as citty hands them over. */
 export interface AgentArgs {
@@ -114,6 +115,10 @@ export async function parseAgentRequest(args: AgentArgs, passthrough: readonly s
   const { contract, warnings } = declared
     ? (await import("../contracts/sources.ts")).loadContract({ projectDir: cwd ?? ctx.workdir, profile: args.profile, playbook: args.playbook, artifactFlags, cwd: ctx.workdir })
     : { contract: null, warnings: [] };
+  if (contract !== null && args.saveDir !== undefined) {
+    // An escape through --save-dir is known before any run directory or ledger exists: refuse it now, writing nothing.
+    (await import("../contracts/artifacts.ts")).validateContract(contract, resolveSaveDir(args.saveDir, undefined, ctx.workdir));
+  }
   return {
     argv: [...passthrough],
     resumeArgv,

@@ -107,10 +107,7 @@ export function allocateRun(options: AllocateRunOptions): RunDir {
   const runId = pickRunId(options, env);
   const runsRoot = path.resolve(options.runsRoot);
   const stateRoot = path.join(runsRoot, runId);
-  const artifactRoot =
-    options.saveDir !== undefined
-      ? path.resolve(expandHome(options.saveDir, options.homeDir ?? os.homedir()))
-      : path.join(stateRoot, "artifacts");
+  const artifactRoot = options.saveDir !== undefined ? resolveSaveDir(options.saveDir, options.homeDir) : path.join(stateRoot, "artifacts");
 
   fs.mkdirSync(runsRoot, { recursive: true, mode: STATE_DIR_MODE });
   try {
@@ -151,6 +148,11 @@ export function generateRunId(nowSeconds: number, randomHex: () => string = rand
 
 function randomUuidHex(): string {
   return crypto.randomUUID().replace(/-/g, "");
+}
+
+/** `--save-dir` as the artifact root it becomes: `~` expanded, resolved against the working directory. */
+export function resolveSaveDir(saveDir: string, homeDir: string = os.homedir(), workdir: string = process.cwd()): string {
+  return path.resolve(workdir, expandHome(saveDir, homeDir));
 }
 
 function expandHome(p: string, home: string): string {

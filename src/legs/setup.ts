@@ -132,7 +132,11 @@ export async function setupContinuation(ledger: Ledger, plan: LegPlan, alsoInSet
   return "rejected";
 }
 
-/** Records the command's own markers once it runs: leg bookkeeping, not a status write. */
+/**
+ * Records the command's own markers once it runs: leg bookkeeping, not a status write. The session's
+ * node_metadata gets them only with the final guarded write (ADR-0105: markers move with a status write,
+ * never in a write of their own); meanwhile the leg row is where liveness is judged (§12).
+ */
 export async function recordCommandMarkers(ledger: Ledger, legId: string, command: { pid: number; startTicks: number | null }): Promise<void> {
   await ledger.backend.transaction((tx) => tx.updateLeg(legId, { command_pid: command.pid, command_start_ticks: command.startTicks }, { onlyOpen: true }));
 }

@@ -65,7 +65,9 @@ export function envelopeFromContext(ctx: EventContext): { envelope: Envelope; ex
     },
     artifacts,
   };
-  return { envelope, extras: { exitCode: int(row.exit_code) } };
+  // The event's own leg keeps its exit code; the session row's is cleared when a resume reopens it.
+  const legExit = ctx.leg && ctx.leg.id === t.leg_id ? ctx.leg.exit_code : null;
+  return { envelope, extras: { exitCode: legExit ?? int(row.exit_code) } };
 }
 
 /** The envelope of a leg that runs without persistence (§9.4): no event id, `durable: false`. */

@@ -30,6 +30,8 @@ describe("every validation rule is refused before the command starts (exit 2, no
     ["a missing playbook", ["--playbook", "nope.yaml"], /does not exist/],
     ["invalid YAML", ["--playbook", "pb.yaml"], /invalid YAML/, { "pb.yaml": "artifacts: [\n" }],
     ["expected not a list", ["--playbook", "pb.yaml"], /expected/, { "pb.yaml": "artifacts:\n  expected: 3\n" }],
+    ["a NUL in a path", ["--playbook", "pb.yaml"], /NUL/, { "pb.yaml": 'artifacts:\n  expected:\n    - {id: a, path: "a\\0b"}\n' }],
+    ["an entry without a path", ["--playbook", "pb.yaml"], /path must be a non-empty string/, { "pb.yaml": "artifacts:\n  expected:\n    - {id: a}\n" }],
     ["a bad required type", ["--playbook", "pb.yaml"], /required/, { "pb.yaml": "artifacts:\n  expected:\n    - id: a\n      path: a.txt\n      required: maybe\n" }],
   ];
   for (const [name, args, message, files] of cases) {
@@ -40,21 +42,35 @@ describe("every validation rule is refused before the command starts (exit 2, no
       const r = await li(["agent", ...args, "--", "touch", marker], { home: home.home, cwd: dir });
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(message);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
       expect(fs.existsSync(marker)).toBe(false);
       expect(fs.existsSync(home.home)).toBe(false);
     });
   }
 
-  test("a path escaping the artifact root through a symlink is refused and leaves no run directory", async () => {
+  test("a path escaping the artifact root through a symlink is refused before anything is written", async () => {
     const home = agentHome();
     const save = path.join(home.scratch, "save");
     fs.mkdirSync(save);
     fs.symlinkSync("/tmp", path.join(save, "out"));
-    const r = await li(["agent", "--run-id", "esc-1", "--save-dir", save, "--artifact", "a=out/x.txt", "--", "true"], { home: home.home });
+    const marker = path.join(home.scratch, "ran");
+    const r = await li(["agent", "--run-id", "esc-1", "--save-dir", save, "--artifact", "a=out/x.txt", "--", "touch", marker], { home: home.home });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("escapes the artifact root");
-    expect(fs.existsSync(path.join(home.runs, "esc-1"))).toBe(false);
-    expect(rows(home.db, "SELECT * FROM sessions")).toEqual([]);
+    expect(r.stderr.trim().split("\n")).toEqual([`li: artifact "a": path "out/x.txt" escapes the artifact root ${save}`]);
+    expect(fs.existsSync(marker)).toBe(false);
+    expect(fs.existsSync(home.home)).toBe(false);
+  });
+
+  test("an escape refused with a ledger already in place leaves its rows and the runs root as they were", async () => {
+    const home = agentHome();
+    expect((await li(["agent", "--run-id", "first-1", "--", "true"], { home: home.home })).code).toBe(0);
+    const before = { sessions: rows(home.db, "SELECT * FROM sessions"), history: rows(home.db, "SELECT * FROM status_transitions"), runs: fs.readdirSync(home.runs) };
+    const save = path.join(home.scratch, "save");
+    fs.mkdirSync(save);
+    fs.symlinkSync("/tmp", path.join(save, "out"));
+    const r = await li(["agent", "--run-id", "esc-2", "--save-dir", save, "--artifact", "a=out/x.txt", "--", "true"], { home: home.home });
+    expect(r.code).toBe(2);
+    expect({ sessions: rows(home.db, "SELECT * FROM sessions"), history: rows(home.db, "SELECT * FROM status_transitions"), runs: fs.readdirSync(home.runs) }).toEqual(before);
   });
 });
 
@@ -97,6 +113,23 @@ describe("overlay, storage and verification", () => {
     const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
     expect([s.status, s.status_reason_code]).toEqual(["failed", "run.failed.missing_artifact"]);
     expect(JSON.parse(s.status_evidence_refs)).toEqual([{ kind: "artifact", id: "out", path: "out.txt", required: true }]);
+  });
+
+  test("the artifact root in the run directory exists before the command starts, so it can write straight into $LI_ARTIFACT_ROOT", async () => {
+    const home = agentHome();
+    const r = await li(["agent", "--json", "--artifact", "report=report.md", "--", "sh", "-c", 'echo done > "$LI_ARTIFACT_ROOT/report.md"'], { home: home.home });
+    expect(r.code).toBe(0);
+    const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
+    expect([s.status, JSON.parse(s.artifact_verification_json).status]).toEqual(["completed", "passed"]);
+  });
+
+  test("a --save-dir is used as given: li does not create it, and a missing one leaves every entry missing", async () => {
+    const home = agentHome();
+    const save = path.join(home.scratch, "not-there");
+    const r = await li(["agent", "--json", "--save-dir", save, "--artifact", "report=report.md", "--", "true"], { home: home.home });
+    expect(r.code).toBe(1);
+    expect(fs.existsSync(save)).toBe(false);
+    expect(sessionRow(home.db, JSON.parse(r.stdout).session_id).status_reason_code).toBe("run.failed.missing_artifact");
   });
 
   test("--save-dir becomes the artifact root and sessions.artifacts_path", async () => {

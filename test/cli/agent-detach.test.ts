@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { li } from "../helpers/cli.ts";
+import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { probeProcess } from "../../src/legs/proc.ts";
 import { agentHome, readIf, rows, sessionRow, waitFor } from "../legs/agent-harness.ts";
@@ -29,6 +29,25 @@ describe("--detach", () => {
     const stream = fs.readFileSync(path.join(home.runs, record.run_id, "stream", `${record.branch_id}.log`), "utf8");
     expect(stream).toBe("finished\n");
     await waitFor("the supervisor's summary", () => readIf(path.join(home.runs, record.run_id, "stream", "li.log"))?.includes("failed"));
+  }, 30_000);
+
+  test("the leg survives the terminal it was started from closing, and finalizes with the command's outcome", async () => {
+    const home = agentHome();
+    const go = path.join(home.scratch, "go");
+    // Started under a real pseudo-terminal; the helper exits once li has, which closes the terminal (a hangup for its session).
+    const proc = Bun.spawn(["python3", path.join(import.meta.dir, "../legs/pty-ctrl-c.py"), LI_BINARY, "agent", "--detach", "--", "sh", "-c", `while [ ! -e ${go} ]; do sleep 0.05; done; exit 4`], {
+      env: { ...liEnv(home.home), READY: "" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [out] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    expect(out.trim()).toBe("0");
+    const [started] = rows<Record<string, any>>(home.db, "SELECT * FROM sessions");
+    expect(started!.status).toBe("running");
+    fs.writeFileSync(go, "");
+    await waitFor("the detached leg to finish", () => sessionRow(home.db, started!.id).status !== "running");
+    const done = sessionRow(home.db, started!.id);
+    expect([done.status, done.status_reason_code, done.exit_code]).toEqual(["failed", "run.failed.exit_nonzero", 4]);
   }, 30_000);
 
   test("without --json it prints the session id alone", async () => {

@@ -7,7 +7,7 @@ import path from "node:path";
 import { li } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
-import { agentHome, sessionRow } from "../legs/agent-harness.ts";
+import { agentHome, rows, sessionRow } from "../legs/agent-harness.ts";
 
 const GIT_ENV = { GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@e", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@e", GIT_CONFIG_NOSYSTEM: "1", HOME: tempDir() };
 
@@ -38,7 +38,19 @@ async function gate(args: string[], opts: { cwd?: string } = {}) {
   const home = agentHome();
   const r = await li(["agent", "--json", ...args, "--", fixture("print-nothing")], { home: home.home, env: GIT_ENV, ...(opts.cwd ? { cwd: opts.cwd } : {}) });
   const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
-  return { code: r.code, status: s.status as string, reason: s.status_reason_code as string, evidence: JSON.parse(s.status_evidence_refs ?? "null") };
+  const [last] = rows<{ metadata: string | null }>(home.db, "SELECT metadata FROM status_transitions WHERE entity_id = ? ORDER BY seq DESC LIMIT 1", s.id);
+  // What the gate saw (absent when it did not run): the base it compared with and the commits ahead of it.
+  const checked = JSON.parse(last?.metadata ?? "{}").completion_evidence ?? null;
+  return { code: r.code, status: s.status as string, reason: s.status_reason_code as string, evidence: JSON.parse(s.status_evidence_refs ?? "null"), checked };
+}
+
+/** A clone of an upstream repository on `branch`; `remoteHead: false` drops refs/remotes/origin/HEAD. */
+function clone(branch: string, remoteHead: boolean): string {
+  const upstream = repo(branch);
+  const dir = path.join(tempDir("li-clone-"), "work");
+  git(path.dirname(dir), "clone", "-q", upstream, "work");
+  if (!remoteHead) git(dir, "remote", "set-head", "origin", "-d");
+  return dir;
 }
 
 describe("with --cwd the gate runs", () => {
@@ -52,14 +64,18 @@ describe("with --cwd the gate runs", () => {
   test("a dirty tree is evidence", async () => {
     const dir = repo();
     fs.writeFileSync(path.join(dir, "new.txt"), "new\n");
-    expect((await gate(["--cwd", dir])).status).toBe("completed");
+    const r = await gate(["--cwd", dir]);
+    expect(r.status).toBe("completed");
+    expect(r.checked).toMatchObject({ checked: true, base_ref: "main", commits_ahead: 0, dirty: true });
   });
 
   for (const base of ["main", "master"]) {
     test(`commits ahead of local ${base} are evidence`, async () => {
       const dir = repo(base);
       commitOn(dir, "feature");
-      expect((await gate(["--cwd", dir])).status).toBe("completed");
+      const r = await gate(["--cwd", dir]);
+      expect(r.status).toBe("completed");
+      expect(r.checked).toMatchObject({ checked: true, base_ref: base, commits_ahead: 1, dirty: false });
     });
   }
 
@@ -68,39 +84,56 @@ describe("with --cwd the gate runs", () => {
     git(dir, "tag", "v1");
     expect((await gate(["--cwd", dir, "--base-ref", "v1"])).status).toBe("completed_empty");
     commitOn(dir, "feature");
-    expect((await gate(["--cwd", dir, "--base-ref", "v1"])).status).toBe("completed");
+    const r = await gate(["--cwd", dir, "--base-ref", "v1"]);
+    expect(r.status).toBe("completed");
+    expect(r.checked).toMatchObject({ base_ref: "v1", commits_ahead: 1 });
   });
 
-  test("commits ahead of the remote HEAD (origin/main) are evidence", async () => {
-    const upstream = repo();
-    const clone = tempDir("li-clone-");
-    git(clone, "clone", "-q", upstream, "work");
-    const dir = path.join(clone, "work");
+  test("commits ahead of the remote HEAD are evidence, even when it names a branch outside the fallbacks", async () => {
+    const dir = clone("trunk", true);
     expect((await gate(["--cwd", dir])).status).toBe("completed_empty");
     commitOn(dir, "feature");
-    expect((await gate(["--cwd", dir])).status).toBe("completed");
+    const r = await gate(["--cwd", dir]);
+    expect(r.status).toBe("completed");
+    expect(r.checked).toMatchObject({ base_ref: "origin/trunk", commits_ahead: 1 });
   });
+
+  for (const branch of ["main", "master"]) {
+    test(`commits ahead of origin/${branch}, with no remote HEAD, are evidence`, async () => {
+      const dir = clone(branch, false);
+      expect((await gate(["--cwd", dir])).status).toBe("completed_empty");
+      commitOn(dir, "feature");
+      const r = await gate(["--cwd", dir]);
+      expect(r.status).toBe("completed");
+      expect(r.checked).toMatchObject({ base_ref: `origin/${branch}`, commits_ahead: 1 });
+    });
+  }
 
   test("a non-git directory is no opinion: completed", async () => {
     const r = await gate(["--cwd", tempDir()]);
     expect([r.code, r.status]).toEqual([0, "completed"]);
+    expect(r.checked).toMatchObject({ checked: false, ahead_of_base: null, dirty: null });
   });
 
   test("a broken repository (the probe fails) is no opinion: completed", async () => {
     const dir = tempDir();
     fs.writeFileSync(path.join(dir, ".git"), "gitdir: /nonexistent/li-test-gitdir\n");
-    expect((await gate(["--cwd", dir])).status).toBe("completed");
+    const r = await gate(["--cwd", dir]);
+    expect([r.code, r.status]).toEqual([0, "completed"]);
+    expect(r.checked).toMatchObject({ checked: false });
   });
 
   test("--no-evidence-gate turns it off", async () => {
-    expect((await gate(["--cwd", repo(), "--no-evidence-gate"])).status).toBe("completed");
+    const r = await gate(["--cwd", repo(), "--no-evidence-gate"]);
+    expect([r.status, r.checked]).toEqual(["completed", null]);
   });
 });
 
 describe("without --cwd", () => {
   test("the gate does not run, even in a clean repository", async () => {
     const dir = repo();
-    expect((await gate([], { cwd: dir })).status).toBe("completed");
+    const r = await gate([], { cwd: dir });
+    expect([r.status, r.checked]).toEqual(["completed", null]);
   });
 
   test("--evidence-gate asks for it in the working directory", async () => {

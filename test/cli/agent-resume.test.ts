@@ -66,6 +66,15 @@ describe("the notice of a resumed leg (ADR-0105 Verification 1)", () => {
     expect(refused.stderr).toContain("-r");
   }, 30_000);
 
+  test("--invocation on a resumed leg re-links the session to that invocation", async () => {
+    const home = agentHome();
+    const a = await agent(home, ["--invocation", "inv-first", "--", "true"]);
+    expect(sessionRow(home.db, a.record.session_id).invocation_id).toBe("inv-first");
+    const b = await agent(home, ["-r", a.record.branch_id, "--invocation", "inv-second", "--", "true"]);
+    expect(b.record).toMatchObject({ session_id: a.record.session_id, status: "completed" });
+    expect(sessionRow(home.db, a.record.session_id).invocation_id).toBe("inv-second");
+  }, 30_000);
+
   test("an unknown branch is a usage error naming it", async () => {
     const home = agentHome();
     await agent(home, ["--", "true"]);

@@ -124,6 +124,14 @@ describe("races with other writers", () => {
     expect(leg!.pid).toBe(run.proc.pid);
     expect(probeProcess(leg!.pid, leg!.pid_start_ticks)).not.toBe("alive");
     expect(probeProcess(leg!.command_pid, leg!.command_start_ticks)).toBe("alive");
+    // The session's own copy names the dead supervisor too (the command's markers join it only with a status write).
+    expect(JSON.parse(s.node_metadata)).toMatchObject({
+      leg_id: leg!.id,
+      supervisor_pid: leg!.pid,
+      supervisor_start_ticks: leg!.pid_start_ticks,
+      boot_id: leg!.boot_id,
+      host_id: leg!.host_id,
+    });
     expect(rows(home.db, "PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);
     process.kill(-leg!.command_pid, "SIGKILL");
   }, 30_000);

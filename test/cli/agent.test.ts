@@ -5,7 +5,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { li } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
-import { agentHome, rows, sessionRow } from "../legs/agent-harness.ts";
+import { agentHome, rows, runningSession, sessionRow, spawnLi, waitFor } from "../legs/agent-harness.ts";
 
 const summary = (stderr: string) => stderr.trim().split("\n").at(-1) ?? "";
 
@@ -171,6 +171,26 @@ describe("the persisted rows for one leg", () => {
     expect(manifest.command).toEqual(["sh", "-c", "echo the answer"]);
     expect(fs.existsSync(path.join(r.home.runs, "rows-1", "branches"))).toBe(true);
   });
+
+  test("while the command runs: the session is running with this leg current, and the leg row is open with both sets of markers", async () => {
+    const home = agentHome();
+    const go = path.join(home.scratch, "go");
+    const run = spawnLi(["agent", "--run-id", "open-1", "--", "sh", "-c", `while [ ! -e ${go} ]; do sleep 0.05; done`], home);
+    const sid = await runningSession(home.db);
+    await waitFor("the command's markers", () => rows<{ command_pid: number | null }>(home.db, "SELECT command_pid FROM legs")[0]?.command_pid);
+    const s = sessionRow(home.db, sid);
+    const [leg] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
+    expect([s.status, s.status_reason_code, s.current_leg_id, s.ended_at, s.exit_code]).toEqual(["running", "run.started.ok", leg!.id, null, null]);
+    expect(leg).toMatchObject({ session_id: sid, seq: 1, run_id: "open-1", status: "running", reason_code: "run.started.ok", ended_at: null, exit_code: null, pid: run.proc.pid });
+    expect(leg!.pid_start_ticks).toBeGreaterThan(0);
+    expect(leg!.command_start_ticks).toBeGreaterThan(0);
+    expect(leg!.host_id).toContain(leg!.boot_id);
+    expect(JSON.parse(s.node_metadata)).toMatchObject({ leg_id: leg!.id, run_id: "open-1", supervisor_pid: run.proc.pid, supervisor_start_ticks: leg!.pid_start_ticks, boot_id: leg!.boot_id, host_id: leg!.host_id });
+    expect(rows(home.db, "SELECT COUNT(*) AS n FROM status_transitions")).toEqual([{ n: 1 }]);
+    fs.writeFileSync(go, "");
+    expect((await run.out).code).toBe(0);
+    expect(rows(home.db, "SELECT status, ended_at IS NOT NULL AS closed FROM legs")).toEqual([{ status: "completed", closed: 1 }]);
+  }, 30_000);
 
   test("--no-persist opens no ledger, still writes the run directory and stream, and exits by the outcome", async () => {
     const home = agentHome();

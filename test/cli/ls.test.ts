@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fakeClock, tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
 import { finishSession, seedSession } from "../wait/seed.ts";
+import { fixture } from "../helpers/fixtures.ts";
+import { agentHome } from "../legs/agent-harness.ts";
 
 const open: TempLedger[] = [];
 afterEach(() => {
@@ -129,9 +131,30 @@ describe("li ls", () => {
       expect(r.code).toBe(2);
       expect(r.stderr).toContain(flag);
     }
+    const stray = await li(["ls", "inv-x"], { home: t.paths.home });
+    expect(stray.code).toBe(2);
+    expect(stray.stdout).toBe("");
+    expect(stray.stderr).toContain("'inv-x'");
     const home = join(tempDir(), "home");
     const r = await li(["ls"], { home });
     expect(r.code).toBe(2);
     expect(existsSync(join(home, "state.db"))).toBe(false);
   });
+});
+
+describe("li ls on real `li agent` legs", () => {
+  test("a resumed session counts both legs and shows the current leg's command; --kind session lists only sessions", async () => {
+    const home = agentHome();
+    expect((await li(["state", "create", "invocation", "--id", "inv-beside"], { home: home.home })).code).toBe(0);
+    const first = JSON.parse((await li(["agent", "--json", "--", fixture("exit-with"), "0"], { home: home.home })).stdout);
+    const second = await li(["agent", "--json", "-r", first.branch_id, "--", fixture("exit-with"), "4"], { home: home.home });
+    expect(second.code).toBe(1);
+    const r = await li(["ls", "--json", "--kind", "session"], { home: home.home });
+    const entities = JSON.parse(r.stdout).entities;
+    expect(entities).toHaveLength(1);
+    expect(entities[0]).toMatchObject({ id: first.session_id, kind: "session", status: "failed", reason: "run.failed.exit_nonzero", legs: 2, command: [fixture("exit-with"), "4"] });
+    const text = await li(["ls"], { home: home.home });
+    expect(text.stdout.split("\n")[1]).toContain(`${first.session_id.slice(0, 8)}  session`);
+    expect(text.stdout).toContain("exit-with 4");
+  }, 60_000);
 });

@@ -1,8 +1,12 @@
 // `li show` end to end (§13): legs, run directory, verification, evidence, callbacks and deliveries.
 
 import { afterEach, describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import { li } from "../helpers/cli.ts";
-import { tempLedger, type TempLedger } from "../helpers/ledger.ts";
+import { fixture } from "../helpers/fixtures.ts";
+import { agentHome, rows } from "../legs/agent-harness.ts";
+import { tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
+import { existsSync } from "node:fs";
 import { finishSession, rawSql, seedSession } from "../wait/seed.ts";
 
 const open: TempLedger[] = [];
@@ -82,4 +86,50 @@ describe("li show", () => {
     expect(amb.code).toBe(2);
     expect(amb.stderr).toContain("ambiguous");
   });
+});
+
+describe("li show: bad input", () => {
+  test("an unknown id, an extra word and a missing ledger each give one line on stderr, exit 2, and change nothing", async () => {
+    const t = tempLedger();
+    open.push(t);
+    await t.ledger.createEntity("invocation", { id: "inv-only" });
+    const snapshot = () => JSON.stringify(rows(t.dbPath, "SELECT * FROM invocations")) + JSON.stringify(rows(t.dbPath, "SELECT * FROM status_transitions")) + JSON.stringify(rows(t.dbPath, "SELECT * FROM admin_events"));
+    const before = snapshot();
+    for (const [args, culprit] of [[["show", "nope-none"], "nope-none"], [["show", "inv-only", "stray"], "stray"]] as const) {
+      const r = await li([...args], { home: t.paths.home });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+      expect(r.stderr).toContain(culprit);
+    }
+    expect(snapshot()).toBe(before);
+    const home = join(tempDir(), "home");
+    const missing = await li(["show", "anything"], { home });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("nothing recorded yet");
+    expect(existsSync(home)).toBe(false);
+  });
+});
+
+describe("li show on a real `li agent` leg", () => {
+  test("--json carries the leg, its run dir, the contract and its verification, the evidence, the --notify registration and its delivery", async () => {
+    const home = agentHome();
+    const r = await li(["agent", "--json", "--artifact", "report=r.md", "--artifact", "extra=x.md?", "--notify", "true {status}", "--", fixture("write-artifact"), "r.md"], { home: home.home });
+    expect(r.code).toBe(0);
+    const record = JSON.parse(r.stdout) as { session_id: string; run_id: string };
+    const out = JSON.parse((await li(["show", "--json", record.run_id], { home: home.home })).stdout);
+    expect(out.entity.id).toBe(record.session_id);
+    expect(out.resolved_from).toEqual({ kind: "run", id: record.run_id });
+    expect(out.legs.map((l: any) => [l.seq, l.run_id, l.status, l.exit_code])).toEqual([[1, record.run_id, "completed", 0]]);
+    expect(out.legs[0].command).toEqual([fixture("write-artifact"), "r.md"]);
+    expect(out.run_dir).toBe(join(home.runs, record.run_id));
+    expect(out.artifact_dir).toBe(join(home.runs, record.run_id, "artifacts"));
+    expect(out.artifact_contract.expected.map((e: any) => [e.id, e.required])).toEqual([["report", true], ["extra", false]]);
+    expect(out.artifact_verification.status).toBe("warning");
+    expect(out.evidence).toEqual([expect.objectContaining({ kind: "process", exit_code: 0 })]);
+    expect(out.callbacks).toHaveLength(1);
+    expect(out.callbacks[0]).toMatchObject({ scope: "leg", argv: ["true", "{status}"], session_id: record.session_id });
+    expect(out.deliveries).toEqual([expect.objectContaining({ consumer: out.callbacks[0].consumer, state: "acked", attempts: 1 })]);
+    expect(out.transitions.map((x: any) => x.status)).toEqual(["running", "completed"]);
+  }, 60_000);
 });

@@ -1,11 +1,13 @@
 // `li wait` end to end through dist/li (§11): resolution, the frozen line, ordering, exit precedence, signals.
 
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { li } from "../helpers/cli.ts";
 import { fakeClock, tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
 import { finishSession, rawSql, seedSession, startWait } from "../wait/seed.ts";
+import { fixture } from "../helpers/fixtures.ts";
+import { agentHome, type AgentHome } from "../legs/agent-harness.ts";
 
 const open: TempLedger[] = [];
 function ledger(): TempLedger {
@@ -72,6 +74,31 @@ describe("li wait: resolution and the frozen line", () => {
     const r = await li(["wait", "job"], { home: t.paths.home });
     expect(r.stdout).toBe(line("job", "completed", "run.completed.ok") + "\n");
     expect(r.code).toBe(0);
+  });
+
+  test("an id that exists as several kinds resolves in the fixed order: invocation before play before schedule_run", async () => {
+    const t = ledger();
+    await t.ledger.createEntity("schedule_run", { id: "same-a", status: "running" });
+    await t.ledger.updateStatus("schedule_run", "same-a", { newStatus: "cancelled", reasonCode: "run.cancelled.system" });
+    await t.ledger.createEntity("play", { id: "same-a" });
+    await t.ledger.updateStatus("play", "same-a", { newStatus: "merged", reasonCode: "play.merged.ok" });
+    await invocation(t, "same-a", "failed", "run.failed.exit_nonzero");
+    await t.ledger.createEntity("schedule_run", { id: "same-b", status: "running" });
+    await t.ledger.updateStatus("schedule_run", "same-b", { newStatus: "cancelled", reasonCode: "run.cancelled.system" });
+    await t.ledger.createEntity("play", { id: "same-b" });
+    await t.ledger.updateStatus("play", "same-b", { newStatus: "merged", reasonCode: "play.merged.ok" });
+    const r = await li(["wait", "--json", "same-a", "same-b"], { home: t.paths.home });
+    expect(r.stdout.trim().split("\n").map((l) => [JSON.parse(l).kind, JSON.parse(l).status])).toEqual([["invocation", "failed"], ["play", "merged"]]);
+  });
+
+  test("an exact session id wins over a branch id and a run id that are the same string", async () => {
+    const t = ledger();
+    const other = await seedSession(t.ledger, { branchId: "shared-name", legs: [{ runId: "shared-name" }] });
+    await finishSession(t.ledger, other.id, "failed", "run.failed.exit_nonzero", 1);
+    const own = await seedSession(t.ledger, { id: "shared-name" });
+    await finishSession(t.ledger, own.id, "completed", "run.completed.ok", 0);
+    const r = await li(["wait", "shared-name"], { home: t.paths.home });
+    expect(r.stdout).toBe(line("shared-name", "completed", "run.completed.ok", "-", 0) + "\n");
   });
 
   test("a unique prefix resolves across kinds and prints the canonical id", async () => {
@@ -148,6 +175,20 @@ describe("li wait: resolution and the frozen line", () => {
     expect(r.code).toBe(1);
   });
 
+  test("a play or schedule_run with its own recorded exit code reports that one, not its session's", async () => {
+    const t = ledger();
+    await invocation(t, "inv-own");
+    const s = await seedSession(t.ledger, { invocationId: "inv-own", legs: [{ artifactRoot: "/own/art" }] });
+    await finishSession(t.ledger, s.id, "completed", "run.completed.ok", 0);
+    await t.ledger.createEntity("play", { id: "play-own", fields: { session_id: s.id } });
+    await t.ledger.updateStatus("play", "play-own", { newStatus: "blocked", reasonCode: "play.blocked.runner_orphaned", extraFields: { exit_code: 9 } });
+    await t.ledger.createEntity("schedule_run", { id: "sr-own", status: "running", fields: { invocation_id: "inv-own" } });
+    await t.ledger.updateStatus("schedule_run", "sr-own", { newStatus: "failed", reasonCode: "run.failed.exit_nonzero", extraFields: { exit_code: 4 } });
+    const r = await li(["wait", "play-own", "sr-own"], { home: t.paths.home });
+    expect(r.stdout.split("\n").filter(Boolean)).toEqual([line("play-own", "blocked", "play.blocked.runner_orphaned", "/own/art", 9), line("sr-own", "failed", "run.failed.exit_nonzero", "/own/art", 4)]);
+    expect(r.code).toBe(1);
+  });
+
   test("a schedule_run and an invocation report the invocation's most recently updated session", async () => {
     const clock = fakeClock(Date.now() / 1000 - 3600);
     const t = tempLedger({ now: clock.now });
@@ -189,6 +230,21 @@ describe("li wait: resolution and the frozen line", () => {
   });
 });
 
+describe("li wait --json ordering", () => {
+  test("--json objects come in the same order as the lines: already-terminal in input order, then completion order", async () => {
+    const t = ledger();
+    await invocation(t, "j-done-2", "completed", "run.completed.ok");
+    await invocation(t, "j-done-1", "failed", "run.failed.exit_nonzero");
+    await invocation(t, "j-later");
+    const w = startWait(["--json", "j-later", "j-done-2", "j-done-1"], t.paths.home);
+    await w.lines(2);
+    await t.ledger.updateStatus("invocation", "j-later", { newStatus: "completed", reasonCode: "run.completed.ok" });
+    const end = await w.done();
+    expect(end.stdout.map((l) => JSON.parse(l).id)).toEqual(["j-done-2", "j-done-1", "j-later"]);
+    expect(end.code).toBe(1);
+  });
+});
+
 describe("li wait: exit codes", () => {
   test("precedence with mixed outcomes: unsuccessful → 1, plus not found → 2, plus timeout → 3", async () => {
     const t = ledger();
@@ -219,6 +275,7 @@ describe("li wait: exit codes", () => {
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain("nothing recorded yet");
     expect(existsSync(join(home, "state.db"))).toBe(false);
+    expect(existsSync(home)).toBe(false);
   });
 
   test("--interval must be positive, and bad flags are usage errors", async () => {
@@ -311,4 +368,76 @@ describe("li wait: while waiting", () => {
     expect(end.stdout[1]).toBe(line("polled", "completed", "run.completed.ok"));
     expect(readdirSync(t.paths.home)).toContain("state.db");
   });
+});
+
+describe("li wait on real `li agent` legs", () => {
+  async function agent(home: AgentHome, args: string[]): Promise<{ code: number; record: { session_id: string; branch_id: string; run_id: string } }> {
+    const r = await li(["agent", "--json", ...args], { home: home.home });
+    return { code: r.code, record: JSON.parse(r.stdout) };
+  }
+
+  test("a detached leg waited on by its branch id and by its run id: both wake when it ends and print its session's line", async () => {
+    const home = agentHome();
+    const sentinel = await agent(home, ["--", "true"]);
+    const go = join(home.scratch, "go");
+    const started = await li(["agent", "--detach", "--json", "--", "sh", "-c", 'while [ ! -e "$1" ]; do sleep 0.02; done; exit 3', "leg", go], { home: home.home });
+    expect(started.code).toBe(0);
+    const leg = JSON.parse(started.stdout) as { session_id: string; branch_id: string; run_id: string };
+    // The interval is 30 s: only a wake-up on the commit can finish these waits within the test.
+    const byBranch = startWait(["--interval", "30", sentinel.record.session_id, leg.branch_id], home.home);
+    const byRun = startWait(["--interval", "30", sentinel.record.session_id, leg.run_id], home.home);
+    await byBranch.lines(1);
+    await byRun.lines(1);
+    writeFileSync(go, "");
+    const expected = line(leg.session_id, "failed", "run.failed.exit_nonzero", join(home.runs, leg.run_id, "artifacts"), 3);
+    for (const w of [byBranch, byRun]) {
+      const end = await w.done();
+      expect(end.stdout).toEqual([line(sentinel.record.session_id, "completed", "run.completed.ok", join(home.runs, sentinel.record.run_id, "artifacts"), 0), expected]);
+      expect(end.code).toBe(1);
+    }
+  }, 60_000);
+
+  test("after a resume with --save-dir, artifact_dir is the new current leg's root, even when waited on by the first leg's run id", async () => {
+    const home = agentHome();
+    const first = await agent(home, ["--", fixture("exit-with"), "0"]);
+    const saveDir = join(home.scratch, "second-artifacts");
+    const second = await agent(home, ["-r", first.record.branch_id, "--save-dir", saveDir, "--", fixture("exit-with"), "5"]);
+    expect(second.record.session_id).toBe(first.record.session_id);
+    const expected = line(first.record.session_id, "failed", "run.failed.exit_nonzero", saveDir, 5) + "\n";
+    for (const id of [first.record.run_id, second.record.run_id, first.record.session_id, first.record.branch_id]) {
+      const r = await li(["wait", id], { home: home.home });
+      expect(r.stdout).toBe(expected);
+      expect(r.code).toBe(1);
+    }
+  }, 60_000);
+
+  test("exit_code is the command's own, never li's mapped exit: 137 when SIGKILL ended it, 143 on a timeout, - when it never ran", async () => {
+    const home = agentHome();
+    const killed = await agent(home, ["--", fixture("kill-self"), "KILL"]);
+    const timedOut = await agent(home, ["--timeout", "300ms", "--", fixture("forever")]);
+    const neverRan = await agent(home, ["--", join(home.scratch, "no-such-program")]);
+    expect([killed.code, timedOut.code, neverRan.code]).toEqual([1, 124, 1]);
+    const r = await li(["wait", killed.record.session_id, timedOut.record.session_id, neverRan.record.session_id], { home: home.home });
+    const fields = r.stdout.trim().split("\n").map((l) => l.split("\t").filter((f) => f.startsWith("status=") || f.startsWith("exit_code=")));
+    expect(fields).toEqual([
+      ["status=failed", "exit_code=137"],
+      ["status=timed_out", "exit_code=143"],
+      ["status=failed", "exit_code=-"],
+    ]);
+    expect(r.code).toBe(1);
+  }, 60_000);
+
+  test("an invocation and its schedule_run report the artifact root and exit code of the invocation's real leg", async () => {
+    const home = agentHome();
+    expect((await li(["state", "create", "invocation", "--id", "inv-real"], { home: home.home })).code).toBe(0);
+    const leg = await agent(home, ["--invocation", "inv-real", "--", fixture("exit-with"), "0"]);
+    expect((await li(["state", "create", "schedule_run", "--id", "sr-real", "--invocation", "inv-real", "--status", "running"], { home: home.home })).code).toBe(0);
+    for (const [kind, id] of [["invocation", "inv-real"], ["schedule_run", "sr-real"]]) {
+      expect((await li(["state", "set-status", kind!, id!, "--status", "completed", "--reason", "run.completed.ok"], { home: home.home })).code).toBe(0);
+    }
+    const r = await li(["wait", "sr-real,inv-real"], { home: home.home });
+    const art = join(home.runs, leg.record.run_id, "artifacts");
+    expect(r.stdout.split("\n").filter(Boolean)).toEqual([line("sr-real", "completed", "run.completed.ok", art, 0), line("inv-real", "completed", "run.completed.ok", art, 0)]);
+    expect(r.code).toBe(0);
+  }, 60_000);
 });

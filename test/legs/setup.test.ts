@@ -77,11 +77,22 @@ describe("setupContinuation", () => {
 });
 
 describe("leg bookkeeping", () => {
-  test("the command's markers are recorded once it runs", async () => {
+  test("the command's markers are recorded on the leg row once it runs; the session's node_metadata waits for a status write", async () => {
     const t = tempLedger();
     await setupNewSession(t.ledger, planFor());
+    const before = (await t.ledger.backend.getEntity("session", "sess-1"))!;
     await recordCommandMarkers(t.ledger, "leg-1", { pid: 4242, startTicks: 99 });
     expect(await t.ledger.backend.getLeg("leg-1")).toMatchObject({ command_pid: 4242, command_start_ticks: 99 });
+    const after = (await t.ledger.backend.getEntity("session", "sess-1"))!;
+    expect([after.node_metadata, after.updated_at]).toEqual([before.node_metadata, before.updated_at]);
+  });
+
+  test("a closed leg's row keeps its markers: a late record changes nothing", async () => {
+    const t = tempLedger();
+    await setupNewSession(t.ledger, planFor());
+    await t.ledger.backend.transaction((tx) => tx.updateLeg("leg-1", { ended_at: 1_800_000_009 }));
+    await recordCommandMarkers(t.ledger, "leg-1", { pid: 4242, startTicks: 99 });
+    expect(await t.ledger.backend.getLeg("leg-1")).toMatchObject({ command_pid: null, command_start_ticks: null });
   });
 
   test("the heartbeat refreshes heartbeat_at on its interval, and stops", async () => {

@@ -16,6 +16,7 @@ import {
   baseReason,
   completionEvidenceGate,
   deferTerminal,
+  pushCallbacks,
   reconcileLinkedSession,
   snapshotEndpoints,
   verifyArtifacts,
@@ -410,6 +411,22 @@ describe("step 9: guardedWrite", () => {
     expect((await leg.leg()).ended_at).not.toBeNull();
   });
 
+  test("a resume that takes over between the snapshot and the write is seen under the write lock: only this leg's row closes", async () => {
+    const leg = await startedLeg();
+    const s = leg.state();
+    await snapshotEndpoints(s);
+    baseReason(s);
+    await leg.ledger.backend.transaction((tx) => tx.insertLeg({ ...legRow({ ...leg.plan, legId: "leg-2", runId: "other-run" }, 2) }));
+    await leg.ledger.updateStatus("session", "sess-1", { newStatus: "running", reasonCode: "run.started.ok", extraFields: { current_leg_id: "leg-2" } });
+    await guardedWrite(s);
+    expect([s.result!.status, s.result!.persisted]).toEqual(["completed", "skipped"]);
+    const session = await leg.session();
+    expect([session.status, session.current_leg_id, session.ended_at]).toEqual(["running", "leg-2", null]);
+    expect(await leg.leg()).toMatchObject({ status: "completed", exit_code: 0 });
+    expect((await leg.leg()).ended_at).not.toBeNull();
+    expect((await leg.ledger.backend.listTransitions("session", "sess-1")).map((h) => h.status)).toEqual(["running", "running"]);
+  });
+
   test("without a ledger nothing is written and the in-memory status is returned", async () => {
     const leg = await startedLeg();
     const result = await runTeardown(leg.input({ ledger: null, termination: "exited_nonzero", exitCode: 4 }));
@@ -425,6 +442,26 @@ describe("step 10 and failures", () => {
     leg.ledger.onTerminal((e) => seen.push(`event:${e.status}`));
     await runTeardown(leg.input({ afterCommit: [async (r) => void seen.push(`hook:${r.status}:${r.persisted}`)] }));
     expect(seen).toEqual(["event:completed", "hook:completed:written"]);
+  });
+
+  test("pushCallbacks alone: a failing hook is logged and the next one still runs; with no result nothing is pushed", async () => {
+    const leg = await startedLeg();
+    const seen: string[] = [];
+    const logged: string[] = [];
+    const hooks = [
+      () => {
+        throw new Error("receiver down");
+      },
+      (r: { status: string }) => void seen.push(r.status),
+    ];
+    const idle = leg.state({ afterCommit: hooks, log: (l) => void logged.push(l) });
+    await pushCallbacks(idle);
+    expect([seen, logged]).toEqual([[], []]);
+    const done = leg.state({ afterCommit: hooks, log: (l) => void logged.push(l) });
+    done.result = { status: "failed", reasonCode: "run.failed.exit_nonzero", persisted: "written", own: { status: "failed", reasonCode: "run.failed.exit_nonzero" }, exitCode: 1, transition: null };
+    await pushCallbacks(done);
+    expect(seen).toEqual(["failed"]);
+    expect(logged).toEqual(["after-commit hook failed: receiver down"]);
   });
 
   test("a failure inside teardown is logged and the in-memory status is returned", async () => {

@@ -356,6 +356,42 @@ describe("leg registrations", () => {
     expect(recorded(w.out("leg2"))).toEqual([]);
   });
 
+  test("a notice delivered after a resume describes the leg whose end it was, not the leg now current", async () => {
+    const w = notifyWorld();
+    const { ledger } = w;
+    await runningSession(ledger, "s1", "leg-1");
+    await insertLeg(ledger, "s1", "leg-1", 1, w.out("runs/r1"));
+    await legRegistration(ledger, { sessionId: "s1", legId: "leg-1", argv: [RECORD, w.out("leg1"), "{run_id}", "{artifact_dir}", "exit={exit_code}"] });
+    // The first leg fails and dies before its push; a resume makes leg-2 current (clearing the session's
+    // exit code) before any deliverer ran.
+    const first = await ledger.transition("session", "s1", {
+      newStatus: "failed",
+      reasonCode: "run.failed.exit_nonzero",
+      extraFields: { exit_code: 3 },
+      alsoInTransaction: (tx) => void tx.updateLeg("leg-1", { status: "failed", exit_code: 3, ended_at: ledger.now() }),
+    });
+    if (first.result !== "applied") throw new Error("not applied");
+    await insertLeg(ledger, "s1", "leg-2", 2, w.out("runs/r2"));
+    await ledger.transition("session", "s1", {
+      newStatus: "running",
+      reasonCode: "session.reopened.by_resume",
+      extraFields: { current_leg_id: "leg-2", ended_at: null, exit_code: null },
+      override: true,
+      overrideActor: "cli.resume",
+      overrideJustification: "resumed",
+    });
+    await deliverOnce(ledger, opts);
+    expect(recorded(w.out("leg1"))).toEqual([`${first.transition.transitionId} failed session s1 r1 ${w.out("runs/r1")}/artifacts exit=3`]);
+    const envelope = JSON.parse(readFileSync(w.out("leg1") + ".stdin", "utf8"));
+    expect(envelope.correlation.run_id).toBe("r1");
+    expect(envelope.artifacts).toEqual([
+      { kind: "run_dir", location: w.out("runs/r1") },
+      { kind: "artifact_root", location: `${w.out("runs/r1")}/artifacts` },
+    ]);
+    expect(existsSync(`${w.out("runs/r1")}/notify-cb_reg-leg-1-test-host.stderr`)).toBe(true);
+    expect(existsSync(`${w.out("runs/r2")}/notify-cb_reg-leg-1-test-host.stderr`)).toBe(false);
+  });
+
   test("a deferred leg passes its registration to the leg that finalizes", async () => {
     const w = notifyWorld();
     const { ledger } = w;
@@ -434,3 +470,36 @@ describe("leg registrations", () => {
     expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 });
+
+/** A leg row with its run directory, as a leg's setup writes it. */
+async function insertLeg(ledger: Parameters<typeof runningSession>[0], sessionId: string, legId: string, seq: number, stateRoot: string) {
+  const runId = stateRoot.split("/").at(-1)!;
+  await ledger.transact(async (tx) =>
+    tx.insertLeg({
+      id: legId,
+      session_id: sessionId,
+      seq,
+      run_id: runId,
+      state_root: stateRoot,
+      artifact_root: `${stateRoot}/artifacts`,
+      command: "[]",
+      cwd: null,
+      pid: null,
+      pid_start_ticks: null,
+      boot_id: null,
+      host_id: null,
+      command_pid: null,
+      command_start_ticks: null,
+      started_at: ledger.now(),
+      heartbeat_at: null,
+      kill_requested_at: null,
+      ended_at: null,
+      status: "running",
+      reason_code: null,
+      exit_code: null,
+      deferred: 0,
+      first_msg_id: null,
+      last_msg_id: null,
+    }),
+  );
+}

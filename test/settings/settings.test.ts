@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { defaultLegNotify } from "../../src/notify/register.ts";
 import { type NotifySetting, loadSettings, notifyAppliesToLeg } from "../../src/settings/settings.ts";
 
 let root: string;
@@ -379,5 +380,95 @@ describe("notifyAppliesToLeg", () => {
     expect(notifyAppliesToLeg(withFilter(["session"], ["other", "br-1"]), leg)).toBe(true);
     expect(notifyAppliesToLeg(withFilter(null, ["other"]), leg)).toBe(false);
     expect(notifyAppliesToLeg(withFilter(null, ["sess"]), leg)).toBe(false);
+  });
+});
+
+describe("loadSettings: notify.on_terminal shapes and shell features (§9.2, §15)", () => {
+  // Every feature that needs a shell, each with a template that uses it unquoted.
+  const SHELL_FEATURES: ReadonlyArray<readonly [string, string]> = [
+    ["|", "a | b"],
+    ["||", "a || b"],
+    ["&&", "a && b"],
+    [";", "a; b"],
+    ["&", "a &"],
+    ["<", "a < in"],
+    [">", "a > out"],
+    ["$", "echo $HOME"],
+    ["$(", "echo $(id)"],
+    ["`", "echo `id`"],
+  ];
+
+  /** Writes the global file with `on_terminal` set to `value` (a YAML scalar or flow mapping). */
+  function withValue(value: string) {
+    write(globalFile, `notify.on_terminal: ${value}\n`);
+    return load();
+  }
+  const origin = () => `settings ${globalFile}: notify.on_terminal`;
+  const legArgv = (settings: ReturnType<typeof load>["settings"]) => defaultLegNotify(settings, { notifyFlag: null, sessionId: "s-1", branchId: "b-1" }).argv;
+
+  for (const [token, template] of SHELL_FEATURES) {
+    test(`unquoted ${JSON.stringify(token)} in the template string warns naming the key and the feature, and leaves no handler`, () => {
+      const { settings, warnings } = withValue(JSON.stringify(`hook ${template}`));
+      expect(settings.notifyOnTerminal).toBe(null);
+      expect(legArgv(settings)).toBe(null);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toStartWith(`${origin()}: unquoted '${token}'`);
+      expect(warnings[0]).toEndWith("; the callback is disabled");
+    });
+
+    for (const [quote, q] of [
+      ["single", "'"],
+      ["double", '"'],
+    ] as const) {
+      test(`${JSON.stringify(token)} inside ${quote} quotes is one literal word of the leg's argv`, () => {
+        const { settings, warnings } = withValue(JSON.stringify(`hook ${q}${template}${q} {status}`));
+        expect(warnings).toEqual([]);
+        expect(legArgv(settings)).toEqual(["hook", template, "{status}"]);
+      });
+    }
+
+    test(`${JSON.stringify(token)} in a word of the mapping form's argv is literal`, () => {
+      const { settings, warnings } = withValue(`{argv: [hook, ${JSON.stringify(template)}]}`);
+      expect(warnings).toEqual([]);
+      expect(legArgv(settings)).toEqual(["hook", template]);
+    });
+  }
+
+  test.each([
+    ["a boolean", "true", "expected a template string or a mapping"],
+    ["an empty mapping (enabled by default, so argv is needed)", "{}", "argv is required"],
+    ["a filter that is a list", "{argv: [hook], filter: [session]}", "filter: "],
+    ["filter.kinds that is a string", "{argv: [hook], filter: {kinds: session}}", "filter.kinds: "],
+    ["filter.ids holding a number", "{argv: [hook], filter: {ids: [1]}}", "filter.ids.0: "],
+    ["an empty word as the command", "{argv: ['', x]}", "empty"],
+  ])("%s is invalid: a warning naming the key, and no handler", (_what, value, problem) => {
+    const { settings, warnings } = withValue(value);
+    expect(settings.notifyOnTerminal).toBe(null);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toStartWith(`${origin()}: `);
+    expect(warnings[0]).toContain(problem);
+  });
+
+  test.each([
+    ["enabled: false alone", "{enabled: false}", null],
+    ["an empty filter", "{argv: [hook, '{id}'], filter: {}}", ["hook", "{id}"]],
+    ["kinds that name session", "{argv: [hook], filter: {kinds: [sessions]}}", ["hook"]],
+    ["kinds that leave out session", "{argv: [hook], filter: {kinds: [invocation]}}", null],
+    ["an empty kinds list", "{argv: [hook], filter: {kinds: []}}", null],
+    ["ids naming the branch", "{argv: [hook], filter: {ids: [b-1]}}", ["hook"]],
+    ["ids naming neither the session nor the branch", "{argv: [hook], filter: {ids: [other]}}", null],
+    ["a template with every placeholder", JSON.stringify("hook {status} {previous_status} {reason} {id} {kind} {event_id} {exit_code} {artifact_dir} {branch_id} {session_id} {run_id}"), ["hook", "{status}", "{previous_status}", "{reason}", "{id}", "{kind}", "{event_id}", "{exit_code}", "{artifact_dir}", "{branch_id}", "{session_id}", "{run_id}"]],
+  ])("%s is valid, without warnings; the leg's argv follows from it", (_what, value, argv) => {
+    const { settings, warnings } = withValue(value);
+    expect(warnings).toEqual([]);
+    expect(settings.notifyOnTerminal).not.toBe(null);
+    expect(legArgv(settings)).toEqual(argv as string[] | null);
+  });
+
+  test("a section `notify` that is not a mapping warns naming it", () => {
+    write(globalFile, "notify: hook\n");
+    const { settings, warnings } = load();
+    expect(settings.notifyOnTerminal).toBe(null);
+    expect(warnings).toEqual([`settings ${globalFile}: notify: expected a mapping of keys (such as notify.on_terminal)`]);
   });
 });

@@ -61,6 +61,7 @@ export default defineCommand({
     json: { type: "boolean", description: "print JSON" },
   },
   async run({ args }) {
+    if (args._.length > 0) throw new UsageError(`li ls takes no ids; unexpected '${String(args._[0])}' (li show ID shows one)`);
     let kinds: readonly EntityKind[] = ENTITY_KINDS;
     if (args.kind !== undefined) {
       const kind = canonicalKind(args.kind.trim());

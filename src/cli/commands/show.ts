@@ -7,6 +7,7 @@ import { cliPaths } from "../paths.ts";
 import { parseJsonColumn, table, writeJson } from "../output.ts";
 import { adminEventJson, describeEntity, entityJson, isoTime, transitionJson } from "../render.ts";
 import { writeOut } from "../io.ts";
+import { UsageError } from "../../util/errors.ts";
 
 /** Registration columns holding JSON text. */
 const CALLBACK_JSON = new Set(["argv", "filter_kinds", "filter_ids"]);
@@ -29,6 +30,8 @@ export default defineCommand({
     json: { type: "boolean", description: "print JSON" },
   },
   async run({ args }) {
+    const extra = args._.map(String).slice(1);
+    if (extra.length > 0) throw new UsageError(`li show takes one id; unexpected '${extra[0]}'`);
     const ledger = openReads(cliPaths());
     try {
       const { reads } = ledger;

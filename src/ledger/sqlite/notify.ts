@@ -192,12 +192,15 @@ export class SqliteNotifyStore implements NotifyStore {
     const branchId = sessionId
       ? (this.get<{ id: string }>("SELECT id FROM branches WHERE session_id = $sid ORDER BY created_at LIMIT 1", { sid: sessionId })?.id ?? null)
       : null;
+    // The leg whose end the event was (recorded on the transition), so a notice delivered after a
+    // resume made another leg current still names its own run; else the current leg, else the latest.
     const leg =
       transition.entity_type === "session"
-        ? this.get<{ id: string; run_id: string; state_root: string; artifact_root: string }>(
-            `SELECT l.id, l.run_id, l.state_root, l.artifact_root FROM legs l
-             WHERE l.session_id = $sid ORDER BY (l.id = (SELECT current_leg_id FROM sessions WHERE id = $sid)) DESC, l.seq DESC LIMIT 1`,
-            { sid: transition.entity_id },
+        ? this.get<{ id: string; run_id: string; state_root: string; artifact_root: string; exit_code: number | null }>(
+            `SELECT l.id, l.run_id, l.state_root, l.artifact_root, l.exit_code FROM legs l
+             WHERE l.session_id = $sid
+             ORDER BY (l.id = $leg) DESC, (l.id = (SELECT current_leg_id FROM sessions WHERE id = $sid)) DESC, l.seq DESC LIMIT 1`,
+            { sid: transition.entity_id, leg: transition.leg_id ?? null },
           )
         : null;
     return { transition, entity, branchId, leg };
