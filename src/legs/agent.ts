@@ -4,7 +4,7 @@ import fs from "node:fs";
 import { validateContract } from "../contracts/artifacts.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { UsageError } from "../util/errors.ts";
-import { randomId } from "../util/ids.ts";
+import { assertSafeId, randomId } from "../util/ids.ts";
 import { checkCompletionEvidence, type CompletionEvidence, type EvidenceOptions } from "./evidence.ts";
 import { runLeg, type LegIo, type LegOptions } from "./leg.ts";
 import type { LegNotifier } from "./notify.ts";
@@ -60,7 +60,7 @@ export interface AgentOutcome {
 export async function allocateFirstRun(req: AgentRequest, deps: AgentDeps, inherited?: { contract: AgentRequest["contract"]; artifactRoot: string | null }): Promise<RunDir> {
   const fromEnv = deps.env[RUN_ID_ENV];
   delete deps.env[RUN_ID_ENV]; // consumed once: a nested `li agent` in the command gets its own
-  const runId = req.runId ?? (fromEnv ? fromEnv : undefined);
+  const runId = req.runId ?? (fromEnv ? assertSafeId(fromEnv, RUN_ID_ENV) : undefined);
   if (runId !== undefined && deps.ledger && (await deps.ledger.backend.runIdTaken(runId))) {
     throw new UsageError(`run id ${runId} is already used by another leg`);
   }

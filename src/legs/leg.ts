@@ -148,7 +148,7 @@ export async function runLeg(plan: LegPlan, mode: "new" | "continue" | "resume",
       if (ledger) await recordCommandMarkers(ledger, plan.legId, commandMarkers).catch(() => {});
       const exit = await child.exited;
       disarm();
-      terminator.dispose();
+      await terminator.settle();
       await drainPumps(pumps, o.drainGraceMs);
       termination = terminator.reason ?? naturalTermination(exit.exitCode, exit.signalCode);
       exitCode = commandExitCode(exit.exitCode, exit.signalCode);

@@ -7,7 +7,7 @@ import { parseDuration, parseNonNegativeInt } from "../util/duration.ts";
 import { UsageError } from "../util/errors.ts";
 import { assertSafeId } from "../util/ids.ts";
 import { EXIT_UNAVAILABLE } from "./outcome.ts";
-import { resolveSaveDir } from "./rundir.ts";
+import { resolveSaveDir, RUN_ID_ENV } from "./rundir.ts";
 
 /** The flags of `li agent` as citty hands them over. */
 export interface AgentArgs {
@@ -61,6 +61,8 @@ export interface RequestContext {
   workdir: string;
   /** `agent.timeout` from settings, used when --timeout is absent. */
   defaultTimeout?: number | null;
+  /** li's environment, read (not consumed) to refuse an unsafe LI_RUN_ID before anything is written. */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 function optionalId(value: string | undefined, flag: string): string | null {
@@ -93,6 +95,8 @@ export async function parseAgentRequest(args: AgentArgs, passthrough: readonly s
     if (autoResume === 0) throw new UsageError("--resume-command is only used with --auto-resume N");
   }
   const runId = args.runId !== undefined ? assertSafeId(args.runId, "--run-id") : undefined;
+  const runIdFromEnv = ctx.env?.[RUN_ID_ENV];
+  if (runId === undefined && runIdFromEnv) assertSafeId(runIdFromEnv, RUN_ID_ENV);
   if (args.saveDir !== undefined && args.saveDir.trim() === "") throw new UsageError("--save-dir: an empty path");
   let cwd: string | null = null;
   if (args.cwd !== undefined) {

@@ -16,6 +16,7 @@ export const DEFAULT_KILL_GRACE_MS = 5000;
 export class GroupTerminator {
   private cause: Termination | null = null;
   private killTimer: ReturnType<typeof setTimeout> | undefined;
+  private killed = false;
 
   constructor(
     private readonly pgid: number,
@@ -32,12 +33,33 @@ export class GroupTerminator {
     if (this.cause !== null) return;
     this.cause = cause;
     this.send(signal);
-    this.killTimer = setTimeout(() => this.send("SIGKILL"), this.graceMs);
+    this.killTimer = setTimeout(() => {
+      this.killed = true;
+      this.send("SIGKILL");
+    }, this.graceMs);
   }
 
-  /** The command has exited: no SIGKILL for whatever of its group remains. */
+  /**
+   * The command has exited. When li asked its group to stop, the rest of the group (a grandchild
+   * ignoring SIGTERM) still gets the SIGKILL at the end of the grace: resolves once the group is
+   * empty or that SIGKILL went out. A command that ended on its own leaves its group alone.
+   */
+  async settle(pollMs = 20): Promise<void> {
+    while (this.cause !== null && !this.killed && this.groupRemains()) await Bun.sleep(pollMs);
+    this.dispose();
+  }
+
+  /** No SIGKILL for whatever of the group remains. */
   dispose(): void {
     clearTimeout(this.killTimer);
+  }
+
+  private groupRemains(): boolean {
+    try {
+      return killGroup(this.pgid, 0, this.sendSignal);
+    } catch {
+      return false; // EPERM: what is left is not ours to wait for
+    }
   }
 
   private send(signal: NodeJS.Signals): void {

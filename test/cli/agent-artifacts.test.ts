@@ -123,6 +123,18 @@ describe("overlay, storage and verification", () => {
     expect([s.status, JSON.parse(s.artifact_verification_json).status]).toEqual(["completed", "passed"]);
   });
 
+  test("a symlink the command leaves in the root pointing outside it is missing, never produced", async () => {
+    const home = agentHome();
+    const outside = path.join(home.scratch, "outside.txt");
+    fs.writeFileSync(outside, "not an artifact\n");
+    const r = await li(["agent", "--json", "--artifact", "report=report.md", "--", "sh", "-c", 'ln -s "$1" "$LI_ARTIFACT_ROOT/report.md"', "link", outside], { home: home.home });
+    expect(r.code).toBe(1);
+    const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
+    expect([s.status, s.status_reason_code]).toEqual(["failed", "run.failed.missing_artifact"]);
+    expect(JSON.parse(s.artifact_verification_json).produced).toEqual([]);
+    expect(fs.lstatSync(path.join(s.artifacts_path, "report.md")).isSymbolicLink()).toBe(true);
+  });
+
   test("a --save-dir is used as given: li does not create it, and a missing one leaves every entry missing", async () => {
     const home = agentHome();
     const save = path.join(home.scratch, "not-there");

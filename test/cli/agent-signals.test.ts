@@ -70,6 +70,17 @@ describe("the command's process group", () => {
     await waitFor("the grandchild to die", () => !isAlive(grandchild));
   }, 30_000);
 
+  test("a timeout SIGKILLs a grandchild that ignores SIGTERM after the grace, though the command itself already exited", async () => {
+    const home = agentHome();
+    const pidFile = path.join(home.scratch, "grandchild.pid");
+    const r = await li(["agent", "--timeout", "300ms", "--", "sh", "-c", `sh -c 'trap "" TERM; echo $$ > ${pidFile}; exec sleep 60' & wait`], { home: home.home });
+    expect(r.code).toBe(124);
+    const grandchild = Number(readIf(pidFile));
+    expect(grandchild).toBeGreaterThan(1);
+    // li has exited, and the group's SIGKILL went out before it did (the sleep would otherwise live a minute).
+    await waitFor("the grandchild to die", () => !isAlive(grandchild), 10_000);
+  }, 30_000);
+
   test("li never signals its caller's group: a sibling in the caller's group survives a timeout", async () => {
     const home = agentHome();
     const siblingPid = path.join(home.scratch, "sibling.pid");

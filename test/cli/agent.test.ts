@@ -250,6 +250,21 @@ describe("usage errors exit 2 and write nothing; a missing --cwd exits 78", () =
     });
   }
 
+  test("an unsafe LI_RUN_ID is refused naming the variable, and nothing is written", async () => {
+    const home = agentHome();
+    const marker = path.join(home.scratch, "ran");
+    const r = await li(["agent", "--", "touch", marker], { home: home.home, env: { LI_RUN_ID: "../x" } });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toEqual([`li: LI_RUN_ID: "../x" is not a valid id (letters, digits, '.', '_', ':', '-'; not starting with a punctuation mark)`]);
+    expect(fs.existsSync(marker)).toBe(false);
+    expect(fs.existsSync(home.home)).toBe(false);
+  });
+
+  test("an explicit --run-id wins over an unsafe LI_RUN_ID, which is consumed unused", async () => {
+    const r = await agent(["--run-id", "explicit-1", "--", fixture("exit-with"), "0"], { env: { LI_RUN_ID: "../x" } });
+    expect([r.code, r.record.run_id]).toEqual([0, "explicit-1"]);
+  });
+
   test("a reused run id is a usage error and writes nothing more", async () => {
     const home = agentHome();
     expect((await li(["agent", "--run-id", "same-1", "--", "true"], { home: home.home })).code).toBe(0);

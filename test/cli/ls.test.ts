@@ -75,9 +75,10 @@ describe("li ls", () => {
     expect(entry!.duration_seconds).toBeGreaterThanOrEqual(2 * HOUR);
     const text = await li(["ls"], { home: t.paths.home });
     const row = text.stdout.split("\n")[1]!;
-    expect(row).toContain("2h00m");
-    expect(row).not.toContain("3d");
-    expect(row).toContain("agent --task 'two words'");
+    // Columns: ID KIND STATUS REASON AGE DURATION LEGS COMMAND (the random id must not be searched for "3d").
+    const [, , , , age, duration, legs, command] = row.split(/ {2,}/);
+    expect([age, duration, legs]).toEqual(["2h00m", "2h00m", "2"]);
+    expect(command).toBe("agent --task 'two words'");
   });
 
   test("a finished leg's duration stops at its end", async () => {
@@ -154,7 +155,7 @@ describe("li ls on real `li agent` legs", () => {
     expect(entities).toHaveLength(1);
     expect(entities[0]).toMatchObject({ id: first.session_id, kind: "session", status: "failed", reason: "run.failed.exit_nonzero", legs: 2, command: [fixture("exit-with"), "4"] });
     const text = await li(["ls"], { home: home.home });
-    expect(text.stdout.split("\n")[1]).toContain(`${first.session_id.slice(0, 8)}  session`);
-    expect(text.stdout).toContain("exit-with 4");
+    const [id, kind, status, , , , legs, command] = text.stdout.split("\n")[1]!.split(/ {2,}/);
+    expect([id, kind, status, legs, command]).toEqual([first.session_id.slice(0, 8), "session", "failed", "2", `${fixture("exit-with")} 4`]);
   }, 60_000);
 });

@@ -7,7 +7,7 @@ import { GroupTerminator } from "../../src/legs/signals.ts";
 import { spawnCommand } from "../../src/legs/spawn.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
-import { waitFor } from "./agent-harness.ts";
+import { isAlive, waitFor } from "./agent-harness.ts";
 
 const env = () => Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
 
@@ -36,6 +36,32 @@ describe("GroupTerminator", () => {
     const t = new GroupTerminator(child.pid, 100);
     t.stop("timeout", "SIGTERM");
     expect(await child.exited).toEqual({ exitCode: null, signalCode: "SIGKILL" });
+  });
+
+  test("after a stop, a grandchild ignoring SIGTERM still gets the group's SIGKILL once the grace ends, though the leader is gone", async () => {
+    const dir = tempDir();
+    const pidFile = path.join(dir, "grandchild.pid");
+    const child = spawnCommand(["sh", "-c", `sh -c 'trap "" TERM; echo $$ > ${pidFile}; exec sleep 30' & wait`], { cwd: dir, env: env(), stdin: "ignore" });
+    const grandchild = Number(await waitFor("the grandchild", () => fs.readFileSync(pidFile, "utf8").trim()));
+    const t = new GroupTerminator(child.pid, 1000);
+    t.stop("timeout", "SIGTERM");
+    expect((await child.exited).signalCode).toBe("SIGTERM");
+    expect(isAlive(grandchild)).toBe(true);
+    await t.settle();
+    await waitFor("the grandchild to die", () => !isAlive(grandchild));
+  });
+
+  test("a command that ended on its own leaves its group alone: settle neither waits nor signals", async () => {
+    const dir = tempDir();
+    const pidFile = path.join(dir, "background.pid");
+    const child = spawnCommand(["sh", "-c", `${fixture("forever")} ${pidFile} >/dev/null 2>&1 & exit 0`], { cwd: dir, env: env(), stdin: "ignore" });
+    await child.exited;
+    const background = Number(await waitFor("the background process", () => fs.readFileSync(pidFile, "utf8").trim()));
+    const t = new GroupTerminator(child.pid, 100);
+    await t.settle();
+    await Bun.sleep(200);
+    expect(isAlive(background)).toBe(true);
+    process.kill(-child.pid, "SIGKILL");
   });
 
   test("the command leads a process group of its own, not the caller's", async () => {

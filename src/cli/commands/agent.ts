@@ -56,7 +56,7 @@ export default defineCommand({
     if (readyFile) return supervise(args, readyFile);
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, note);
-    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null });
+    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, env: process.env });
     req.contractWarnings.forEach(note);
     if (req.detach) {
       // The supervisor's warnings go to its log: a bad --notify is worth saying here, where someone reads it.
@@ -179,7 +179,7 @@ async function supervise(args: AgentArgs, readyFile: string): Promise<number> {
   try {
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, log);
-    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null });
+    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, env: process.env });
     try {
       ledger = cliLedger({ create: true });
     } catch (error) {

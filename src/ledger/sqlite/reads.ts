@@ -117,11 +117,17 @@ export class SqliteReads implements LedgerReads {
           ? `(SELECT COUNT(*) FROM legs c WHERE c.session_id = e.id) AS leg_count, l.started_at AS leg_started_at, l.ended_at AS leg_ended_at, l.command AS leg_command
              FROM ${t} e LEFT JOIN legs l ON l.id = e.current_leg_id`
           : `NULL AS leg_count, NULL AS leg_started_at, NULL AS leg_ended_at, NULL AS leg_command FROM ${t} e`;
+      // Only the predicates in use, so the planner can pick (status, updated_at) or updated_at indexes
+      // (an `?1 IS NULL OR …` form scans every row: 0.25 s for `--status failed` on a million sessions).
+      const where: string[] = [];
+      const params: (string | number)[] = [];
+      if (filter.status !== undefined) where.push("e.status = ?"), params.push(filter.status);
+      if (filter.since !== undefined) where.push("e.updated_at >= ?"), params.push(filter.since);
       const found = this.q(
         `SELECT '${kind}' AS kind, e.id, e.status, e.status_reason_code AS reason, e.created_at, e.updated_at, ${times}, ${legs}
-         WHERE (?1 IS NULL OR e.status = ?1) AND (?2 IS NULL OR e.updated_at >= ?2)
-         ORDER BY e.updated_at DESC, e.id DESC LIMIT ?3`,
-      ).all(filter.status ?? null, filter.since ?? null, filter.limit);
+         ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
+         ORDER BY e.updated_at DESC, e.id DESC LIMIT ?`,
+      ).all(...params, filter.limit);
       rows.push(...(found as unknown as RecentRow[]));
     }
     rows.sort((a, b) => b.updated_at - a.updated_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
