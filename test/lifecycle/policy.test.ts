@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { buildPolicy, buildRegistry, ENTITY_KINDS, POLICIES, POLICY_SPECS, PolicyError, reachableStatuses, type PolicySpec } from "../../src/lifecycle/policy.ts";
-import { INITIAL_REASONS, REASONS, reasonDomain, reasonRefusal } from "../../src/lifecycle/reasons.ts";
+import { INITIAL_REASONS, REASONS, reasonDomain, reasonRefusal, vocabularyProblems } from "../../src/lifecycle/reasons.ts";
 
 const good: PolicySpec = {
   table: "things",
@@ -92,6 +92,10 @@ describe("the reason-code vocabulary", () => {
   test("an unregistered code is refused, and legacy.imported is accepted everywhere", () => {
     expect(reasonRefusal("session", "run.completed.great")).toMatch(/unknown reason code/);
     for (const kind of ENTITY_KINDS) expect(reasonRefusal(kind, "legacy.imported")).toBeNull();
+  });
+
+  test("every code is well formed and every initial status has a valid default reason", () => {
+    expect(vocabularyProblems()).toEqual([]);
   });
 
   test("every initial status has a default creation reason the entity accepts", () => {

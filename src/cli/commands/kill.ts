@@ -24,6 +24,8 @@ export default defineCommand({
     json: { type: "boolean", description: "print JSON" },
   },
   async run({ args }) {
+    const extra = args._.map(String).slice(args.id === undefined ? 0 : 1);
+    if (extra.length > 0) throw new UsageError(`li kill takes one id; unexpected '${extra[0]}'`);
     if (args.allStale) {
       if (args.id !== undefined) throw new UsageError("li kill: give an id or --all-stale, not both");
       if (args.grace !== undefined || args.reason !== undefined) throw new UsageError("li kill --all-stale: --grace and --reason apply to one id only");

@@ -2,6 +2,7 @@
 import { defineCommand } from "citty";
 import { doctor, doctorLine } from "../../sweeps/doctor.ts";
 import { parsePositiveNumber } from "../../util/duration.ts";
+import { UsageError } from "../../util/errors.ts";
 import { cliLedger } from "../context.ts";
 import { writeJson } from "../output.ts";
 import { writeOut } from "../io.ts";
@@ -18,6 +19,7 @@ export default defineCommand({
     json: { type: "boolean", description: "print JSON" },
   },
   async run({ args }) {
+    if (args._.length > 0) throw new UsageError(`li state doctor takes no ids; unexpected '${String(args._[0])}'`);
     const options = doctor.validate({
       dryRun: Boolean(args.dryRun),
       ...(args.staleHours !== undefined ? { staleHours: parsePositiveNumber(args.staleHours, "--stale-hours") } : {}),

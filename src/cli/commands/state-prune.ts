@@ -2,6 +2,7 @@
 import { defineCommand } from "citty";
 import { prune, pruneLine } from "../../sweeps/prune.ts";
 import { parseNonNegativeInt } from "../../util/duration.ts";
+import { UsageError } from "../../util/errors.ts";
 import { cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
 import { writeErr, writeOut } from "../io.ts";
@@ -18,6 +19,7 @@ export default defineCommand({
     json: { type: "boolean", description: "print the counts as JSON" },
   },
   async run({ args }) {
+    if (args._.length > 0) throw new UsageError(`li state prune takes no ids; unexpected '${String(args._[0])}'`);
     const options = prune.validate({
       dryRun: Boolean(args.dryRun),
       files: Boolean(args.files),

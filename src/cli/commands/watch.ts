@@ -25,6 +25,7 @@ export default defineCommand({
     "log-format": { type: "string", description: "text (default) or json: one line per action" },
   },
   async run({ args }) {
+    if (args._.length > 0) throw new UsageError(`li watch takes no arguments; unexpected '${String(args._[0])}'`);
     const format = (args["log-format"] ?? "text") as LogFormat;
     if (!LOG_FORMATS.includes(format)) throw new UsageError(`--log-format: ${JSON.stringify(args["log-format"])} is not one of ${LOG_FORMATS.join(", ")}`);
     const flags = {
