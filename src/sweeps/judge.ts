@@ -56,10 +56,13 @@ export function judgeSession(session: RunningSession, now: number, env: Pick<Swe
   // A session with any live unended leg is alive (a resume racing an older leg that still runs).
   const otherAlive = session.legs.some((l) => l !== currentLeg && l.ended_at === null && classify(l).supervisor === "alive");
   // Held by its linked session (§8.2 step 5): alive while that one runs, and also once it has ended but
-  // the hold is still in place — the linked finalizer, not the reaper, gives it the linked outcome.
+  // the hold is still in place — the linked finalizer, not the reaper, gives it the linked outcome. The
+  // finalizer only takes a hold whose current leg closed its row; a later leg (a resume) that died
+  // unended is the reaper's once the linked session has ended, or nobody would ever write it.
   const heldByLinked =
     session.linked_session_id !== null &&
-    (session.linked_status === "running" || (session.linked_status !== null && session.status_reason_code === LINKED_HOLD_REASON));
+    (session.linked_status === "running" ||
+      (session.linked_status !== null && session.status_reason_code === LINKED_HOLD_REASON && currentLeg !== null && currentLeg.ended_at !== null));
 
   let state: SessionState;
   if (heldByLinked || otherAlive || liveness?.supervisor === "alive") state = "alive";

@@ -104,8 +104,9 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
     return (await tx.updateLeg(leg.id, { kill_requested_at: now() }, { onlyOpen: true })) === 1;
   });
   if (!recorded) return lostRace(ledger, base);
-  const supervisorPid = leg.pid!;
-  if (env.probe(supervisorPid, leg.pid_start_ticks) === "alive" && env.signalProcess(supervisorPid, "SIGTERM")) {
+  // Alive by its heartbeat alone (no usable pid recorded): there is nothing to signal, only the request and the grace.
+  const supervisorPid = liveness.evidence.pid;
+  if (supervisorPid !== null && env.probe(supervisorPid, leg.pid_start_ticks) === "alive" && env.signalProcess(supervisorPid, "SIGTERM")) {
     signals.push({ target: "supervisor", pid: supervisorPid, signal: "SIGTERM", at: now() });
   }
 
@@ -121,7 +122,7 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
   }
 
   const at = now();
-  if (env.probe(supervisorPid, leg.pid_start_ticks) === "alive" && env.signalProcess(supervisorPid, "SIGKILL")) {
+  if (supervisorPid !== null && env.probe(supervisorPid, leg.pid_start_ticks) === "alive" && env.signalProcess(supervisorPid, "SIGKILL")) {
     signals.push({ target: "supervisor", pid: supervisorPid, signal: "SIGKILL", at });
   }
   const cmd = j.liveness?.evidence;

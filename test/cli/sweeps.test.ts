@@ -96,6 +96,33 @@ describe("li kill --all-stale, li state doctor, li state prune (end to end)", ()
   });
 });
 
+describe("stray arguments", () => {
+  test("li kill, state doctor, state prune and watch refuse a word they do not take: exit 2 naming it, the ledger unchanged", async () => {
+    const home = tempDir();
+    await li(["agent", "--", fixture("exit-with"), "0"], { home });
+    const running = (await li(["agent", "--detach", "--", fixture("forever")], { home })).stdout.trim();
+    // Old enough that a prune that ignored the stray word would delete it.
+    const d = db(home);
+    d.run("UPDATE sessions SET updated_at = ? WHERE status = 'completed'", [Date.now() / 1000 - 400 * 86400]);
+    const dump = () => JSON.stringify(["sessions", "legs", "status_transitions", "admin_events"].map((t) => d.query(`SELECT * FROM ${t} ORDER BY rowid`).all()));
+    const before = dump();
+
+    for (const [args, word] of [
+      [["kill", running, "extra"], "extra"],
+      [["state", "doctor", "extra"], "extra"],
+      [["state", "prune", "--keep-days", "0", "extra"], "extra"],
+      [["watch", "--once", "--prune-keep-days", "1", "extra"], "extra"],
+    ] as const) {
+      const r = await li([...args], { home });
+      expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 2, stdout: "" });
+      expect(r.stderr).toBe(`li: ${args[0] === "state" ? `li state ${args[1]} takes no ids` : args[0] === "kill" ? "li kill takes one id" : "li watch takes no arguments"}; unexpected '${word}'\n`);
+    }
+    expect(dump()).toBe(before);
+    d.close();
+    expect((await li(["kill", running], { home })).code).toBe(0);
+  });
+});
+
 /** Waits until `check` holds (bounded, so a regression fails instead of hanging). */
 async function until(check: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !check(); i++) await Bun.sleep(20);

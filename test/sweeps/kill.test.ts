@@ -102,6 +102,19 @@ describe("li kill ID", () => {
     expect(isRunning(stranger.pid)).toBe(true);
   });
 
+  test("a leg here that heartbeats but recorded no pid gets the request and the grace, then is written force_kill with nothing signalled", async () => {
+    const { ledger, deps, pushed, row } = setup();
+    const t = now();
+    await insertSession(ledger, { id: "s", startedAt: t - 60, updatedAt: t - 60, legs: [{ id: "l", hostId: HERE, startedAt: t - 60, heartbeatAt: t - 5 }] });
+
+    const result = await killSession(ledger, "s", { graceSeconds: 0.2 }, deps);
+
+    expect([result.action, result.signals]).toEqual(["force_killed", []]);
+    expect(row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.force_kill" });
+    expect(query<{ kill_requested_at: number | null }>(ledger, "SELECT kill_requested_at FROM legs WHERE id = 'l'")[0]!.kill_requested_at).not.toBeNull();
+    expect(pushed.length).toBe(1);
+  });
+
   test("a session without markers is written cancelled directly", async () => {
     const { ledger, deps, row } = setup();
     await insertSession(ledger, { id: "bare", startedAt: now(), updatedAt: now() });

@@ -200,13 +200,29 @@ describe("ADR-0105 Verification 6, prune side: a resume racing the prune", () =>
   test("the first statement a batch issues against sessions is a write, and from it on no other process can write", async () => {
     const { ledger } = setup();
     await fullSession(ledger, "s");
+    await fullSession(ledger, "t");
     const seen: PruneStatement[] = [];
     let otherCouldWrite = null as boolean | null;
+    // On SQLite, BEGIN IMMEDIATE alone already holds the write lock: pin that the statement itself writes
+    // every candidate (so a backend with row locks holds them) and changes nothing in them.
+    const raw = (ledger.backend as SqliteBackend).db;
+    const totalChanges = () => raw.query<{ n: number }, []>("SELECT total_changes() AS n").get()!.n;
+    const rows = () => raw.query("SELECT * FROM sessions WHERE id IN ('s', 't') ORDER BY id").all();
+    let changesBefore = 0;
+    let rowsBefore: unknown[] = [];
+    let lockWrote = -1;
+    let rowsAfterLock: unknown[] = [];
     await prune.runOnce(ledger, NOW, prune.validate({}), {
       hooks: {
+        beforeBatch: () => {
+          changesBefore = totalChanges();
+          rowsBefore = rows();
+        },
         afterStatement: (statement) => {
           seen.push(statement);
           if (statement === "lock_candidates") {
+            lockWrote = totalChanges() - changesBefore;
+            rowsAfterLock = rows();
             const other = new Database(ledger.location);
             other.run("PRAGMA busy_timeout = 0");
             try {
@@ -223,6 +239,8 @@ describe("ADR-0105 Verification 6, prune side: a resume racing the prune", () =>
     });
     expect(seen[0]).toBe("lock_candidates");
     expect(seen).toEqual([...BATCH_STATEMENTS]);
+    expect(lockWrote).toBe(2);
+    expect(rowsAfterLock).toEqual(rowsBefore);
     expect(otherCouldWrite).toBe(false);
   });
 
@@ -245,6 +263,33 @@ describe("ADR-0105 Verification 6, prune side: a resume racing the prune", () =>
     expect(countsFor(ledger, "s")).toEqual({ ...before, transitions: before.transitions + 1, legs: before.legs + 1 });
     expect(query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = 's'")[0]!.status).toBe("running");
   });
+
+  // What a backend whose lock failed would let through: a reopen landing between two destructive
+  // statements, simulated on the batch's own connection. Each statement is guarded by the post-condition:
+  // the reopened session survives the session delete, so the whole batch is abandoned.
+  const DESTRUCTIVE = BATCH_STATEMENTS.slice(BATCH_STATEMENTS.indexOf("delete_deliveries"), BATCH_STATEMENTS.indexOf("delete_sessions"));
+  for (const reopenAfter of DESTRUCTIVE) {
+    test(`a reopen landing right after ${reopenAfter} rolls the batch back whole: the session keeps its row, history and associations`, async () => {
+      const { ledger } = setup();
+      await fullSession(ledger, "s");
+      await fullSession(ledger, "other");
+      await ledger.createEntity("play", { id: "p1", fields: { session_id: "s" } });
+      const before = { s: countsFor(ledger, "s"), other: countsFor(ledger, "other") };
+      const raw = (ledger.backend as SqliteBackend).db;
+      const summary = await prune.runOnce(ledger, NOW, prune.validate({}), {
+        hooks: {
+          afterStatement: (statement) => {
+            if (statement === reopenAfter) raw.run("UPDATE sessions SET status = 'running', ended_at = NULL, updated_at = ? WHERE id = 's'", [NOW]);
+          },
+        },
+      });
+      expect([summary.rolled_back, summary.sessions]).toEqual([1, 0]);
+      expect(countsFor(ledger, "s")).toEqual(before.s);
+      expect(countsFor(ledger, "other")).toEqual(before.other);
+      expect(query<{ session_id: string | null }>(ledger, "SELECT session_id FROM plays WHERE id = 'p1'")[0]!.session_id).toBe("s");
+      expect(query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = 's'")[0]!.status).toBe("completed");
+    });
+  }
 
   for (const pauseAfter of BATCH_STATEMENTS) {
     test(`a resume arriving while the batch is paused after ${pauseAfter} cannot land mid-batch: the prune applies whole and the resume starts a new session`, async () => {

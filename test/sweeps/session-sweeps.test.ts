@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { doctor, doctorLine } from "../../src/sweeps/doctor.ts";
+import { linkedFinalizer } from "../../src/sweeps/linked.ts";
 import { reaper } from "../../src/sweeps/reaper.ts";
 import { staleKill, staleKillLine } from "../../src/sweeps/stale-kill.ts";
 import { hostEnv } from "../../src/sweeps/sweep.ts";
@@ -130,6 +131,31 @@ describe("a resumed session is aged from its current leg, never from started_at"
   });
 });
 
+describe("a session with any live unended leg is alive (§12.1)", () => {
+  test("an older leg that still runs keeps the session from doctor, kill --all-stale and the reaper, though its current leg is dead and old", async () => {
+    const { ledger, status } = setup();
+    const alive = await live();
+    const gone = await deadPid();
+    const old = NOW - 48 * HOUR;
+    await insertSession(ledger, {
+      id: "raced",
+      startedAt: old,
+      updatedAt: old,
+      legs: [
+        { id: "older", startedAt: old, heartbeatAt: old, pid: alive.pid, pidStartTicks: alive.startTicks },
+        { id: "current", startedAt: old, heartbeatAt: old, pid: gone.pid, pidStartTicks: gone.startTicks },
+      ],
+    });
+    const d = await doctor.runOnce(ledger, NOW, doctor.validate({}));
+    const k = await staleKill.runOnce(ledger, NOW, staleKill.validate({}));
+    const r = await reaper.runOnce(ledger, NOW, reaper.validate({}));
+    expect([d.skipped_live, k.skipped_live, r.skipped_live]).toEqual([1, 1, 1]);
+    expect([d.swept, k.swept, r.swept]).toEqual([0, 0, 0]);
+    expect(status("raced")!.status).toBe("running");
+    expect(isRunning(alive.pid)).toBe(true);
+  });
+});
+
 describe("a sweep re-checks inside its write what it judged outside", () => {
   async function judgedDead() {
     const t = setup();
@@ -247,6 +273,35 @@ describe("a session held for its linked session (§8.2 step 5)", () => {
     const pass = await reaper.runOnce(ledger, NOW, reaper.validate({ phantomHours: 100 }));
     expect(pass.swept).toBe(0);
     expect(status("held")!.status).toBe("running");
+  });
+});
+
+describe("a held session whose later leg died unended", () => {
+  test("is alive while its linked session runs; once that one ends the finalizer leaves it and the reaper writes it", async () => {
+    const { ledger, status } = setup();
+    const gone = await deadPid();
+    await insertSession(ledger, { id: "linked", startedAt: NOW - 600, updatedAt: NOW - 600 });
+    await insertSession(ledger, {
+      id: "held",
+      linkedSessionId: "linked",
+      startedAt: NOW - 600,
+      updatedAt: NOW - 600,
+      legs: [
+        { id: "first", startedAt: NOW - 600, endedAt: NOW - 590, status: "failed" },
+        // A resume took over the held session, then its li was killed: the leg never closed its row.
+        { id: "resume", pid: gone.pid, pidStartTicks: gone.startTicks, startedAt: NOW - 500, heartbeatAt: NOW - 500 },
+      ],
+    });
+    setColumns(ledger, "sessions", "held", { status_reason_code: "session.running.linked_pending" });
+
+    expect((await reaper.runOnce(ledger, NOW, reaper.validate({}))).skipped_live).toBe(1);
+    await ledger.transition("session", "linked", { newStatus: "completed", reasonCode: "run.completed.ok" });
+    const linked = await linkedFinalizer.runOnce(ledger, NOW, linkedFinalizer.validate({}));
+    const reaped = await reaper.runOnce(ledger, NOW, reaper.validate({}));
+
+    expect(linked.finalized).toBe(0);
+    expect(reaped.swept).toBe(1);
+    expect(status("held")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
   });
 });
 

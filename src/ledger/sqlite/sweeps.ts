@@ -138,7 +138,9 @@ const STATEMENTS: Record<Exclude<PruneStatement, "record_admin_event" | "read_le
   delete_branches: `DELETE FROM branches WHERE session_id IN ${IN_IDS}`,
   delete_transitions: `DELETE FROM status_transitions WHERE entity_type = 'session' AND entity_id IN ${IN_IDS}`,
   null_soft_references: "", // several statements, see nullSoftReferences
-  delete_sessions: `DELETE FROM sessions WHERE id IN ${IN_IDS}`,
+  // Still terminal and old: a session reopened mid-batch (were the lock ever not held) survives it, and
+  // the re-read after it then abandons the whole batch rather than leave it stripped of its history.
+  delete_sessions: `DELETE FROM sessions WHERE id IN ${IN_IDS} AND status IN (SELECT value FROM json_each(?)) AND updated_at < ?`,
   reread_survivors: `SELECT id FROM sessions WHERE id IN ${IN_IDS}`,
 };
 
@@ -160,6 +162,8 @@ export function pruneStatement(
       const found = db.query<{ id: string }, [string, string, number]>(STATEMENTS.reread_status).all(list, ids(options.terminalStatuses), options.cutoff);
       return { changes: 0, ids: found.map((r) => r.id) };
     }
+    case "delete_sessions":
+      return { changes: db.query<never, [string, string, number]>(STATEMENTS.delete_sessions).run(list, ids(options.terminalStatuses), options.cutoff).changes };
     case "find_owed":
     case "reread_survivors": {
       const found = db.query<{ id: string }, [string]>(STATEMENTS[statement]).all(list);
