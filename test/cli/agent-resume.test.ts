@@ -82,6 +82,14 @@ describe("the notice of a resumed leg (ADR-0105 Verification 1)", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("no-such-branch");
   });
+
+  test("an unknown branch on a machine with no ledger yet is refused before the ledger is created", async () => {
+    const home = agentHome();
+    const r = await agent(home, ["-r", "no-such-branch", "--", "true"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toEqual([expect.stringContaining("no-such-branch")]);
+    expect(fs.existsSync(home.db)).toBe(false);
+  });
 });
 
 describe("--detach -r", () => {

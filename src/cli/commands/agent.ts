@@ -14,6 +14,7 @@ import { EXIT_UNAVAILABLE } from "../../legs/outcome.ts";
 import { parseAgentRequest, type AgentArgs } from "../../legs/request.ts";
 import { stdinMode } from "../../legs/spawn.ts";
 import { anySettingsFile } from "../../legs/settings-lookup.ts";
+import { findBranchSnapshot } from "../../legs/rundir.ts";
 import type { Settings } from "../../settings/settings.ts";
 import { cliContext, cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
@@ -21,6 +22,16 @@ import { writeAll, writeErr, writeOut } from "../io.ts";
 
 const writeFd = (fd: number) => (chunk: Uint8Array) => writeAll(fd, chunk);
 const note = (line: string) => writeErr(`li: ${line}\n`);
+
+/**
+ * `-r` on a machine with no ledger yet: the branch can only be in a run directory's snapshot. An unknown
+ * one is a usage error, and must be refused before opening the ledger would create it (§16).
+ */
+function refuseUnknownBranchBeforeCreating(resume: string | null): void {
+  const paths = cliPaths();
+  if (resume === null || paths.ledger.kind !== "sqlite" || fs.existsSync(paths.ledger.path)) return;
+  if (!findBranchSnapshot(paths.runsRoot, resume)) throw new UsageError(`-r ${resume}: no branch with this id or prefix`);
+}
 
 export default defineCommand({
   meta: {
@@ -72,6 +83,7 @@ export default defineCommand({
     }
     let ledger: Ledger | null = null;
     if (req.persist) {
+      refuseUnknownBranchBeforeCreating(req.resume);
       try {
         ledger = cliLedger({ create: true });
       } catch (error) {
