@@ -81,7 +81,7 @@ describe("li kill --all-stale, li state doctor, li state prune (end to end)", ()
     expect(dryDoctor.stdout).toBe("running=1, swept=0 → aborted, skipped_recent=0, skipped_live=1\n");
     const stale = await li(["kill", "--all-stale", "--dry-run"], { home });
     expect(stale.stdout).toMatch(/^running=1, killed=0 → cancelled, skipped_recent=0, skipped_live=1, skipped_remote=0, skipped_no_markers=0\n$/);
-    expect((await li(["state", "doctor", "--new-status", "completed"], { home })).code).toBe(2);
+    expect(await li(["state", "doctor", "--new-status", "completed"], { home })).toMatchObject({ code: 2, stdout: "", stderr: 'li: --new-status: "completed" is not one of aborted, failed\n' });
 
     const dryPrune = await li(["state", "prune", "--dry-run"], { home });
     expect(dryPrune.code).toBe(0);
