@@ -1,7 +1,6 @@
 // Rendering helpers shared by commands: JSON, colour on a TTY only, aligned columns.
 
-import { isatty } from "node:tty";
-import { writeOut } from "./io.ts";
+import { isTerminal, writeOut } from "./io.ts";
 
 export function writeJson(value: unknown): void {
   writeOut(JSON.stringify(value) + "\n");
@@ -9,7 +8,7 @@ export function writeJson(value: unknown): void {
 
 /** Colour only on a TTY, never with NO_COLOR or TERM=dumb (§13). */
 export function useColour(fd = 1): boolean {
-  return isatty(fd) && !process.env.NO_COLOR && process.env.TERM !== "dumb";
+  return isTerminal(fd) && !process.env.NO_COLOR && process.env.TERM !== "dumb";
 }
 
 const CODES = { red: 31, green: 32, yellow: 33, blue: 34, dim: 2, bold: 1 } as const;

@@ -1,7 +1,6 @@
 // `li agent [options] -- <command…>`: runs a command as a tracked leg (SPEC §8) and exits by its outcome.
 import fs from "node:fs";
 import path from "node:path";
-import { isatty } from "node:tty";
 import { defineCommand } from "citty";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
@@ -18,7 +17,7 @@ import { findBranchSnapshot } from "../../legs/rundir.ts";
 import type { Settings } from "../../settings/settings.ts";
 import { cliContext, cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
-import { writeAll, writeErr, writeOut } from "../io.ts";
+import { isTerminal, writeAll, writeErr, writeOut } from "../io.ts";
 
 const writeFd = (fd: number) => (chunk: Uint8Array) => writeAll(fd, chunk);
 const note = (line: string) => writeErr(`li: ${line}\n`);
@@ -93,7 +92,7 @@ export default defineCommand({
     } else note("warning: --no-persist: nothing is recorded in the ledger");
     try {
       const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
-      const outcome = await runAgent(req, { ...deps(ledger, io, workdir, stdinMode(isatty(0), false)), notifier: await notifier(req.notify, settings, note) });
+      const outcome = await runAgent(req, { ...deps(ledger, io, workdir, stdinMode(isTerminal(0), false)), notifier: await notifier(req.notify, settings, note) });
       const { plan, result } = outcome;
       note(`${result.status} (${result.reasonCode || "-"}) session ${plan.sessionId} branch ${plan.branchId}${result.persisted === "none" ? " (not recorded)" : ""}`);
       if (req.json) {
