@@ -18,6 +18,6 @@ export function openReads(paths: Paths): OpenedReads {
   if (paths.ledger.kind === "postgres") {
     throw new LedgerUnavailableError(describeLocation(paths.ledger), "the PostgreSQL backend is not available in this build of li");
   }
-  const db = openSqlite(paths.ledger.path, { create: false });
+  const db = openSqlite(paths.ledger.path, { create: false, readsOnly: true });
   return { reads: new SqliteReads(db), watchPath: paths.ledger.path, close: () => db.close() };
 }

@@ -9,6 +9,8 @@ import { MIGRATIONS } from "./migrations.gen.ts";
 export interface OpenSqliteOptions {
   /** Read-only commands must not create a ledger (§16): a missing file is "nothing recorded yet". */
   create: boolean;
+  /** Only reads will follow: skip the writer's pragmas (WAL is a property of the file once set). */
+  readsOnly?: boolean;
   /** Directories li itself owns (LI_HOME) are created 0700. */
   ownedDirs?: readonly string[];
   busyTimeoutMs?: number;
@@ -64,7 +66,8 @@ export function openSqlite(path: string, opts: OpenSqliteOptions): Database {
     throw new LedgerUnavailableError(path, `cannot open: ${(error as Error).message}`);
   }
   try {
-    applyPragmas(db, opts.busyTimeoutMs ?? 5000);
+    if (opts.readsOnly) db.run(`PRAGMA busy_timeout = ${Math.floor(opts.busyTimeoutMs ?? 5000)}`);
+    else applyPragmas(db, opts.busyTimeoutMs ?? 5000);
     migrate(db, path);
   } catch (error) {
     db.close();
