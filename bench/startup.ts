@@ -18,25 +18,31 @@ const env = { ...process.env, LI_HOME: join(dir, "home"), NO_COLOR: "1" };
 const id = Bun.spawnSync([li, "state", "create", "team"], { env }).stdout.toString().trim();
 if (!id) throw new Error("could not create an entity with dist/li");
 
-function medianMs(argv: string[]): { median: number; p90: number } {
-  const times: number[] = [];
+/** Runs the cases round-robin (so a slow moment of the shared machine hits all of them alike); medians. */
+function interleavedMs(cases: string[][]): { median: number; p90: number }[] {
+  const times: number[][] = cases.map(() => []);
   for (let i = 0; i < RUNS + 3; i++) {
-    const t0 = performance.now();
-    const r = Bun.spawnSync(argv, { env, stdout: "ignore", stderr: "ignore" });
-    const dt = performance.now() - t0;
-    if (r.exitCode !== 0) throw new Error(`${argv.join(" ")} exited ${r.exitCode}`);
-    if (i >= 3) times.push(dt); // the first runs warm the page cache
+    cases.forEach((argv, c) => {
+      const t0 = performance.now();
+      const r = Bun.spawnSync(argv, { env, stdout: "ignore", stderr: "ignore" });
+      const dt = performance.now() - t0;
+      if (r.exitCode !== 0) throw new Error(`${argv.join(" ")} exited ${r.exitCode}`);
+      if (i >= 3) times[c]!.push(dt); // the first rounds warm the page cache
+    });
   }
-  times.sort((a, b) => a - b);
-  return { median: times[Math.floor(times.length / 2)]!, p90: times[Math.floor(times.length * 0.9)]! };
+  return times.map((t) => {
+    t.sort((a, b) => a - b);
+    return { median: t[Math.floor(t.length / 2)]!, p90: t[Math.floor(t.length * 0.9)]! };
+  });
 }
 
-// Interleave the three so machine noise hits them alike.
-const hw = medianMs([hello]);
-const version = medianMs([li, "--version"]);
-const show = medianMs([li, "show", id]);
+const [hw, version, show] = interleavedMs([[hello], [li, "--version"], [li, "show", id]]) as [
+  { median: number; p90: number },
+  { median: number; p90: number },
+  { median: number; p90: number },
+];
 const fmt = (x: { median: number; p90: number }) => `median ${x.median.toFixed(1)} ms, p90 ${x.p90.toFixed(1)} ms`;
-console.log(`startup over ${RUNS} runs each`);
+console.log(`startup over ${RUNS} interleaved rounds`);
 console.log(`  compiled hello-world  ${fmt(hw)}`);
 console.log(`  li --version          ${fmt(version)}  (${(version.median / hw.median).toFixed(2)}× hello-world)`);
 console.log(`  li show <id>          ${fmt(show)}  (${(show.median / hw.median).toFixed(2)}× hello-world)`);
