@@ -1,41 +1,15 @@
-// Writing to li's stdout and stderr. Direct, synchronous writes to fds 1 and 2: in the compiled binary
-// the first touch of `process.stdout`/`process.stderr` builds Node's stream objects, which measured
-// ~10 ms and ~9 MB — more than the rest of `li --version` or `li wait` together.
+// Writing li's own text to stdout and stderr, without touching Node's stream objects or `node:*`
+// modules. In the compiled binary the first touch of `process.stdout` measured ~10 ms and ~9 MB, and
+// the first `node:fs`/`node:path` import ~1.3 ms: more than the rest of `li wait` together.
+// console.log/console.error are Bun-native and write synchronously (a slow reader gets every line
+// even when the process exits right after), so lines still appear as they are produced.
 
-import { readlinkSync, writeSync } from "node:fs";
-
-/** Writes all of `data` to `fd`, across partial writes and a non-blocking descriptor's EAGAIN. */
-export function writeAll(fd: number, data: string | Uint8Array): void {
-  const bytes = typeof data === "string" ? Buffer.from(data) : data;
-  let offset = 0;
-  while (offset < bytes.length) {
-    try {
-      offset += writeSync(fd, bytes, offset, bytes.length - offset);
-    } catch (error) {
-      const code = (error as { code?: string }).code;
-      if (code === "EAGAIN") {
-        Bun.sleepSync(1);
-        continue;
-      }
-      if (code === "EPIPE") return; // the reader went away (e.g. `li ls | head`): nothing left to tell it
-      throw error;
-    }
-  }
+/** Writes whole lines to stdout: `text` is one or more lines; a missing final newline is added. */
+export function writeOut(text: string): void {
+  if (text !== "") console.log(text.endsWith("\n") ? text.slice(0, -1) : text);
 }
 
-export const writeOut = (data: string | Uint8Array): void => writeAll(1, data);
-export const writeErr = (data: string | Uint8Array): void => writeAll(2, data);
-
-/**
- * Whether `fd` is a terminal. Read from /proc (li runs on Linux): importing node:tty measured ~3 ms of
- * start-up in the compiled binary. A terminal is a pts, a tty or the console; /dev/null, pipes and
- * files are not.
- */
-export function isTerminal(fd: number): boolean {
-  try {
-    const target = readlinkSync(`/proc/self/fd/${fd}`);
-    return /^\/dev\/(pts\/\d+|tty\w*|console)$/.test(target);
-  } catch {
-    return false;
-  }
+/** Writes whole lines to stderr, like writeOut. */
+export function writeErr(text: string): void {
+  if (text !== "") console.error(text.endsWith("\n") ? text.slice(0, -1) : text);
 }

@@ -1,21 +1,9 @@
-// Rendering helpers shared by commands: JSON, colour on a TTY only, aligned columns.
+// Rendering helpers shared by commands: JSON and aligned columns.
 
-import { isTerminal, writeOut } from "./io.ts";
+import { writeOut } from "./io.ts";
 
 export function writeJson(value: unknown): void {
   writeOut(JSON.stringify(value) + "\n");
-}
-
-/** Colour only on a TTY, never with NO_COLOR or TERM=dumb (§13). */
-export function useColour(fd = 1): boolean {
-  return isTerminal(fd) && !process.env.NO_COLOR && process.env.TERM !== "dumb";
-}
-
-const CODES = { red: 31, green: 32, yellow: 33, blue: 34, dim: 2, bold: 1 } as const;
-export type Colour = keyof typeof CODES;
-
-export function paint(text: string, colour: Colour | null, on: boolean): string {
-  return on && colour ? `\x1b[${CODES[colour]}m${text}\x1b[0m` : text;
 }
 
 /** Columns padded to the widest cell; the last column is not padded. */

@@ -3,7 +3,7 @@
 import { LedgerUnavailableError } from "../util/errors.ts";
 import { describeLocation, type Paths } from "./location.ts";
 import type { LedgerReads } from "./reads.ts";
-import { openSqlite } from "./sqlite/open.ts";
+import { openSqliteForReads } from "./sqlite/open-read.ts";
 import { SqliteReads } from "./sqlite/reads.ts";
 
 export interface OpenedReads {
@@ -18,6 +18,6 @@ export function openReads(paths: Paths): OpenedReads {
   if (paths.ledger.kind === "postgres") {
     throw new LedgerUnavailableError(describeLocation(paths.ledger), "the PostgreSQL backend is not available in this build of li");
   }
-  const db = openSqlite(paths.ledger.path, { create: false, readsOnly: true });
+  const db = openSqliteForReads(paths.ledger.path);
   return { reads: new SqliteReads(db), watchPath: paths.ledger.path, close: () => db.close() };
 }

@@ -45,7 +45,7 @@ export interface WaitOptions {
   reads: LedgerReads;
   targets: readonly WaitTarget[];
   /** Arms the change signal; called only when a target is still running after the first check (then checked again). */
-  arm: () => ChangeWake;
+  arm: () => ChangeWake | Promise<ChangeWake>;
   /** The safety poll (§11; default 1 s). */
   intervalMs: number;
   /** Give up after this many milliseconds (`--timeout`). */
@@ -84,7 +84,7 @@ export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes:
   await check();
   if (pending.size === 0) return { outcomes, end: "done" };
   // Arm, then check again (STACK.md): a commit between the first check and arming is not missed.
-  const wake = options.arm();
+  const wake = await options.arm();
   try {
     return await watchPending(wake);
   } finally {

@@ -17,7 +17,8 @@ import { findBranchSnapshot } from "../../legs/rundir.ts";
 import type { Settings } from "../../settings/settings.ts";
 import { cliContext, cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
-import { isTerminal, writeAll, writeErr, writeOut } from "../io.ts";
+import { isTerminal, writeAll } from "../fd.ts";
+import { writeErr, writeOut } from "../io.ts";
 
 const writeFd = (fd: number) => (chunk: Uint8Array) => writeAll(fd, chunk);
 const note = (line: string) => writeErr(`li: ${line}\n`);

@@ -6,7 +6,8 @@ import { formatDuration, parseDuration, parsePositiveNumber } from "../../util/d
 import { UsageError } from "../../util/errors.ts";
 import { openReads } from "../../ledger/open-reads.ts";
 import { cliPaths } from "../paths.ts";
-import { paint, table, useColour, writeJson, type Colour } from "../output.ts";
+import { paint, useColour, type Colour } from "../colour.ts";
+import { table, writeJson } from "../output.ts";
 import { writeOut } from "../io.ts";
 
 /** The shortest prefix a user can type for an id: unique across every id kind, 8 characters at least. */

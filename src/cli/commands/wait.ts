@@ -3,7 +3,6 @@
 import { defineCommand } from "citty";
 import { openReads } from "../../ledger/open-reads.ts";
 import { ambiguityMessage } from "../../ledger/resolve.ts";
-import { pollingOnly, watchSqliteFile } from "../../ledger/sqlite/wake.ts";
 import { parseDuration, parsePositiveNumber } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { parseWaitIds } from "../../wait/ids.ts";
@@ -46,7 +45,11 @@ export default defineCommand({
         reads: ledger.reads,
         targets,
         // Only when something is still running: an already-terminal wait never pays for a watcher.
-        arm: () => (watchPath ? watchSqliteFile(watchPath) : pollingOnly()),
+        // The wake-up module (fs.watch) loads here too, so an already-terminal wait never loads node:fs.
+        arm: async () => {
+          const { pollingOnly, watchSqliteFile } = await import("../../ledger/sqlite/wake.ts");
+          return watchPath ? watchSqliteFile(watchPath) : pollingOnly();
+        },
         intervalMs,
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         signal: stop.signal,

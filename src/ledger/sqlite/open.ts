@@ -4,34 +4,16 @@ import { Database } from "bun:sqlite";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
-import { MIGRATIONS } from "./migrations.gen.ts";
+import { applyPragmas, migrate } from "./migrate.ts";
+
+export { isBusyError, withBusyRetry } from "./migrate.ts";
 
 export interface OpenSqliteOptions {
   /** Read-only commands must not create a ledger (§16): a missing file is "nothing recorded yet". */
   create: boolean;
-  /** Only reads will follow: skip the writer's pragmas (WAL is a property of the file once set). */
-  readsOnly?: boolean;
   /** Directories li itself owns (LI_HOME) are created 0700. */
   ownedDirs?: readonly string[];
   busyTimeoutMs?: number;
-}
-
-const BUSY = /SQLITE_BUSY|database is locked/i;
-
-export function isBusyError(error: unknown): boolean {
-  return error instanceof Error && (BUSY.test(error.message) || BUSY.test(String((error as { code?: string }).code ?? "")));
-}
-
-/** Retries a statement that failed with SQLITE_BUSY after the busy timeout (SQLite's handler is not fair). */
-export function withBusyRetry<T>(fn: () => T, attempts = 8): T {
-  for (let i = 0; ; i++) {
-    try {
-      return fn();
-    } catch (error) {
-      if (!isBusyError(error) || i >= attempts - 1) throw error;
-      Bun.sleepSync(5 + Math.random() * 20 * (i + 1));
-    }
-  }
 }
 
 function ensureOwnerOnlyFile(path: string): void {
@@ -66,8 +48,7 @@ export function openSqlite(path: string, opts: OpenSqliteOptions): Database {
     throw new LedgerUnavailableError(path, `cannot open: ${(error as Error).message}`);
   }
   try {
-    if (opts.readsOnly) db.run(`PRAGMA busy_timeout = ${Math.floor(opts.busyTimeoutMs ?? 5000)}`);
-    else applyPragmas(db, opts.busyTimeoutMs ?? 5000);
+    applyPragmas(db, opts.busyTimeoutMs ?? 5000);
     migrate(db, path);
   } catch (error) {
     db.close();
@@ -75,52 +56,4 @@ export function openSqlite(path: string, opts: OpenSqliteOptions): Database {
     throw new LedgerUnavailableError(path, (error as Error).message);
   }
   return db;
-}
-
-/** Busy timeout first, then WAL only when not already WAL (it persists in the file). */
-function applyPragmas(db: Database, busyTimeoutMs: number): void {
-  db.run(`PRAGMA busy_timeout = ${Math.floor(busyTimeoutMs)}`);
-  const mode = db.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get();
-  if (mode?.journal_mode !== "wal") withBusyRetry(() => db.run("PRAGMA journal_mode = WAL"));
-  db.run("PRAGMA synchronous = NORMAL");
-  db.run("PRAGMA foreign_keys = ON");
-}
-
-/**
- * Applies embedded migrations. `user_version` counts the applied ones, so an up-to-date ledger costs
- * one read; otherwise BEGIN IMMEDIATE, re-read, apply, commit — safe when many processes open a new file.
- */
-function migrate(db: Database, path: string): void {
-  const version = () => db.query<{ user_version: number }, []>("PRAGMA user_version").get()?.user_version ?? 0;
-  const known = MIGRATIONS.length;
-  const seen = version();
-  if (seen > known) throw new LedgerUnavailableError(path, `written by a newer li (schema ${seen}, this li knows ${known}); upgrade li`);
-  if (seen === known) return;
-  const needsForeignKeysOff = MIGRATIONS.slice(seen).some((m) => m.statements.some((s) => /PRAGMA\s+foreign_keys\s*=\s*OFF/i.test(s)));
-  // SQLite ignores PRAGMA foreign_keys inside a transaction: switch it outside, check before COMMIT.
-  if (needsForeignKeysOff) db.run("PRAGMA foreign_keys = OFF");
-  withBusyRetry(() => db.run("BEGIN IMMEDIATE"));
-  try {
-    const current = version();
-    if (current > known) throw new LedgerUnavailableError(path, `written by a newer li (schema ${current}, this li knows ${known}); upgrade li`);
-    db.run("CREATE TABLE IF NOT EXISTS __li_migrations (name TEXT PRIMARY KEY, hash TEXT NOT NULL, applied_at REAL NOT NULL)");
-    for (const migration of MIGRATIONS.slice(current)) {
-      for (const statement of migration.statements) {
-        if (/^PRAGMA\s+foreign_keys/i.test(statement)) continue;
-        db.run(statement);
-      }
-      db.run("INSERT INTO __li_migrations (name, hash, applied_at) VALUES (?, ?, ?)", [migration.name, migration.hash, Date.now() / 1000]);
-    }
-    if (needsForeignKeysOff) {
-      const problems = db.query("PRAGMA foreign_key_check").all();
-      if (problems.length > 0) throw new Error(`migration broke ${problems.length} foreign key(s)`);
-    }
-    db.run(`PRAGMA user_version = ${known}`);
-    db.run("COMMIT");
-  } catch (error) {
-    db.run("ROLLBACK");
-    throw error;
-  } finally {
-    if (needsForeignKeysOff) db.run("PRAGMA foreign_keys = ON");
-  }
 }

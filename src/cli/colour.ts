@@ -1,0 +1,15 @@
+// Colour for human output: only on a terminal, never with NO_COLOR or TERM=dumb (§13).
+
+import { isTerminal } from "./fd.ts";
+
+export function useColour(fd = 1): boolean {
+  return isTerminal(fd) && !process.env.NO_COLOR && process.env.TERM !== "dumb";
+}
+
+const CODES = { red: 31, green: 32, yellow: 33, blue: 34, dim: 2, bold: 1 } as const;
+export type Colour = keyof typeof CODES;
+
+export function paint(text: string, colour: Colour | null, on: boolean): string {
+  return on && colour ? `\x1b[${CODES[colour]}m${text}\x1b[0m` : text;
+}
+

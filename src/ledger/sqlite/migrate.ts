@@ -1,0 +1,72 @@
+// Pragmas and the embedded migrations, shared by the writer's open and the read-only open. No
+// `node:*` imports here: the read-only commands load this module on their start-up path.
+
+import type { Database } from "bun:sqlite";
+import { LedgerUnavailableError } from "../../util/errors.ts";
+import { MIGRATIONS } from "./migrations.gen.ts";
+
+const BUSY = /SQLITE_BUSY|database is locked/i;
+
+export function isBusyError(error: unknown): boolean {
+  return error instanceof Error && (BUSY.test(error.message) || BUSY.test(String((error as { code?: string }).code ?? "")));
+}
+
+/** Retries a statement that failed with SQLITE_BUSY after the busy timeout (SQLite's handler is not fair). */
+export function withBusyRetry<T>(fn: () => T, attempts = 8): T {
+  for (let i = 0; ; i++) {
+    try {
+      return fn();
+    } catch (error) {
+      if (!isBusyError(error) || i >= attempts - 1) throw error;
+      Bun.sleepSync(5 + Math.random() * 20 * (i + 1));
+    }
+  }
+}
+
+/** Busy timeout first, then WAL only when not already WAL (it persists in the file). */
+export function applyPragmas(db: Database, busyTimeoutMs: number): void {
+  db.run(`PRAGMA busy_timeout = ${Math.floor(busyTimeoutMs)}`);
+  const mode = db.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get();
+  if (mode?.journal_mode !== "wal") withBusyRetry(() => db.run("PRAGMA journal_mode = WAL"));
+  db.run("PRAGMA synchronous = NORMAL");
+  db.run("PRAGMA foreign_keys = ON");
+}
+
+/**
+ * Applies embedded migrations. `user_version` counts the applied ones, so an up-to-date ledger costs
+ * one read; otherwise BEGIN IMMEDIATE, re-read, apply, commit — safe when many processes open a new file.
+ */
+export function migrate(db: Database, path: string): void {
+  const version = () => db.query<{ user_version: number }, []>("PRAGMA user_version").get()?.user_version ?? 0;
+  const known = MIGRATIONS.length;
+  const seen = version();
+  if (seen > known) throw new LedgerUnavailableError(path, `written by a newer li (schema ${seen}, this li knows ${known}); upgrade li`);
+  if (seen === known) return;
+  const needsForeignKeysOff = MIGRATIONS.slice(seen).some((m) => m.statements.some((s) => /PRAGMA\s+foreign_keys\s*=\s*OFF/i.test(s)));
+  // SQLite ignores PRAGMA foreign_keys inside a transaction: switch it outside, check before COMMIT.
+  if (needsForeignKeysOff) db.run("PRAGMA foreign_keys = OFF");
+  withBusyRetry(() => db.run("BEGIN IMMEDIATE"));
+  try {
+    const current = version();
+    if (current > known) throw new LedgerUnavailableError(path, `written by a newer li (schema ${current}, this li knows ${known}); upgrade li`);
+    db.run("CREATE TABLE IF NOT EXISTS __li_migrations (name TEXT PRIMARY KEY, hash TEXT NOT NULL, applied_at REAL NOT NULL)");
+    for (const migration of MIGRATIONS.slice(current)) {
+      for (const statement of migration.statements) {
+        if (/^PRAGMA\s+foreign_keys/i.test(statement)) continue;
+        db.run(statement);
+      }
+      db.run("INSERT INTO __li_migrations (name, hash, applied_at) VALUES (?, ?, ?)", [migration.name, migration.hash, Date.now() / 1000]);
+    }
+    if (needsForeignKeysOff) {
+      const problems = db.query("PRAGMA foreign_key_check").all();
+      if (problems.length > 0) throw new Error(`migration broke ${problems.length} foreign key(s)`);
+    }
+    db.run(`PRAGMA user_version = ${known}`);
+    db.run("COMMIT");
+  } catch (error) {
+    db.run("ROLLBACK");
+    throw error;
+  } finally {
+    if (needsForeignKeysOff) db.run("PRAGMA foreign_keys = ON");
+  }
+}
