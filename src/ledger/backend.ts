@@ -116,6 +116,7 @@ export interface SessionLegState {
   status_reason_code: string | null;
   current_leg_id: string | null;
   node_metadata: string | null;
+  first_msg_id: string | null;
 }
 
 /** Leg columns that may change after insert (never `status` of the session: that is the guarded write's). */

@@ -28,7 +28,8 @@ export const POLICY_SPECS = {
     initial: ["running"],
     terminal: RUN_TERMINAL,
     edges: { running: RUN_TERMINAL },
-    extraFields: ["ended_at", "node_metadata", "exit_code", "artifacts_path", "artifact_verification_json", "current_leg_id"],
+    // §4's list, plus the message endpoints §8.2 step 9 writes with the final status.
+    extraFields: ["ended_at", "node_metadata", "exit_code", "artifacts_path", "artifact_verification_json", "current_leg_id", "first_msg_id", "last_msg_id"],
     reasonDomains: ["run", "session"],
     execution: true,
   },

@@ -53,6 +53,20 @@ describe("the notice of a resumed leg (ADR-0105 Verification 1)", () => {
     expect([recorded(first).length, recorded(second).length]).toEqual([1, 1]);
   }, 30_000);
 
+  test("the session's first message stays the first leg's; its last becomes the resumed leg's", async () => {
+    const home = agentHome();
+    const a = await agent(home, ["--", "sh", "-c", "echo first answer"]);
+    const b = await agent(home, ["-r", a.record.branch_id, "--", "sh", "-c", "echo second answer"]);
+    expect(b.code).toBe(0);
+    const messages = rows<{ id: string; leg_id: string; content: string }>(home.db, "SELECT id, leg_id, content FROM messages ORDER BY created_at");
+    expect(messages.map((m) => [m.leg_id, m.content])).toEqual([
+      [a.record.leg_id, "first answer\n"],
+      [b.record.leg_id, "second answer\n"],
+    ]);
+    const s = sessionRow(home.db, a.record.session_id);
+    expect([s.first_msg_id, s.last_msg_id]).toEqual([messages[0]!.id, messages[1]!.id]);
+  }, 30_000);
+
   test("the resumed leg inherits the session's contract and artifact root; contract flags with -r are a usage error", async () => {
     const home = agentHome();
     const saveDir = path.join(home.scratch, "artifacts");

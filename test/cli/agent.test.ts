@@ -161,6 +161,8 @@ describe("the persisted rows for one leg", () => {
     const [message] = rows<Record<string, any>>(r.home.db, "SELECT * FROM messages");
     expect(message).toMatchObject({ session_id: sid, branch_id: bid, leg_id: lid, role: "assistant", content: "the answer\n", truncated: 0 });
     expect([leg!.first_msg_id, leg!.last_msg_id]).toEqual([message!.id, message!.id]);
+    // The session's endpoints move with its final status (§8.2 step 9).
+    expect([s.first_msg_id, s.last_msg_id]).toEqual([message!.id, message!.id]);
     const history = rows<Record<string, any>>(r.home.db, "SELECT previous_status, status, reason_code, terminal_event FROM status_transitions WHERE entity_id = ? ORDER BY seq", sid);
     expect(history).toEqual([
       { previous_status: null, status: "running", reason_code: "run.started.ok", terminal_event: 0 },

@@ -146,7 +146,7 @@ describe("step 2: snapshotEndpoints", () => {
     const leg = await startedLeg();
     const s = leg.state({ assistantText: "hello\n" });
     await snapshotEndpoints(s);
-    expect(s.snapshot).toEqual({ status: "running", currentLegId: "leg-1", killRequested: false });
+    expect(s.snapshot).toEqual({ status: "running", currentLegId: "leg-1", killRequested: false, firstMsgId: null });
     expect(s.message).toMatchObject({ role: "assistant", content: "hello\n", leg_id: "leg-1" });
     expect(await leg.ledger.backend.listMessages("sess-1")).toEqual([]);
     expect((await leg.leg()).ended_at).toBeNull();

@@ -83,6 +83,6 @@ export function listMessages(orm: Orm, sessionId: string): MessageRow[] {
 }
 
 export function sessionLegState(orm: Orm, sessionId: string): SessionLegState | null {
-  const q = client(orm).query("SELECT status, status_reason_code, current_leg_id, node_metadata FROM sessions WHERE id = ?");
+  const q = client(orm).query("SELECT status, status_reason_code, current_leg_id, node_metadata, first_msg_id FROM sessions WHERE id = ?");
   return (q.get(sessionId) as SessionLegState | null) ?? null;
 }

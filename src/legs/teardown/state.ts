@@ -69,7 +69,7 @@ export interface TeardownState extends TeardownInput {
   endedAt: number;
   message: MessageRow | null;
   /** The session row as read before the write: what the guard expects. */
-  snapshot: { status: string | null; currentLegId: string | null; killRequested: boolean } | null;
+  snapshot: { status: string | null; currentLegId: string | null; killRequested: boolean; firstMsgId: string | null } | null;
   verification: VerificationResult | null;
   /** Step 5 took the status from the linked session: the evidence gate stays out. */
   linkedSupplied: boolean;

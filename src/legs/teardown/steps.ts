@@ -30,8 +30,8 @@ export async function snapshotEndpoints(s: TeardownState): Promise<void> {
   const row = await s.ledger.backend.sessionLegState(s.sessionId);
   const leg = await s.ledger.backend.getLeg(s.legId);
   s.snapshot = row
-    ? { status: row.status, currentLegId: row.current_leg_id, killRequested: leg?.kill_requested_at != null }
-    : { status: null, currentLegId: null, killRequested: false };
+    ? { status: row.status, currentLegId: row.current_leg_id, killRequested: leg?.kill_requested_at != null, firstMsgId: row.first_msg_id }
+    : { status: null, currentLegId: null, killRequested: false, firstMsgId: null };
   s.nodeMetadata = { ...jsonObject(row?.node_metadata), ...s.nodeMetadata };
 }
 

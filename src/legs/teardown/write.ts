@@ -80,6 +80,8 @@ export async function guardedWrite(s: TeardownState): Promise<void> {
       ...(ended ? { ended_at: s.endedAt, exit_code: s.exitCode } : {}),
       artifact_verification_json: s.verification,
       node_metadata: s.nodeMetadata,
+      // The session's message endpoints: its first message stays the first leg's; the last is this leg's.
+      ...(s.message ? { first_msg_id: s.snapshot?.firstMsgId ?? s.message.id, last_msg_id: s.message.id } : {}),
     },
     alsoInTransaction: (tx) => closeLegRow(tx, s, leg),
   });
