@@ -1,5 +1,6 @@
 // Benchmark `notify` (SPEC §9.4): commit of a terminal status → handler started, p50/p95 over N events on the
-// push path; and what a leg registration adds to a leg (setup transaction, and the push at teardown).
+// push path; and what a leg registration adds to a leg (setup transaction, and the push at teardown). Each figure
+// has a floor from the same run: the bench starting the handler itself, a leg without a registration.
 // Usage: bun bench/notify.ts [N=500]
 
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
@@ -12,6 +13,7 @@ import { addHandler } from "../src/notify/consumers.ts";
 import { handlerHost } from "../src/notify/engine.ts";
 import { pushTerminal } from "../src/notify/push.ts";
 import { registerLegCallback } from "../src/notify/register.ts";
+import { handlerSpawnFloorMs, quantile, r2, r3, wallNs } from "./floor.ts";
 
 const N = Number(process.argv[2] ?? 500);
 const root = mkdtempSync(join(tmpdir(), "li-bench-notify-"));
@@ -20,12 +22,6 @@ const host = handlerHost();
 function open(name: string): { ledger: Ledger; home: string } {
   const home = join(root, name);
   return { ledger: openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: true }), home };
-}
-
-const wallNs = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
@@ -46,8 +42,8 @@ async function commitToHandler(): Promise<{ p50: number; p95: number }> {
   ledger.close();
   const started = readFileSync(marks, "utf8").trim().split("\n").map((l) => BigInt(l));
   if (started.length !== N) throw new Error(`expected ${N} handler runs, saw ${started.length}`);
-  const ms = started.map((s, i) => Number(s - commits[i]!) / 1e6).sort((a, b) => a - b);
-  return { p50: percentile(ms, 50), p95: percentile(ms, 95) };
+  const ms = started.map((s, i) => Number(s - commits[i]!) / 1e6);
+  return { p50: quantile(ms, 0.5), p95: quantile(ms, 0.95) };
 }
 
 /** One leg's setup transaction (session, history, leg row) with or without its registration. */
@@ -104,19 +100,40 @@ async function wholeLeg(): Promise<{ plain: number; notify: number } | null> {
       if (i >= 3) times[variant].push(performance.now() - start); // the first runs create the ledger and warm the caches
     }
   }
-  return { plain: percentile(times.plain.sort((a, b) => a - b), 50), notify: percentile(times.notify.sort((a, b) => a - b), 50) };
+  return { plain: quantile(times.plain, 0.5), notify: quantile(times.notify, 0.5) };
 }
 
 const latency = await commitToHandler();
+const spawnFloor = await handlerSpawnFloorMs(join(root, "floor"), N);
+const floor = { p50: quantile(spawnFloor, 0.5), p95: quantile(spawnFloor, 0.95) };
 const setupPlain = await setupCost(false);
 const setupReg = await setupCost(true);
 const pushPlain = await teardownCost(false);
 const pushReg = await teardownCost(true);
 
-console.log(`notify: commit → handler started over ${N} events (push path): p50 ${fmt(latency.p50)}, p95 ${fmt(latency.p95)}`);
+console.log(`notify: commit → handler started over ${N} events (push path): p50 ${fmt(latency.p50)}, p95 ${fmt(latency.p95)} (${(latency.p50 / floor.p50).toFixed(2)}× the floor)`);
+console.log(`notify: floor, the bench starting the same handler itself, ${N} times: p50 ${fmt(floor.p50)}, p95 ${fmt(floor.p95)}`);
 console.log(`notify: leg setup transaction ${fmt(setupPlain)} without a registration, ${fmt(setupReg)} with one (+${fmt(setupReg - setupPlain)}, ×${(setupReg / setupPlain).toFixed(2)})`);
 console.log(`notify: teardown push ${fmt(pushPlain)} with no handler (the owed query), ${fmt(pushReg)} with one registration (claim, run /bin/true, acknowledge)`);
 const leg = await wholeLeg();
 if (leg !== null) {
   console.log(`notify: a whole leg (dist/li agent -- true) median ${fmt(leg.plain)} without --notify, ${fmt(leg.notify)} with --notify "/bin/true {status}" (+${fmt(leg.notify - leg.plain)}: registration, push, handler run)`);
 }
+console.log(
+  JSON.stringify({
+    bench: "notify",
+    n: N,
+    push_p50_ms: r2(latency.p50),
+    push_p95_ms: r2(latency.p95),
+    spawn_floor_p50_ms: r2(floor.p50),
+    spawn_floor_p95_ms: r2(floor.p95),
+    push_p50_ratio: r2(latency.p50 / floor.p50),
+    setup_plain_ms: r3(setupPlain),
+    setup_registered_ms: r3(setupReg),
+    setup_ratio: r2(setupReg / setupPlain),
+    teardown_push_plain_ms: r3(pushPlain),
+    teardown_push_registered_ms: r3(pushReg),
+    teardown_push_ratio: r2(pushReg / pushPlain),
+    ...(leg !== null ? { leg_plain_ms: r2(leg.plain), leg_notify_ms: r2(leg.notify), leg_ratio: r2(leg.notify / leg.plain) } : {}),
+  }),
+);

@@ -1,5 +1,6 @@
 // Benchmark: `li state prune` over 100,000 terminal sessions with 1,000,000 history rows: total time,
-// per-batch lock time, and the longest stall a concurrent writer process sees.
+// per-batch lock time, and the stalls a concurrent writer process sees, against the floor of the same writer's
+// writes while no prune runs (measured just before it, in the same run).
 // Usage: bun bench/prune.ts [--sessions 100000] [--per-session 10] [--batch N (default: the prune's own)]
 
 import { Database } from "bun:sqlite";
@@ -9,6 +10,7 @@ import { join } from "node:path";
 import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
 import { prune } from "../src/sweeps/prune.ts";
+import { quantile, r2 } from "./floor.ts";
 
 function flag(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -63,7 +65,7 @@ const seedMs = performance.now() - t0;
 const writer = Bun.spawn([process.execPath, join(import.meta.dir, "workers/prune-writer.ts"), dbPath], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
 const reader = writer.stdout.getReader();
 await reader.read(); // "ready"
-await Bun.sleep(200);
+await Bun.sleep(500); // the writer's floor: its writes while nothing else writes
 
 const batchMs: number[] = [];
 const statementMs = new Map<string, number>();
@@ -78,6 +80,8 @@ ledger.backend.listPruneCandidates = async (o) => {
   listMs += performance.now() - t;
   return r;
 };
+const wallMs = () => performance.timeOrigin + performance.now();
+const pruneStartWall = wallMs();
 const p0 = performance.now();
 const summary = await prune.runOnce(ledger, now, prune.validate({ keepDays: 30, batchSize: BATCH }), {
   hooks: {
@@ -91,6 +95,7 @@ const summary = await prune.runOnce(ledger, now, prune.validate({ keepDays: 30, 
   },
 });
 const p1 = performance.now();
+const pruneEndWall = wallMs();
 const pruneMs = p1 - p0;
 await Bun.sleep(200);
 writer.stdin.write("stop\n");
@@ -103,15 +108,37 @@ for (;;) {
 }
 await writer.exited;
 const samples = JSON.parse(out.trim().split("\n").at(-1)!) as Array<[number, number]>;
-// performance.now() origins differ between processes: compare durations only.
-const stalls = samples.map(([, ms]) => ms).sort((a, b) => a - b);
-const q = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? NaN;
-const sortedBatches = [...batchMs].sort((a, b) => a - b);
+const idle = samples.filter(([at]) => at < pruneStartWall).map(([, ms]) => ms);
+const during = samples.filter(([at]) => at >= pruneStartWall && at <= pruneEndWall).map(([, ms]) => ms);
+const figures = {
+  batch_p50_ms: quantile(batchMs, 0.5),
+  batch_p95_ms: quantile(batchMs, 0.95),
+  batch_max_ms: Math.max(...batchMs),
+  writer_p50_ms: quantile(during, 0.5),
+  writer_p99_ms: quantile(during, 0.99),
+  writer_max_ms: Math.max(...during),
+  floor_p50_ms: quantile(idle, 0.5),
+  floor_p99_ms: quantile(idle, 0.99),
+};
 
 console.log(`seeded ${SESSIONS} sessions, ${SESSIONS * PER_SESSION} history rows in ${(seedMs / 1000).toFixed(1)} s`);
 console.log(`prune: ${summary.sessions} sessions, ${summary.transitions} transitions, ${summary.legs} legs in ${(pruneMs / 1000).toFixed(2)} s (${summary.batches} batches of ${BATCH})`);
-console.log(`batch transaction (BEGIN → last statement): p50 ${q(sortedBatches, 0.5).toFixed(1)} ms, p95 ${q(sortedBatches, 0.95).toFixed(1)} ms, max ${sortedBatches.at(-1)!.toFixed(1)} ms`);
-console.log(`concurrent writer: ${stalls.length} writes; p50 ${q(stalls, 0.5).toFixed(2)} ms, p99 ${q(stalls, 0.99).toFixed(1)} ms, longest stall ${stalls.at(-1)!.toFixed(1)} ms`);
+console.log(`batch transaction (BEGIN → last statement): p50 ${figures.batch_p50_ms.toFixed(1)} ms, p95 ${figures.batch_p95_ms.toFixed(1)} ms, max ${figures.batch_max_ms.toFixed(1)} ms`);
+console.log(`concurrent writer during the prune: ${during.length} writes; p50 ${figures.writer_p50_ms.toFixed(2)} ms, p99 ${figures.writer_p99_ms.toFixed(1)} ms, longest stall ${figures.writer_max_ms.toFixed(1)} ms`);
+console.log(`floor, the same writer with no prune running: ${idle.length} writes; p50 ${figures.floor_p50_ms.toFixed(2)} ms, p99 ${figures.floor_p99_ms.toFixed(1)} ms`);
 console.log(`candidate reads (outside the lock): ${(listMs / 1000).toFixed(2)} s in all`);
 console.log(`time per statement, summed over batches: ${[...statementMs].map(([k, v]) => `${k} ${(v / 1000).toFixed(2)} s`).join(", ")}`);
 ledger.close();
+console.log(
+  JSON.stringify({
+    bench: "prune",
+    sessions: SESSIONS,
+    per_session: PER_SESSION,
+    batch_size: BATCH,
+    pruned_sessions: summary.sessions,
+    prune_s: r2(pruneMs / 1000),
+    ...Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, r2(v)])),
+    writer_p50_ratio: r2(figures.writer_p50_ms / figures.floor_p50_ms),
+    writer_p99_ratio: r2(figures.writer_p99_ms / figures.floor_p99_ms),
+  }),
+);

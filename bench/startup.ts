@@ -2,17 +2,15 @@
 // hello-world built with the same flags in the same run — the floor.
 // Usage: bun bench/startup.ts [RUNS=40]   (needs dist/li: npm run build)
 
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { $ } from "bun";
+import { compileFloor } from "./floor.ts";
 
 const RUNS = Number(process.argv[2] ?? 40);
 const li = join(import.meta.dir, "../dist/li");
 const dir = mkdtempSync(join(tmpdir(), "li-bench-startup-"));
-const hello = join(dir, "hello");
-writeFileSync(join(dir, "hello.ts"), 'console.log("hello");\n');
-await $`bun build --compile --bytecode --format=esm --no-compile-autoload-dotenv --no-compile-autoload-bunfig ${join(dir, "hello.ts")} --outfile ${hello}`.quiet();
+const hello = compileFloor(dir, "hello", 'console.log("hello");\n');
 
 const env = { ...process.env, LI_HOME: join(dir, "home"), NO_COLOR: "1" };
 const id = Bun.spawnSync([li, "state", "create", "team"], { env }).stdout.toString().trim();

@@ -3,11 +3,12 @@
 // Usage: bun bench/wait-cold.ts [--rows 1000000] [--runs 40]   (build dist/li first)
 
 import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
+import { compileFloor } from "./floor.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -19,9 +20,7 @@ const LI = join(import.meta.dir, "../dist/li");
 const work = mkdtempSync(join(tmpdir(), "li-bench-cold-"));
 
 // The floor: a compiled hello-world, built with the same flags as dist/li.
-writeFileSync(join(work, "hello.ts"), 'console.log("hello");\n');
-const hello = join(work, "hello");
-Bun.spawnSync([process.execPath, "build", "--compile", "--bytecode", "--format=esm", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig", join(work, "hello.ts"), "--outfile", hello], { stdout: "ignore" });
+const hello = compileFloor(work, "hello", 'console.log("hello");\n');
 
 const TARGET = "7a3e0c1d-5b2f-4c8e-9d10-1b2c3d4e5f60";
 

@@ -1,5 +1,5 @@
 // A concurrent writer for bench/prune.ts: guarded creations in a loop, timing each one (start → commit).
-// Prints "ready", then on a line on stdin (or stdin closing) prints its latencies as JSON and exits.
+// Prints "ready", then on a line on stdin (or stdin closing) prints its [wall-clock start ms, latency ms] pairs as JSON and exits.
 import { Ledger } from "../../src/ledger/ledger.ts";
 import { SqliteBackend } from "../../src/ledger/sqlite/backend.ts";
 import { openSqlite } from "../../src/ledger/sqlite/open.ts";
@@ -19,7 +19,8 @@ process.stdout.write("ready\n");
 while (!stop) {
   const t0 = performance.now();
   await ledger.createEntity("invocation");
-  samples.push([t0, performance.now() - t0]);
+  // Wall-clock starts (not performance.now(), whose origin is per process) let the bench tell idle writes from writes during the prune.
+  samples.push([performance.timeOrigin + t0, performance.now() - t0]);
   await Bun.sleep(2);
 }
 process.stdout.write(JSON.stringify(samples) + "\n");

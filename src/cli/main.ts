@@ -1,11 +1,12 @@
 // The entry point: routes argv to a command, enforces strict flags, and owns every exit code (§16).
 
 import { renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
-import { LedgerUnavailableError, NotFoundError, UsageError } from "../util/errors.ts";
-import { TransitionRejectedError, TransitionValidationError } from "../ledger/errors.ts";
+import { ExitCode, LedgerUnavailableError, NotFoundError, UsageError } from "../util/errors.ts";
+import { TransitionRejectedError } from "../ledger/errors.ts";
 import { VERSION } from "./version.ts";
 import { cliContext } from "./globals.ts";
 import { writeErr, writeOut } from "./io.ts";
+import { stripAnsi } from "./output.ts";
 
 type Command = { summary: string; load: () => Promise<CommandDef<any>> };
 type Group = { description: string; commands: Record<string, Command | Group> };
@@ -51,8 +52,6 @@ function isGroup(node: Command | Group): node is Group {
   return "commands" in node;
 }
 
-const stripAnsi = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
-
 function groupUsage(path: string[], group: Group): string {
   const lines = [`${group.description}`, "", `USAGE: li ${[...path, "<command>"].join(" ")} [--help]`, "", "COMMANDS:"];
   const width = Math.max(...Object.keys(group.commands).map((k) => k.length));
@@ -93,7 +92,7 @@ function rejectUnknownFlags(tokens: string[], args: ArgsDef, where: string): voi
     const name = body.split("=", 1)[0]!;
     if (!token.startsWith("--") && name.length > 1) {
       // Short flags may be bundled (-abc): each letter must be known.
-      for (const letter of name) if (!names.has(letter)) throw new UsageError(`unknown flag -${letter} for '${where}' (see li ${where.replace(/^li /, "")} --help)`);
+      for (const letter of name) if (!names.has(letter)) throw new UsageError(`unknown flag -${letter} for '${where}' (see ${where} --help)`);
       continue;
     }
     if (!names.has(name)) throw new UsageError(`unknown flag ${token.split("=", 1)[0]} for '${where}' (see ${where} --help)`);
@@ -137,16 +136,16 @@ export async function main(argv: string[]): Promise<number> {
     if (word === undefined || word.startsWith("-")) {
       if (path.length === 0 && (word === "--version" || word === "-V")) {
         writeOut(`li ${VERSION}\n`);
-        return 0;
+        return ExitCode.ok;
       }
       if (wantsHelp || word === undefined) {
         writeOut(groupUsage(path, node));
-        return word === undefined && !wantsHelp ? 2 : 0;
+        return word === undefined && !wantsHelp ? ExitCode.usage : ExitCode.ok;
       }
-      throw new UsageError(`unknown flag ${word} for 'li${path.length ? " " + path.join(" ") : ""}' (see li --help)`);
+      throw new UsageError(`unknown flag ${word} for '${["li", ...path].join(" ")}' (see li --help)`);
     }
     const next: Command | Group | undefined = node.commands[word];
-    if (!next) throw new UsageError(`unknown command '${[...path, word].join(" ")}' (see li ${path.join(" ")} --help)`.replace("  ", " "));
+    if (!next) throw new UsageError(`unknown command '${[...path, word].join(" ")}' (see ${["li", ...path].join(" ")} --help)`);
     path.push(word);
     node = next;
     i++;
@@ -157,7 +156,7 @@ export async function main(argv: string[]): Promise<number> {
   if (wantsHelp) {
     const usage = stripAnsi(await renderUsage({ ...command, meta: { ...(command.meta as object), name: where } }));
     writeOut(usage.trimEnd() + "\n");
-    return 0;
+    return ExitCode.ok;
   }
   const args = ((typeof command.args === "function" ? await command.args() : await command.args) ?? {}) as ArgsDef;
   rejectUnknownFlags(rest, args, where);
@@ -166,38 +165,31 @@ export async function main(argv: string[]): Promise<number> {
   }
   cliContext.passthrough = passthrough;
   const { result } = await runCommand(command, { rawArgs: rest });
-  return typeof result === "number" ? result : 0;
+  return typeof result === "number" ? result : ExitCode.ok;
 }
 
 /** Maps an error to its documented exit code and one line on stderr; never a stack trace for users. */
 export function reportError(error: unknown): number {
   const line = (message: string) => writeErr(`li: ${stripAnsi(message).split("\n")[0]}\n`);
-  if (error instanceof UsageError) {
-    line(error.message);
-    return error.exitCode;
-  }
-  if (error instanceof LedgerUnavailableError) {
+  // Both carry their own exit code (UsageError also covers its subclass TransitionValidationError).
+  if (error instanceof UsageError || error instanceof LedgerUnavailableError) {
     line(error.message);
     return error.exitCode;
   }
   if (error instanceof NotFoundError) {
     line(error.message);
-    return 2;
+    return ExitCode.usage;
   }
   if (error instanceof TransitionRejectedError) {
     line(error.message);
-    return 1;
-  }
-  if (error instanceof TransitionValidationError) {
-    line(error.message);
-    return 2;
+    return ExitCode.failure;
   }
   if (error instanceof Error && (error as { code?: string }).code?.startsWith("E")) {
     // citty's own parse errors (missing positional, bad enum value): usage errors.
     line(error.message);
-    return 2;
+    return ExitCode.usage;
   }
   line(`internal error: ${error instanceof Error ? error.message : String(error)}`);
   if (process.env.LI_DEBUG && error instanceof Error) writeErr(`${error.stack}\n`);
-  return 70;
+  return ExitCode.internal;
 }

@@ -9,8 +9,9 @@ import type { NotifyStore } from "./notify-store.ts";
 
 export type Awaitable<T> = T | Promise<T>;
 
-export type Source = "executor" | "agent" | "admin" | "system";
-export const SOURCES = ["executor", "agent", "admin", "system"] as const satisfies readonly Source[];
+/** Who made a write (§5); the schema checks this list. */
+export const SOURCES = ["executor", "agent", "admin", "system"] as const;
+export type Source = (typeof SOURCES)[number];
 
 /** The part of an entity row the guarded transition decides on. */
 export interface StatusRow {

@@ -32,6 +32,13 @@ export interface CreateEntityInput {
   fields?: Record<string, unknown>;
 }
 
+/** A validated new row, ready for `insertNew` inside a transaction. */
+export interface PreparedCreate {
+  row: Record<string, unknown>;
+  reasonCode: string;
+  input: CreateEntityInput;
+}
+
 /** Columns `createEntity` accepts in `fields`, per kind. */
 const CREATE_FIELDS: Readonly<Record<EntityKind, readonly string[]>> = {
   session: ["invocation_id", "artifacts_path", "artifact_contract_json", "node_metadata", "current_leg_id", "linked_session_id", "started_at", "progression_id"],
@@ -123,7 +130,7 @@ export class Ledger {
   }
 
   /** Validates a creation without touching storage. */
-  prepareCreate(kind: EntityKind, input: CreateEntityInput): { row: Record<string, unknown>; reasonCode: string; input: CreateEntityInput } {
+  prepareCreate(kind: EntityKind, input: CreateEntityInput): PreparedCreate {
     const policy = POLICIES[kind];
     const status = input.status ?? [...policy.initial][0]!;
     if (!policy.statuses.has(status)) throw new TransitionValidationError(`'${status}' is not a ${kind} status`);
@@ -155,7 +162,7 @@ export class Ledger {
   }
 
   /** Inserts a prepared row and its first history row inside an open transaction. */
-  async insertNew(tx: Tx, kind: EntityKind, prepared: { row: Record<string, unknown>; reasonCode: string; input: CreateEntityInput }): Promise<AppliedTransition> {
+  async insertNew(tx: Tx, kind: EntityKind, prepared: PreparedCreate): Promise<AppliedTransition> {
     const { row, reasonCode, input } = prepared;
     const id = row.id as string;
     if (await tx.getEntity(kind, id)) throw new UsageError(`${kind} ${id} already exists`);

@@ -1,5 +1,7 @@
 // Where the ledger and the run directories live (SPEC §3): LI_HOME, LI_DB, --db, LI_RUNS_ROOT.
 
+import { LedgerUnavailableError } from "../util/errors.ts";
+
 // node:path and node:os load only when a path needs real work: the first `node:*` import costs ~1 ms of
 // start-up in the compiled binary, and the common case (absolute LI_HOME, or $HOME set) needs neither.
 const nodePath = (): typeof import("node:path") => require("node:path");
@@ -52,6 +54,14 @@ export function resolvePaths(opts: { dbFlag?: string | undefined; env?: NodeJS.P
       ? { kind: "postgres", url: db }
       : { kind: "sqlite", path: abs(expandHome(db)) };
   return { home, runsRoot, ledger };
+}
+
+/** The SQLite file a location names; a PostgreSQL URL is refused (exit 78) until that backend ships. */
+export function sqlitePathOf(location: LedgerLocation): string {
+  if (location.kind === "postgres") {
+    throw new LedgerUnavailableError(describeLocation(location), "the PostgreSQL backend is not available in this build of li");
+  }
+  return location.path;
 }
 
 /** A location safe to print: a postgres URL loses its password. */

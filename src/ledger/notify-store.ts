@@ -2,8 +2,12 @@
 
 import type { Awaitable, EntityRow, TransitionRow } from "./backend.ts";
 
-export type CallbackScope = "leg" | "standing";
-export type DeliveryState = "claimed" | "retry" | "acked" | "dead";
+/** A handler bound to one leg's session, or a named one over many entities (§9); the schema checks this list. */
+export const CALLBACK_SCOPES = ["leg", "standing"] as const;
+export type CallbackScope = (typeof CALLBACK_SCOPES)[number];
+/** Where one (event, consumer) delivery stands; the schema checks this list. */
+export const DELIVERY_STATES = ["claimed", "retry", "acked", "dead"] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
 export interface CallbackRow {
   id: string;

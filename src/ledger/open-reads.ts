@@ -1,7 +1,6 @@
 // Opens a ledger for reading only, without the write machinery (drizzle, zod): `li wait`'s cold path.
 
-import { LedgerUnavailableError } from "../util/errors.ts";
-import { describeLocation, type Paths } from "./location.ts";
+import { sqlitePathOf, type Paths } from "./location.ts";
 import type { LedgerReads } from "./reads.ts";
 import { openSqliteForReads } from "./sqlite/open-read.ts";
 import { SqliteReads } from "./sqlite/reads.ts";
@@ -15,9 +14,7 @@ export interface OpenedReads {
 
 /** A missing ledger is a UsageError ("nothing recorded yet", exit 2) and is never created (§16). */
 export function openReads(paths: Paths): OpenedReads {
-  if (paths.ledger.kind === "postgres") {
-    throw new LedgerUnavailableError(describeLocation(paths.ledger), "the PostgreSQL backend is not available in this build of li");
-  }
-  const db = openSqliteForReads(paths.ledger.path);
-  return { reads: new SqliteReads(db), watchPath: paths.ledger.path, close: () => db.close() };
+  const path = sqlitePathOf(paths.ledger);
+  const db = openSqliteForReads(path);
+  return { reads: new SqliteReads(db), watchPath: path, close: () => db.close() };
 }

@@ -1,7 +1,6 @@
 // Opens the ledger a location names, with the backend that location needs.
 
-import { LedgerUnavailableError } from "../util/errors.ts";
-import { describeLocation, type Paths } from "./location.ts";
+import { sqlitePathOf, type Paths } from "./location.ts";
 import { Ledger, type LedgerOptions } from "./ledger.ts";
 import { SqliteBackend } from "./sqlite/backend.ts";
 import { openSqlite } from "./sqlite/open.ts";
@@ -13,10 +12,8 @@ export interface OpenLedgerOptions extends LedgerOptions {
 
 export function openLedger(paths: Paths, options: OpenLedgerOptions): Ledger {
   const { create, ...ledgerOptions } = options;
-  if (paths.ledger.kind === "postgres") {
-    throw new LedgerUnavailableError(describeLocation(paths.ledger), "the PostgreSQL backend is not available in this build of li");
-  }
-  const ownedDirs = paths.ledger.path.startsWith(paths.home + "/") ? [paths.home] : [];
-  const db = openSqlite(paths.ledger.path, { create, ownedDirs });
-  return new Ledger(new SqliteBackend(db, paths.ledger.path), ledgerOptions);
+  const path = sqlitePathOf(paths.ledger);
+  const ownedDirs = path.startsWith(paths.home + "/") ? [paths.home] : [];
+  const db = openSqlite(path, { create, ownedDirs });
+  return new Ledger(new SqliteBackend(db, path), ledgerOptions);
 }

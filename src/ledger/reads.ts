@@ -3,6 +3,7 @@
 
 import type { EntityKind } from "../lifecycle/policy.ts";
 import type { AdminEventRow, EntityRow, LegRow, TransitionRow } from "./backend.ts";
+import type { CallbackRow, DeliveryRow } from "./notify-store.ts";
 
 /** Kinds an id is looked up in: the entity tables plus branch ids and run ids (legs.run_id), §11. */
 export type LookupKind = EntityKind | "branch" | "run";
@@ -41,9 +42,6 @@ export interface RecentRow {
   /** The current leg's argv as stored (JSON text). */
   leg_command: string | null;
 }
-
-export type CallbackRow = Record<string, unknown> & { id: string; consumer: string };
-export type DeliveryRow = Record<string, unknown> & { transition_id: string; consumer: string; state: string };
 
 export interface LedgerReads {
   /** Whether `id` exists as `kind` (branch: branches.id; run: legs.run_id). */

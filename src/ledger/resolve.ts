@@ -1,6 +1,6 @@
 // Finds the entity an id (or a unique id prefix) names, across kinds, in a fixed order (§11).
 
-import type { EntityKind } from "../lifecycle/policy.ts";
+import { ENTITY_KINDS, type EntityKind, type WAITABLE_KINDS } from "../lifecycle/policy.ts";
 import { UsageError } from "../util/errors.ts";
 import type { Backend } from "./backend.ts";
 import type { LedgerReads, LookupKind } from "./reads.ts";
@@ -20,10 +20,17 @@ export interface LookupMatch {
 export type Resolution = { found: ResolvedId } | { notFound: true } | { ambiguous: LookupMatch[] };
 
 /** The lookup order of `li wait` (§11): exact matches are tried in this order, then prefixes across all. */
-export const WAIT_LOOKUP_ORDER: readonly LookupKind[] = Object.freeze(["session", "invocation", "play", "branch", "run", "schedule_run"]);
+export const WAIT_LOOKUP_ORDER: readonly LookupKind[] = Object.freeze([
+  "session",
+  "invocation",
+  "play",
+  "branch",
+  "run",
+  "schedule_run",
+] as const satisfies readonly ((typeof WAITABLE_KINDS)[number] | "branch" | "run")[]);
 
-/** The same order plus the kinds only the views show. */
-export const VIEW_LOOKUP_ORDER: readonly LookupKind[] = Object.freeze([...WAIT_LOOKUP_ORDER, "show", "team"]);
+/** The same order plus the kinds only the views show (those `li wait` does not wait on). */
+export const VIEW_LOOKUP_ORDER: readonly LookupKind[] = Object.freeze([...WAIT_LOOKUP_ORDER, ...ENTITY_KINDS.filter((k) => !WAIT_LOOKUP_ORDER.includes(k))]);
 
 /** A full UUID is exact-only: a 36-character id never matches as a prefix of something longer. */
 export const EXACT_ONLY_LENGTH = 36;
@@ -51,11 +58,6 @@ export async function resolveIn(reads: LedgerReads, input: string, kinds: readon
   if (matches.length > 1) return { ambiguous: matches };
   const target = await toTarget(reads, matches[0]!);
   return target ? { found: target } : { notFound: true };
-}
-
-/** The same over a backend. */
-export async function resolveId(backend: Backend, input: string, kinds: readonly LookupKind[]): Promise<Resolution> {
-  return resolveIn(backend.reads, input, kinds);
 }
 
 /** One line naming an ambiguous prefix and some of what it matches. */

@@ -18,6 +18,9 @@ export interface RunningSession {
   legs: LegRow[];
 }
 
+/** A leg's directories and its session: what `li state prune --files` checks before deleting a directory. */
+export type LegDirs = Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">;
+
 /** What a sweep re-checks inside its write: still running, the same current leg, the same heartbeat. */
 export interface SweepGuardRow {
   status: string;
@@ -43,6 +46,9 @@ export type PruneStatement =
   | "reread_survivors"
   | "record_admin_event";
 
+/** The statements the backend runs as SQL (the other two are the prune's own steps). */
+export type PruneSqlStatement = Exclude<PruneStatement, "record_admin_event" | "read_legs">;
+
 /** Reads a sweep makes before deciding (outside the write lock). */
 export interface SweepReads {
   /** Running sessions in id order after `afterId`, at most `limit`, each with its current and unended legs. */
@@ -52,7 +58,7 @@ export interface SweepReads {
   /** Terminal sessions last updated before `cutoff`, in id order after `afterId`. */
   listPruneCandidates(options: { terminalStatuses: readonly string[]; cutoff: number; afterId: string | null; limit: number }): Promise<string[]>;
   /** Legs whose state_root or artifact_root is `dir` or lies inside it. */
-  legsUsingDirectory(dir: string): Promise<Array<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">>>;
+  legsUsingDirectory(dir: string): Promise<LegDirs[]>;
   /**
    * Called between the batches of a bulk delete, outside any transaction: on SQLite a passive WAL
    * checkpoint, so the next writer's commit does not pay for copying the batches' pages (bench/prune.ts).
@@ -64,9 +70,9 @@ export interface SweepReads {
 export interface SweepWrites {
   readSweepGuard(sessionId: string): Awaitable<SweepGuardRow | null>;
   /** One statement of a prune batch over `sessionIds`; returns the rows it touched or found. */
-  pruneStatement(statement: Exclude<PruneStatement, "record_admin_event" | "read_legs">, sessionIds: readonly string[], options: { terminalStatuses: readonly string[]; cutoff: number }): Awaitable<PruneStatementResult>;
+  pruneStatement(statement: PruneSqlStatement, sessionIds: readonly string[], options: { terminalStatuses: readonly string[]; cutoff: number }): Awaitable<PruneStatementResult>;
   /** The legs of the given sessions (for `--files`, read inside the batch). */
-  legsOfSessions(sessionIds: readonly string[]): Awaitable<Array<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">>>;
+  legsOfSessions(sessionIds: readonly string[]): Awaitable<LegDirs[]>;
 }
 
 /** A statement's effect: rows changed, or (for the reads) the session ids it selected. */

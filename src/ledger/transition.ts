@@ -6,7 +6,7 @@ import { reasonRefusal } from "../lifecycle/reasons.ts";
 import { NotFoundError } from "../util/errors.ts";
 import { TransitionRejectedError, TransitionValidationError } from "./errors.ts";
 import type { IdFactory } from "../util/ids.ts";
-import { SOURCES, type Awaitable, type Source, type StatusRow, type Tx } from "./backend.ts";
+import { SOURCES, type Awaitable, type StatusRow, type Tx } from "./backend.ts";
 
 export { TransitionRejectedError, TransitionValidationError };
 
@@ -186,7 +186,7 @@ export async function applyTransition(tx: Tx, ctx: TransitionContext, v: Validat
     reason_code: cmd.reasonCode,
     reason_summary: cmd.reasonSummary ?? null,
     evidence_refs: json(cmd.evidenceRefs),
-    source: (cmd.source ?? "executor") as Source,
+    source: cmd.source ?? "executor",
     actor: cmd.actor ?? null,
     created_at: now,
     metadata: json(cmd.metadata),

@@ -4,7 +4,7 @@ import fs from "node:fs";
 import { validateContract } from "../contracts/artifacts.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { UsageError } from "../util/errors.ts";
-import { assertSafeId, randomId } from "../util/ids.ts";
+import { randomId } from "../util/ids.ts";
 import { checkCompletionEvidence, type CompletionEvidence, type EvidenceOptions } from "./evidence.ts";
 import { runLeg, type LegIo, type LegOptions } from "./leg.ts";
 import type { LegNotifier } from "./notify.ts";
@@ -12,7 +12,7 @@ import { liExitCode } from "./outcome.ts";
 import { processIdentity } from "./proc.ts";
 import type { AgentRequest } from "./request.ts";
 import { resolveResume, type ResumeHooks, type ResumeTarget } from "./resume.ts";
-import { allocateRun, RUN_ID_ENV, type RunDir } from "./rundir.ts";
+import { allocateRun, takeRunId, type RunDir } from "./rundir.ts";
 import type { AlsoInSetup, LegPlan } from "./setup.ts";
 import type { AfterCommit, TeardownResult } from "./teardown/state.ts";
 
@@ -58,9 +58,7 @@ export interface AgentOutcome {
  * A resumed leg passes the session's stored contract and artifact root (§7; `--save-dir` still wins).
  */
 export async function allocateFirstRun(req: AgentRequest, deps: AgentDeps, inherited?: { contract: AgentRequest["contract"]; artifactRoot: string | null }): Promise<RunDir> {
-  const fromEnv = deps.env[RUN_ID_ENV];
-  delete deps.env[RUN_ID_ENV]; // consumed once: a nested `li agent` in the command gets its own
-  const runId = req.runId ?? (fromEnv ? assertSafeId(fromEnv, RUN_ID_ENV) : undefined);
+  const runId = takeRunId(req.runId, deps.env);
   if (runId !== undefined && deps.ledger && (await deps.ledger.backend.runIdTaken(runId))) {
     throw new UsageError(`run id ${runId} is already used by another leg`);
   }
@@ -87,6 +85,7 @@ export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<Agen
   const cwd = req.cwd ?? deps.workdir;
   const evidenceCwd = req.evidenceGate === false ? null : req.cwd !== null || req.evidenceGate === true ? cwd : null;
   const supervisor = processIdentity();
+  const alsoInSetup = composeSetup(deps);
   let legs = 0;
   let previousLegId: string | null = null;
   for (;;) {
@@ -108,7 +107,6 @@ export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<Agen
       linkedSessionId: req.linkedSessionId,
       previousLegId,
     };
-    const alsoInSetup = composeSetup(deps);
     const mode = !first ? "continue" : resume?.sessionId ? "resume" : "new";
     const outcome = await runLeg(plan, mode, {
       ledger: deps.ledger,

@@ -4,7 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { SUPERVISOR_ENV } from "./env.ts";
-import { EXIT_UNAVAILABLE } from "./outcome.ts";
+import { ExitCode } from "../util/errors.ts";
 
 /** What the supervisor reports through the ready file. */
 export type ReadyReport =
@@ -52,7 +52,7 @@ export async function startDetached(args: readonly string[], env: Record<string,
     for (;;) {
       const report = readReady(file);
       if (report) return report;
-      if (exited) return readReady(file) ?? { ok: false, exit: EXIT_UNAVAILABLE, message: `the supervising li exited (${child.exitCode ?? child.signalCode}) before committing its setup` };
+      if (exited) return readReady(file) ?? { ok: false, exit: ExitCode.unavailable, message: `the supervising li exited (${child.exitCode ?? child.signalCode}) before committing its setup` };
       await Bun.sleep(pollMs);
     }
   } finally {

@@ -68,29 +68,42 @@ export class PersistenceSetupError extends Error {
   override readonly name = "PersistenceSetupError";
 }
 
-export async function runLeg(plan: LegPlan, mode: "new" | "continue" | "resume", o: LegOptions): Promise<LegOutcome> {
-  let ledger = o.ledger;
-  let resumed: ResumeSetup | null = null;
-  if (ledger) {
-    try {
-      if (mode === "new") await setupNewSession(ledger, plan, o.alsoInSetup);
-      else if (mode === "resume") {
-        const previous = plan.sessionId;
-        resumed = await setupResume(ledger, plan, o.newId, o.alsoInSetup);
-        if (resumed === "created") o.io.log(`resume: session ${previous} no longer exists; branch ${plan.branchId} continues under the new session ${plan.sessionId}`);
-        if (resumed === "lost_race") o.io.log(`resume: session ${plan.sessionId} was changed by another process during setup; this leg runs, but is not its current leg`);
-      } else {
-        const stopped = await setupContinuation(ledger, plan, o.alsoInSetup);
-        if (stopped !== null) {
-          const own = { status: stopped, reasonCode: "" };
-          return { result: { ...own, persisted: "winner", own, exitCode: null, transition: null }, termination: "timeout", stoppedBy: stopped, persisted: true, resumed };
-        }
-      }
-    } catch (error) {
-      if (o.requirePersistence) throw new PersistenceSetupError(`persistence setup failed: ${error instanceof Error ? error.message : String(error)}`);
-      o.io.log(`warning: persistence setup failed (${error instanceof Error ? error.message : String(error)}); the command runs unrecorded`);
-      ledger = null;
+type LegMode = "new" | "continue" | "resume";
+
+interface OpenedRecord {
+  /** null: the leg runs unrecorded (no ledger, or its setup failed). */
+  ledger: Ledger | null;
+  resumed: ResumeSetup | null;
+  /** A continuation found the session no longer running: its status, and nothing runs. */
+  stopped: string | null;
+}
+
+/** The setup transaction of the leg's mode. A failure stops a leg that requires persistence; any other runs unrecorded. */
+async function openRecord(ledger: Ledger, plan: LegPlan, mode: LegMode, o: LegOptions): Promise<OpenedRecord> {
+  try {
+    if (mode === "new") {
+      await setupNewSession(ledger, plan, o.alsoInSetup);
+      return { ledger, resumed: null, stopped: null };
     }
+    if (mode === "continue") return { ledger, resumed: null, stopped: await setupContinuation(ledger, plan, o.alsoInSetup) };
+    const previous = plan.sessionId;
+    const resumed = await setupResume(ledger, plan, o.newId, o.alsoInSetup);
+    if (resumed === "created") o.io.log(`resume: session ${previous} no longer exists; branch ${plan.branchId} continues under the new session ${plan.sessionId}`);
+    if (resumed === "lost_race") o.io.log(`resume: session ${plan.sessionId} was changed by another process during setup; this leg runs, but is not its current leg`);
+    return { ledger, resumed, stopped: null };
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    if (o.requirePersistence) throw new PersistenceSetupError(`persistence setup failed: ${why}`);
+    o.io.log(`warning: persistence setup failed (${why}); the command runs unrecorded`);
+    return { ledger: null, resumed: null, stopped: null };
+  }
+}
+
+export async function runLeg(plan: LegPlan, mode: LegMode, o: LegOptions): Promise<LegOutcome> {
+  const { ledger, resumed, stopped } = o.ledger ? await openRecord(o.ledger, plan, mode, o) : { ledger: null, resumed: null, stopped: null };
+  if (stopped !== null) {
+    const own = { status: stopped, reasonCode: "" };
+    return { result: { ...own, persisted: "winner", own, exitCode: null, transition: null }, termination: "timeout", stoppedBy: stopped, persisted: true, resumed };
   }
   const escalateFile = `${plan.run.stateRoot}/escalations.jsonl`;
   plan.run.writeManifest({

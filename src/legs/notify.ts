@@ -1,12 +1,11 @@
 // A leg's notice (SPEC §9.1, §9.4): its registration in the setup transaction, the push after its final write, or one undurable run.
 
-// Only argv.ts loads with every leg: the registration module pulls in the settings module (~6 ms), so it
-// loads only when a notice is possible, and the push modules only after the final write.
+// The registration module pulls in the settings module (~6 ms), so it loads only when a notice is
+// possible, and the push modules only after the final write.
 
 import path from "node:path";
 import type { Tx } from "../ledger/backend.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-import { compileTemplate } from "../notify/argv.ts";
 import type { LegNotify } from "../notify/register.ts";
 import type { Settings } from "../settings/settings.ts";
 import type { LegIds, LegPlan } from "./setup.ts";
@@ -26,6 +25,8 @@ export interface LegNotifierOptions {
   hostId?: string;
   now?: () => number;
 }
+
+const NO_NOTICE: LegNotify = Object.freeze({ argv: null, origin: null, warnings: [] });
 
 /**
  * One per `li agent` process. Configuration problems warn once, naming the flag or key, and only
@@ -47,8 +48,8 @@ export class LegNotifier {
 
   /** The argv this leg registers (or runs without persistence), by the precedence of §9.1. */
   resolve(ids: { sessionId: string; branchId: string }): LegNotify {
-    const resolved =
-      this.o.settings !== null && this.registration ? this.registration.defaultLegNotify(this.o.settings, { notifyFlag: this.o.notifyFlag, ...ids }) : flagOnly(this.o.notifyFlag);
+    // Without the module neither a flag nor a settings file was given: no notice.
+    const resolved = this.registration ? this.registration.defaultLegNotify(this.o.settings, { notifyFlag: this.o.notifyFlag, ...ids }) : NO_NOTICE;
     for (const warning of resolved.warnings) {
       if (this.warned.has(warning)) continue;
       this.warned.add(warning);
@@ -72,7 +73,7 @@ export class LegNotifier {
       legId: ids.legId,
       argv: notify.argv,
       origin: notify.origin,
-      now: (this.o.now ?? (() => Date.now() / 1000))(),
+      now: this.now(),
       ...(this.o.hostId !== undefined ? { hostId: this.o.hostId } : {}),
     });
   };
@@ -101,7 +102,7 @@ export class LegNotifier {
         invocationId: plan.invocationId,
         status: result.status,
         reasonCode: result.reasonCode,
-        occurredAt: (this.o.now ?? (() => Date.now() / 1000))(),
+        occurredAt: this.now(),
         runDir: plan.run.stateRoot,
         artifactRoot: plan.run.artifactRoot,
       });
@@ -114,6 +115,10 @@ export class LegNotifier {
     };
   }
 
+  private now(): number {
+    return this.o.now ? this.o.now() : Date.now() / 1000;
+  }
+
   private engineOptions() {
     return {
       ...(this.o.budgetMs !== undefined ? { budgetMs: this.o.budgetMs } : {}),
@@ -121,11 +126,4 @@ export class LegNotifier {
       ...(this.o.hostId !== undefined ? { hostId: this.o.hostId } : {}),
     };
   }
-}
-
-/** Without a settings file only `--notify` can give a leg its notice. */
-function flagOnly(flag: string | null): LegNotify {
-  if (flag === null) return { argv: null, origin: null, warnings: [] };
-  const compiled = compileTemplate(flag, "--notify");
-  return compiled.ok ? { argv: compiled.argv, origin: "--notify", warnings: [] } : { argv: null, origin: "--notify", warnings: [compiled.warning] };
 }

@@ -41,9 +41,6 @@ export const EXIT_CODE_BY_STATUS: Readonly<Record<SessionStatus, number>> = Obje
   cancelled: 143,
 });
 
-/** The environment prevents starting (a missing --cwd, no ledger for --detach). */
-export const EXIT_UNAVAILABLE = 78;
-
 export function liExitCode(status: string): number {
   return EXIT_CODE_BY_STATUS[status as SessionStatus] ?? 1;
 }

@@ -4,9 +4,8 @@ import fs from "node:fs";
 import path from "node:path";
 import type { ArtifactContract } from "../contracts/artifacts.ts";
 import { parseDuration, parseNonNegativeInt } from "../util/duration.ts";
-import { UsageError } from "../util/errors.ts";
+import { ExitCode, UsageError } from "../util/errors.ts";
 import { assertSafeId } from "../util/ids.ts";
-import { EXIT_UNAVAILABLE } from "./outcome.ts";
 import { resolveSaveDir, RUN_ID_ENV } from "./rundir.ts";
 
 /** The flags of `li agent` as citty hands them over. */
@@ -79,7 +78,7 @@ export async function parseAgentRequest(args: AgentArgs, passthrough: readonly s
   if (passthrough[0] === "") throw new UsageError("li agent: the command after -- is empty");
   const detach = args.detach === true;
   const persist = args.persist !== false;
-  if (detach && !persist) throw new UsageError("--detach needs persistence: an id nobody can wait on is worse than an error (drop --no-persist)", EXIT_UNAVAILABLE);
+  if (detach && !persist) throw new UsageError("--detach needs persistence: an id nobody can wait on is worse than an error (drop --no-persist)", ExitCode.unavailable);
   const timeout = args.timeout !== undefined ? parseDuration(args.timeout, "--timeout") : (ctx.defaultTimeout ?? null);
   const autoResume = args.autoResume !== undefined ? parseNonNegativeInt(args.autoResume, "--auto-resume") : 0;
   if (autoResume > 0 && timeout === null) throw new UsageError("--auto-resume needs --timeout: only a timed-out leg is resumed");
@@ -106,9 +105,9 @@ export async function parseAgentRequest(args: AgentArgs, passthrough: readonly s
     try {
       isDir = fs.statSync(cwd).isDirectory();
     } catch {
-      throw new UsageError(`--cwd ${args.cwd}: no such directory`, EXIT_UNAVAILABLE);
+      throw new UsageError(`--cwd ${args.cwd}: no such directory`, ExitCode.unavailable);
     }
-    if (!isDir) throw new UsageError(`--cwd ${args.cwd}: not a directory`, EXIT_UNAVAILABLE);
+    if (!isDir) throw new UsageError(`--cwd ${args.cwd}: not a directory`, ExitCode.unavailable);
   }
   const artifactFlags = args.artifact === undefined ? [] : Array.isArray(args.artifact) ? args.artifact : [args.artifact];
   const resume = args.resume ?? null;

@@ -7,7 +7,8 @@ import { applyTransition, validateTransition, type TransitionOutcome } from "../
 import { isTerminal, SESSION_TERMINAL_STATUSES } from "../lifecycle/policy.ts";
 import { NotFoundError, UsageError } from "../util/errors.ts";
 import { findBranchSnapshot } from "./rundir.ts";
-import { legRow, nodeMetadata, writeNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
+import { legRow, MARKER_KEYS, nodeMetadata, writeNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
+import { storedObject } from "./stored-json.ts";
 
 /** The override of D1: reopening is the one sanctioned exit from a terminal status, and it is attributed. */
 export const RESUME_ACTOR = "cli.resume";
@@ -36,38 +37,16 @@ export interface ResumeTarget {
 /** How the setup transaction opened the leg. */
 export type ResumeSetup = "reopened" | "joined" | "created" | "lost_race";
 
-/** The keys of §8.5 a leg writes into node_metadata; an older leg's copies are replaced, never merged. */
-const MARKER_KEYS = ["leg_id", "run_id", "supervisor_pid", "supervisor_start_ticks", "boot_id", "host_id", "command_pid", "command_start_ticks"] as const;
-
-/**
- * Reads node_metadata as an object. SQL null, invalid JSON, a JSON string, number or list all read as
- * `{}` (ADR-0105 Verification 5): raising here would cost the leg its persistence.
- */
-export function metadataObject(stored: unknown): Record<string, unknown> {
-  if (typeof stored !== "string") return {};
-  try {
-    const parsed: unknown = JSON.parse(stored);
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
-
-/** This leg's markers merged over the unrelated keys already stored (another leg's markers dropped). */
+/** This leg's markers merged over the unrelated keys already stored: an older leg's markers are replaced, never merged. */
 export function mergedMarkers(stored: unknown, plan: LegPlan): Record<string, unknown> {
-  const kept = metadataObject(stored);
+  const kept = storedObject(stored);
   for (const key of MARKER_KEYS) delete kept[key];
   return { ...kept, ...nodeMetadata(plan) };
 }
 
 function parseContract(stored: unknown): ArtifactContract | null {
-  if (typeof stored !== "string" || stored === "") return null;
-  try {
-    const parsed: unknown = JSON.parse(stored);
-    return typeof parsed === "object" && parsed !== null && Array.isArray((parsed as { expected?: unknown }).expected) ? (parsed as ArtifactContract) : null;
-  } catch {
-    return null;
-  }
+  const parsed = storedObject(stored);
+  return Array.isArray(parsed.expected) ? (parsed as unknown as ArtifactContract) : null;
 }
 
 /** The branch by exact id, then unique prefix, in the ledger. */

@@ -129,12 +129,19 @@ export function openRun(fields: { runId: string; stateRoot: string; artifactRoot
 }
 
 function pickRunId(options: AllocateRunOptions, env: Record<string, string | undefined>): string {
+  return takeRunId(options.runId, env) ?? generateRunId(options.now ?? Date.now() / 1000, options.randomHex ?? randomUuidHex);
+}
+
+/**
+ * The run id asked for: `--run-id`, else LI_RUN_ID; undefined when neither is given. LI_RUN_ID is removed
+ * from `env` whatever wins, so a nested `li agent` in the command never reuses it.
+ */
+export function takeRunId(runIdFlag: string | undefined, env: Record<string, string | undefined>): string | undefined {
   const fromEnv = env[RUN_ID_ENV];
-  // Consumed whatever wins, so a nested `li agent` in the command never reuses it.
   delete env[RUN_ID_ENV];
-  if (options.runId !== undefined) return assertSafeId(options.runId, "--run-id");
+  if (runIdFlag !== undefined) return assertSafeId(runIdFlag, "--run-id");
   if (fromEnv !== undefined && fromEnv !== "") return assertSafeId(fromEnv, RUN_ID_ENV);
-  return generateRunId(options.now ?? Date.now() / 1000, options.randomHex ?? randomUuidHex);
+  return undefined;
 }
 
 /** `<UTC YYYYMMDDTHHMMSS>-<6 hex>`. */

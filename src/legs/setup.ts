@@ -31,8 +31,11 @@ export interface LegPlan extends LegIds {
 /** Extra writes that must commit with the setup (e.g. the leg's callback registration, §9.1). */
 export type AlsoInSetup = (tx: Tx, ids: LegIds & { readonly previousLegId?: string | null }) => Awaitable<void>;
 
+/** The keys of §8.5 a leg writes into `sessions.node_metadata`. */
+export const MARKER_KEYS = ["leg_id", "run_id", "supervisor_pid", "supervisor_start_ticks", "boot_id", "host_id", "command_pid", "command_start_ticks"] as const;
+
 /** The markers of §8.5 as stored in `sessions.node_metadata`. */
-export function nodeMetadata(plan: LegPlan, command?: { pid: number; startTicks: number | null }): Record<string, unknown> {
+export function nodeMetadata(plan: LegPlan, command?: { pid: number; startTicks: number | null }): Partial<Record<(typeof MARKER_KEYS)[number], unknown>> {
   return {
     leg_id: plan.legId,
     run_id: plan.runId,

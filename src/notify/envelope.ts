@@ -39,13 +39,12 @@ const int = (value: unknown): number | null => (typeof value === "number" && Num
 /** The envelope of a committed event, from what the ledger holds about it. */
 export function envelopeFromContext(ctx: EventContext): { envelope: Envelope; extras: EnvelopeExtras } {
   const t = ctx.transition;
-  const e = ctx.entity ?? {};
+  const row: Record<string, unknown> = ctx.entity ?? {};
   const kind = t.entity_type;
   const artifacts: Envelope["artifacts"] = [];
   if (ctx.leg) artifacts.push({ kind: "run_dir", location: ctx.leg.state_root });
-  const artifactRoot = ctx.leg?.artifact_root ?? str((e as Record<string, unknown>).artifacts_path);
+  const artifactRoot = ctx.leg?.artifact_root ?? str(row.artifacts_path);
   if (artifactRoot) artifacts.push({ kind: "artifact_root", location: artifactRoot });
-  const row = e as Record<string, unknown>;
   const envelope: Envelope = {
     schema: ENVELOPE_SCHEMA,
     schema_version: ENVELOPE_VERSION,

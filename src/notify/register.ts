@@ -3,8 +3,9 @@
 import type { Tx } from "../ledger/backend.ts";
 import { notifyAppliesToLeg, type Settings } from "../settings/settings.ts";
 import { randomId } from "../util/ids.ts";
-import { compileArgvWords, compileTemplate } from "./argv.ts";
+import { compileArgvWords, compileTemplate, type CompiledArgv } from "./argv.ts";
 import { canonicalHost, handlerHost } from "./engine.ts";
+import { REGISTRATION_PREFIX } from "./prefixes.ts";
 
 export interface LegNotify {
   /** The compiled argv (placeholders not substituted), or null: no registration. */
@@ -17,18 +18,20 @@ export interface LegNotify {
 
 /**
  * `--notify` > project settings > global settings > none (§9.1, ADR-0095). `loadSettings` has already
- * layered project over global. A bad `--notify` disables the notice (with a warning) rather than
- * falling back to the settings: the user asked for something else. Never throws.
+ * layered project over global; null settings: no settings file exists. A bad `--notify` disables the
+ * notice (with a warning) rather than falling back to the settings: the user asked for something else.
+ * Never throws.
  */
-export function defaultLegNotify(settings: Settings, leg: { notifyFlag: string | undefined | null; sessionId: string; branchId: string }): LegNotify {
-  if (leg.notifyFlag !== undefined && leg.notifyFlag !== null) {
-    const compiled = compileTemplate(leg.notifyFlag, "--notify");
-    return compiled.ok ? { argv: compiled.argv, origin: "--notify", warnings: [] } : { argv: null, origin: "--notify", warnings: [compiled.warning] };
-  }
-  const setting = settings.notifyOnTerminal;
+export function defaultLegNotify(settings: Settings | null, leg: { notifyFlag: string | undefined | null; sessionId: string; branchId: string }): LegNotify {
+  if (leg.notifyFlag !== undefined && leg.notifyFlag !== null) return legNotify(compileTemplate(leg.notifyFlag, "--notify"), "--notify");
+  const setting = settings?.notifyOnTerminal ?? null;
   if (!notifyAppliesToLeg(setting, leg) || setting === null) return { argv: null, origin: null, warnings: [] };
   const compiled = setting.template !== undefined ? compileTemplate(setting.template, setting.origin) : compileArgvWords(setting.argv ?? [], setting.origin);
-  return compiled.ok ? { argv: compiled.argv, origin: setting.origin, warnings: [] } : { argv: null, origin: setting.origin, warnings: [compiled.warning] };
+  return legNotify(compiled, setting.origin);
+}
+
+function legNotify(compiled: CompiledArgv, origin: string): LegNotify {
+  return compiled.ok ? { argv: compiled.argv, origin, warnings: [] } : { argv: null, origin, warnings: [compiled.warning] };
 }
 
 export interface LegRegistrationInput {
@@ -50,7 +53,7 @@ export interface LegRegistrationInput {
  */
 export async function registerLegCallback(tx: Tx, input: LegRegistrationInput): Promise<{ id: string; consumer: string }> {
   const id = input.id ?? randomId();
-  const consumer = `cb:${id}`;
+  const consumer = `${REGISTRATION_PREFIX}${id}`;
   const watermark = await tx.notify.maxSeq();
   await tx.notify.insertCallback({
     id,

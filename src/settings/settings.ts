@@ -9,6 +9,7 @@ import { compileArgvWords, compileTemplate } from "../notify/argv.ts";
 import { parseDuration, parsePositiveNumber } from "../util/duration.ts";
 import { UsageError } from "../util/errors.ts";
 import { isSafeId } from "../util/ids.ts";
+import { PROJECT_DIR, SETTINGS_FILE } from "./lookup.ts";
 
 export interface NotifyFilter {
   /** Execution kinds the handler is for; null = every kind. */
@@ -44,24 +45,25 @@ export interface Settings {
   readonly watch: WatchSettings;
 }
 
-export const SETTINGS_FILE = "settings.yaml";
-export const PROJECT_DIR = ".li";
-
 type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 type KeyParser<T> = (raw: unknown, origin: string) => Parsed<T>;
 
 const durationValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parseDuration, "a duration");
 const positiveNumberValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parsePositiveNumber, "a positive number");
 
-/** The keys, as data: their parser and default. Sections and the unknown-key check derive from it. */
+/**
+ * The keys, as data: their parser and default. Sections and the unknown-key check derive from it.
+ * `disabledByInvalid`: an invalid value turns the feature off instead of falling through to a lower
+ * layer, so a broken project handler never silently runs the global one in its place.
+ */
 const KEYS = {
-  "notify.on_terminal": { parse: parseNotify, fallback: null },
+  "notify.on_terminal": { parse: parseNotify, fallback: null, disabledByInvalid: "the callback is disabled" },
   "agent.timeout": { parse: durationValue, fallback: null },
   "watch.sweep_interval": { parse: durationValue, fallback: 30 },
   "watch.phantom_grace": { parse: durationValue, fallback: 60 },
   "watch.phantom_hours": { parse: positiveNumberValue, fallback: 1 },
   "watch.prune_keep_days": { parse: positiveNumberValue, fallback: null },
-} as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown }>;
+} as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown; disabledByInvalid?: string }>;
 
 type Key = keyof typeof KEYS;
 type ValueOf<K extends Key> = ((typeof KEYS)[K]["parse"] extends KeyParser<infer T> ? T : never) | (typeof KEYS)[K]["fallback"];
@@ -115,13 +117,10 @@ export function loadSettings(options: LoadSettingsOptions): { settings: Settings
   return { settings: Object.freeze(settings), warnings };
 }
 
-/**
- * The first valid value, from the highest layer down; else the default. An invalid value warns.
- * Exception: an invalid `notify.on_terminal` disables the callback instead of falling through to a
- * lower layer, so a broken project handler never silently runs the global one in its place.
- */
+/** The first valid value, from the highest layer down; else the default. An invalid value warns (and may disable). */
 function resolveKey<K extends Key>(key: K, layers: readonly Layer[], warnings: string[]): ValueOf<K> {
   const spec = KEYS[key];
+  const disabled = "disabledByInvalid" in spec ? spec.disabledByInvalid : null;
   const invalid: string[] = [];
   let chosen: { value: ValueOf<K>; file: string } | null = null;
   for (const layer of layers) {
@@ -133,16 +132,11 @@ function resolveKey<K extends Key>(key: K, layers: readonly Layer[], warnings: s
       break;
     }
     invalid.push(`${origin}: ${parsed.problem}`);
-    if (key === "notify.on_terminal") break;
+    if (disabled !== null) break;
   }
-  const outcome =
-    key === "notify.on_terminal"
-      ? "the callback is disabled"
-      : chosen === null
-        ? "using the default"
-        : `using the value from ${chosen.file}`;
+  const outcome = disabled ?? (chosen === null ? "using the default" : `using the value from ${chosen.file}`);
   for (const problem of invalid) warnings.push(`${problem}; ${outcome}`);
-  if (key === "notify.on_terminal" && invalid.length > 0) return null as ValueOf<K>;
+  if (disabled !== null && invalid.length > 0) return null as ValueOf<K>;
   return chosen === null ? (spec.fallback as ValueOf<K>) : chosen.value;
 }
 

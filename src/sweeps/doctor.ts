@@ -2,10 +2,16 @@
 
 import { z } from "zod";
 import type { Ledger } from "../ledger/ledger.ts";
+import type { SessionStatus } from "../lifecycle/policy.ts";
 import { runSessionSweep, type SessionSweepSummary } from "./session-sweep.ts";
 import { hostEnv, validateWith, type Sweep, type SweepEnv } from "./sweep.ts";
 
-export const DOCTOR_STATUSES = ["aborted", "failed"] as const;
+/** The statuses `--new-status` may choose (§12.3): a subset of the session's terminal statuses. */
+export const DOCTOR_STATUSES = ["aborted", "failed"] as const satisfies readonly SessionStatus[];
+
+export function isDoctorStatus(value: string): value is (typeof DOCTOR_STATUSES)[number] {
+  return (DOCTOR_STATUSES as readonly string[]).includes(value);
+}
 
 export interface DoctorOptions {
   staleHours: number;

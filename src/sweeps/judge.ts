@@ -3,7 +3,7 @@
 import type { ReasonCode } from "../lifecycle/reasons.ts";
 import type { LegRow } from "../ledger/backend.ts";
 import type { RunningSession } from "../ledger/sweep-store.ts";
-import { classifyLeg, sessionAgeWithoutLeg, type Liveness, type LivenessEvidence } from "./liveness.ts";
+import { classifyLeg, sessionAgeWithoutLeg, type LegMarkers, type Liveness, type LivenessEvidence } from "./liveness.ts";
 import type { SweepEnv } from "./sweep.ts";
 
 /** alive: some open leg lives (or a running linked session holds it); dead: positively gone; unknown: no markers. */
@@ -28,7 +28,8 @@ export interface Judgement {
   openLegIds: string[];
 }
 
-function markersOf(leg: LegRow) {
+/** A leg row's liveness markers, as the one classifier reads them. */
+export function markersOf(leg: LegRow): LegMarkers {
   return {
     hostId: leg.host_id,
     pid: leg.pid,

@@ -1,12 +1,13 @@
 // `li kill ID` (SPEC §12.2): ask a live leg to cancel itself, force it after the grace, or write a dead leg's session directly.
 
+import type { EntityRow } from "../ledger/backend.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
 import type { RunningSession } from "../ledger/sweep-store.ts";
 import { UsageError } from "../util/errors.ts";
-import { judgeSession, livenessEvidence, type Judgement } from "./judge.ts";
+import { judgeSession, killOrphanCommand, livenessEvidence, type Judgement } from "./judge.ts";
 import { hostEnv, type SweepEnv } from "./sweep.ts";
-import { writeJudged, type JudgedWriteOutcome } from "./write.ts";
+import { guardConflict, writeJudged, type JudgedWriteOutcome } from "./write.ts";
 
 /** `li kill` refuses (exit 1): terminal target, a leg of another host, an unknown id (§16). */
 export class KillRefusedError extends UsageError {
@@ -88,19 +89,15 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
   const leg = j.currentLeg!;
   if (liveness.supervisor !== "alive") {
     // Dead or reused: that pid is never signalled. The orphaned command dies if it is still the same process.
-    const killed: Record<string, unknown>[] = [];
-    if (j.orphanCommand && env.probe(j.orphanCommand.pid, j.orphanCommand.startTicks) === "alive" && env.signalGroup(j.orphanCommand.pid, "SIGKILL")) {
-      const at = now();
-      signals.push({ target: "command_group", pid: j.orphanCommand.pid, signal: "SIGKILL", at });
-      killed.push({ kind: "killed", what: "command_group", pgid: j.orphanCommand.pid, signal: "SIGKILL", at });
-    }
-    return finish(await writeDirect(ledger, env, j, now(), summary, killed), "written");
+    const at = now();
+    const killed = killOrphanCommand(j, env, at);
+    if (killed) signals.push({ target: "command_group", pid: j.orphanCommand!.pid, signal: "SIGKILL", at });
+    return finish(await writeDirect(ledger, env, j, now(), summary, killed ? [killed] : []), "written");
   }
 
   // Alive: record the request, so the leg's own teardown writes manual_kill rather than sigterm.
   const recorded = await ledger.transact(async (tx) => {
-    const seen = await tx.readSweepGuard(session.id);
-    if (!seen || seen.status !== "running" || seen.currentLegId !== leg.id) return false;
+    if ((await guardConflict(tx, session.id, { currentLegId: leg.id })) !== null) return false;
     return (await tx.updateLeg(leg.id, { kill_requested_at: now() }, { onlyOpen: true })) === 1;
   });
   if (!recorded) return lostRace(ledger, base);
@@ -115,7 +112,7 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
   for (;;) {
     const row = await ledger.backend.getEntity("session", session.id);
     if (!row || row.status !== "running") {
-      return { ...base, action: "terminated", status: row?.status ?? "unknown", reason_code: (row?.status_reason_code as string | null) ?? null, transition: null };
+      return { ...base, action: "terminated", ...rowOutcome(row), transition: null };
     }
     if (now() >= deadline) break;
     await sleep(Math.min(deps.pollMs ?? 50, Math.max(1, (deadline - now()) * 1000)));
@@ -125,8 +122,8 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
   if (supervisorPid !== null && env.probe(supervisorPid, leg.pid_start_ticks) === "alive" && env.signalProcess(supervisorPid, "SIGKILL")) {
     signals.push({ target: "supervisor", pid: supervisorPid, signal: "SIGKILL", at });
   }
-  const cmd = j.liveness?.evidence;
-  if (cmd?.commandPid != null && cmd.commandStartTicks != null && env.probe(cmd.commandPid, cmd.commandStartTicks) === "alive" && env.signalGroup(cmd.commandPid, "SIGKILL")) {
+  const cmd = liveness.evidence;
+  if (cmd.commandPid != null && cmd.commandStartTicks != null && env.probe(cmd.commandPid, cmd.commandStartTicks) === "alive" && env.signalGroup(cmd.commandPid, "SIGKILL")) {
     signals.push({ target: "command_group", pid: cmd.commandPid, signal: "SIGKILL", at });
   }
   const outcome = await writeJudged(ledger, env, j, {
@@ -157,6 +154,10 @@ function writeDirect(ledger: Ledger, env: SweepEnv, j: Judgement, at: number, su
 
 /** Someone else (the leg, a resume, a sweep) wrote first: report the winner. */
 async function lostRace(ledger: Ledger, base: Pick<KillResult, "session_id" | "signals">): Promise<KillResult> {
-  const row = await ledger.backend.getEntity("session", base.session_id);
-  return { ...base, action: "lost_race", status: row?.status ?? "unknown", reason_code: (row?.status_reason_code as string | null) ?? null, transition: null };
+  return { ...base, action: "lost_race", ...rowOutcome(await ledger.backend.getEntity("session", base.session_id)), transition: null };
+}
+
+/** The session as its row stands now, for a result li kill did not write itself. */
+function rowOutcome(row: EntityRow | null): Pick<KillResult, "status" | "reason_code"> {
+  return { status: row?.status ?? "unknown", reason_code: (row?.status_reason_code as string | null) ?? null };
 }

@@ -6,15 +6,15 @@ import type { Ledger } from "../ledger/ledger.ts";
 import type { RunningSession } from "../ledger/sweep-store.ts";
 import { applyTransition, validateTransition, type AppliedTransition } from "../ledger/transition.ts";
 import { isTerminal } from "../lifecycle/policy.ts";
-import { reasonRefusal } from "../lifecycle/reasons.ts";
+import { reasonRefusal, type ReasonCode } from "../lifecycle/reasons.ts";
+import { LINKED_HOLD_REASON, markersOf } from "./judge.ts";
 import { classifyLeg } from "./liveness.ts";
 import { hostEnv, validateWith, type Sweep, type SweepEnv } from "./sweep.ts";
+import { runningSessions } from "./session-sweep.ts";
+import { guardConflict } from "./write.ts";
 
-/** The reason a leg's teardown writes when it keeps its session running for the linked session. */
-export const HELD_REASON = "session.running.linked_pending";
-const FINALIZED_REASON = "session.linked.finalized";
+const FINALIZED_REASON: ReasonCode = "session.linked.finalized";
 const ACTOR = "li.watch.linked";
-const PAGE = 500;
 
 export interface LinkedOptions {
   dryRun: boolean;
@@ -116,12 +116,7 @@ function liveLeg(s: RunningSession, now: number, env: Pick<SweepEnv, "hostId" | 
   return s.legs.some(
     (l) =>
       l.ended_at === null &&
-      classifyLeg({
-        markers: { hostId: l.host_id, pid: l.pid, pidStartTicks: l.pid_start_ticks, commandPid: l.command_pid, commandStartTicks: l.command_start_ticks, startedAt: l.started_at, heartbeatAt: l.heartbeat_at, endedAt: l.ended_at },
-        hostId: env.hostId,
-        now,
-        probe: env.probe,
-      }).supervisor === "alive",
+      classifyLeg({ markers: markersOf(l), hostId: env.hostId, now, probe: env.probe }).supervisor === "alive",
   );
 }
 
@@ -145,12 +140,10 @@ async function finalize(ledger: Ledger, s: RunningSession, leg: LegRow | null, o
   });
   const result = await ledger.transact(async (tx, ctx): Promise<WriteOutcome> => {
     // Re-checked under the write lock: still held, by the same leg.
-    const guard = await tx.readSweepGuard(s.id);
-    if (!guard) return { result: "conflict", why: "gone" };
-    if (guard.status !== "running") return { result: "conflict", why: "not_running" };
-    if (guard.currentLegId !== s.current_leg_id) return { result: "conflict", why: "leg_changed" };
+    const changed = await guardConflict(tx, s.id, { currentLegId: s.current_leg_id });
+    if (changed) return { result: "conflict", why: changed };
     const row = await tx.getEntity("session", s.id);
-    if (row?.status_reason_code !== HELD_REASON) return { result: "conflict", why: "no_longer_held" };
+    if (row?.status_reason_code !== LINKED_HOLD_REASON) return { result: "conflict", why: "no_longer_held" };
     const applied = await applyTransition(tx, ctx, validated, s.id);
     if (applied.result === "applied") return applied;
     if (applied.result === "conflict") return { result: "conflict", why: applied.why };
@@ -168,56 +161,50 @@ export const linkedFinalizer: Sweep<LinkedOptions, LinkedSummary> = {
   },
   async runOnce(ledger: Ledger, now: number, options: LinkedOptions, env: SweepEnv = hostEnv()): Promise<LinkedSummary> {
     const summary: LinkedSummary = { sweep: "linked", dry_run: options.dryRun, held: 0, finalized: 0, skipped_running: 0, skipped_live: 0, conflicts: 0, actions: [], transitions: [] };
-    let afterId: string | null = null;
-    for (;;) {
-      const page = await ledger.backend.listRunningSessions({ afterId, limit: PAGE });
-      if (page.length === 0) break;
-      afterId = page.at(-1)!.id;
-      for (const s of page) {
-        if (!mayBeHeld(s)) continue;
-        const row = await ledger.backend.getEntity("session", s.id);
-        if (!row || row.status !== "running" || row.status_reason_code !== HELD_REASON) continue;
-        const linkedId = linkedIdOf(row);
-        if (linkedId === null) continue;
-        summary.held++;
-        // A leg of its own that lives (a resume took over): that leg will write the session.
-        if (liveLeg(s, now, env)) {
-          summary.skipped_live++;
-          continue;
-        }
-        const leg = s.legs.find((l) => l.id === s.current_leg_id) ?? null;
-        // The hold is written with the leg's row closed; a current leg that never closed died mid-run: the reaper's case.
-        if (!leg || leg.ended_at === null) continue;
-        const linked = await ledger.backend.getEntity("session", linkedId);
-        const outcome = linkedOutcome(linkedId, linked, leg);
-        if (!outcome) {
-          summary.skipped_running++;
-          continue;
-        }
-        const action: LinkedAction = {
-          session_id: s.id,
-          linked_session_id: linkedId,
-          linked_status: linked?.status ?? null,
-          status: outcome.status,
-          reason_code: outcome.reasonCode,
-          applied: false,
-          conflict: null,
-        };
-        summary.actions.push(action);
-        if (options.dryRun) {
-          summary.finalized++;
-          continue;
-        }
-        await env.hooks?.beforeWrite?.(s.id);
-        const written = await finalize(ledger, s, leg, outcome, linkedId, now);
-        if (written.result === "applied") {
-          action.applied = true;
-          summary.finalized++;
-          summary.transitions.push(written.transition);
-        } else {
-          action.conflict = written.why;
-          summary.conflicts++;
-        }
+    for await (const s of runningSessions(ledger)) {
+      if (!mayBeHeld(s)) continue;
+      const row = await ledger.backend.getEntity("session", s.id);
+      if (!row || row.status !== "running" || row.status_reason_code !== LINKED_HOLD_REASON) continue;
+      const linkedId = linkedIdOf(row);
+      if (linkedId === null) continue;
+      summary.held++;
+      // A leg of its own that lives (a resume took over): that leg will write the session.
+      if (liveLeg(s, now, env)) {
+        summary.skipped_live++;
+        continue;
+      }
+      const leg = s.legs.find((l) => l.id === s.current_leg_id) ?? null;
+      // The hold is written with the leg's row closed; a current leg that never closed died mid-run: the reaper's case.
+      if (!leg || leg.ended_at === null) continue;
+      const linked = await ledger.backend.getEntity("session", linkedId);
+      const outcome = linkedOutcome(linkedId, linked, leg);
+      if (!outcome) {
+        summary.skipped_running++;
+        continue;
+      }
+      const action: LinkedAction = {
+        session_id: s.id,
+        linked_session_id: linkedId,
+        linked_status: linked?.status ?? null,
+        status: outcome.status,
+        reason_code: outcome.reasonCode,
+        applied: false,
+        conflict: null,
+      };
+      summary.actions.push(action);
+      if (options.dryRun) {
+        summary.finalized++;
+        continue;
+      }
+      await env.hooks?.beforeWrite?.(s.id);
+      const written = await finalize(ledger, s, leg, outcome, linkedId, now);
+      if (written.result === "applied") {
+        action.applied = true;
+        summary.finalized++;
+        summary.transitions.push(written.transition);
+      } else {
+        action.conflict = written.why;
+        summary.conflicts++;
       }
     }
     return summary;

@@ -1,14 +1,17 @@
 // The pass shared by doctor, `kill --all-stale` and the phantom reaper: judge every running session, decide, write the dead ones.
 
 import type { Ledger } from "../ledger/ledger.ts";
+import type { RunningSession } from "../ledger/sweep-store.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
+import type { SessionStatus } from "../lifecycle/policy.ts";
+import type { ReasonCode } from "../lifecycle/reasons.ts";
 import { judgeSession, killOrphanCommand, livenessEvidence, type Judgement } from "./judge.ts";
 import type { SweepEnv } from "./sweep.ts";
 import { writeJudged, type JudgedWriteOutcome } from "./write.ts";
 
 /** A sweep's verdict on one judged session. */
 export type Decision =
-  | { sweep: true; status: string; reasonCode: string; reasonSummary: string; killOrphan: boolean }
+  | { sweep: true; status: SessionStatus; reasonCode: ReasonCode; reasonSummary: string; killOrphan: boolean }
   | { sweep: false; skip: "live" | "recent" | "remote" | "unknown" };
 
 export interface SweepAction {
@@ -50,6 +53,17 @@ export interface SessionSweepSpec {
 
 const PAGE = 500;
 
+/** Every running session, read a page at a time (ordered by id) so a sweep never holds them all. */
+export async function* runningSessions(ledger: Ledger): AsyncGenerator<RunningSession> {
+  let afterId: string | null = null;
+  for (;;) {
+    const page = await ledger.backend.listRunningSessions({ afterId, limit: PAGE });
+    if (page.length === 0) return;
+    afterId = page.at(-1)!.id;
+    yield* page;
+  }
+}
+
 export async function runSessionSweep(ledger: Ledger, now: number, env: SweepEnv, spec: SessionSweepSpec): Promise<SessionSweepSummary> {
   const summary: SessionSweepSummary = {
     sweep: spec.name,
@@ -64,53 +78,47 @@ export async function runSessionSweep(ledger: Ledger, now: number, env: SweepEnv
     actions: [],
     transitions: [],
   };
-  let afterId: string | null = null;
-  for (;;) {
-    const page = await ledger.backend.listRunningSessions({ afterId, limit: PAGE });
-    if (page.length === 0) break;
-    afterId = page.at(-1)!.id;
-    for (const session of page) {
-      summary.running++;
-      const j = judgeSession(session, now, env, spec.heartbeatGrace === undefined ? {} : { heartbeatGrace: spec.heartbeatGrace });
-      const decision = spec.decide(j);
-      if (!decision.sweep) {
-        summary[`skipped_${decision.skip}`]++;
-        continue;
-      }
-      const action: SweepAction = {
-        session_id: session.id,
-        leg_id: j.currentLeg?.id ?? null,
-        status: decision.status,
-        reason_code: decision.reasonCode,
-        applied: false,
-        conflict: null,
-        killed: null,
-        age_seconds: j.ageSeconds,
-      };
-      summary.actions.push(action);
-      if (spec.dryRun) {
-        summary.swept++;
-        continue;
-      }
-      // The orphan dies first: once the session is terminal nobody would record the command's outcome.
-      action.killed = decision.killOrphan ? killOrphanCommand(j, env, now) : null;
-      const outcome = await writeJudged(ledger, env, j, {
-        status: decision.status,
-        reasonCode: decision.reasonCode,
-        reasonSummary: decision.reasonSummary,
-        evidence: action.killed ? [livenessEvidence(j), action.killed] : [livenessEvidence(j)],
-        source: "system",
-        actor: spec.actor,
-        endedAt: now,
-      });
-      if (outcome.result === "applied") {
-        action.applied = true;
-        summary.swept++;
-        summary.transitions.push(outcome.transition);
-      } else {
-        action.conflict = outcome.why;
-        summary.conflicts++;
-      }
+  for await (const session of runningSessions(ledger)) {
+    summary.running++;
+    const j = judgeSession(session, now, env, spec.heartbeatGrace === undefined ? {} : { heartbeatGrace: spec.heartbeatGrace });
+    const decision = spec.decide(j);
+    if (!decision.sweep) {
+      summary[`skipped_${decision.skip}`]++;
+      continue;
+    }
+    const action: SweepAction = {
+      session_id: session.id,
+      leg_id: j.currentLeg?.id ?? null,
+      status: decision.status,
+      reason_code: decision.reasonCode,
+      applied: false,
+      conflict: null,
+      killed: null,
+      age_seconds: j.ageSeconds,
+    };
+    summary.actions.push(action);
+    if (spec.dryRun) {
+      summary.swept++;
+      continue;
+    }
+    // The orphan dies first: once the session is terminal nobody would record the command's outcome.
+    action.killed = decision.killOrphan ? killOrphanCommand(j, env, now) : null;
+    const outcome = await writeJudged(ledger, env, j, {
+      status: decision.status,
+      reasonCode: decision.reasonCode,
+      reasonSummary: decision.reasonSummary,
+      evidence: action.killed ? [livenessEvidence(j), action.killed] : [livenessEvidence(j)],
+      source: "system",
+      actor: spec.actor,
+      endedAt: now,
+    });
+    if (outcome.result === "applied") {
+      action.applied = true;
+      summary.swept++;
+      summary.transitions.push(outcome.transition);
+    } else {
+      action.conflict = outcome.why;
+      summary.conflicts++;
     }
   }
   return summary;

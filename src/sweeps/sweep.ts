@@ -24,7 +24,7 @@ export interface SweepEnv {
   hooks?: SweepHooks;
 }
 
-export function signalProcess(pid: number, signal: NodeJS.Signals): boolean {
+function signalProcess(pid: number, signal: NodeJS.Signals): boolean {
   try {
     process.kill(pid, signal);
     return true;

@@ -1,8 +1,8 @@
 // A sweep's write (SPEC §12.1): decided outside the lock, re-checked inside it, through the one guarded transition.
 
-import type { Source } from "../ledger/backend.ts";
+import type { Source, Tx } from "../ledger/backend.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-import { applyTransition, validateTransition, type AppliedTransition } from "../ledger/transition.ts";
+import { applyTransition, validateTransition, type AppliedTransition, type TransitionOutcome } from "../ledger/transition.ts";
 import type { Judgement } from "./judge.ts";
 import type { SweepEnv } from "./sweep.ts";
 
@@ -18,9 +18,25 @@ export interface JudgedWrite {
   checkHeartbeat?: boolean;
 }
 
+/** Why a judged session no longer matches, seen under the write lock. */
+export type GuardConflict = "gone" | "not_running" | "leg_changed" | "heartbeat_changed";
+
 export type JudgedWriteOutcome =
   | { result: "applied"; transition: AppliedTransition }
-  | { result: "conflict"; why: "gone" | "not_running" | "leg_changed" | "heartbeat_changed" | "expected_status" | "expected_updated_at" | "cas_lost" };
+  | { result: "conflict"; why: GuardConflict | Extract<TransitionOutcome, { result: "conflict" }>["why"] };
+
+/**
+ * Re-reads the session inside the open transaction: null while it still runs with the judged
+ * current leg (and, when given, the judged heartbeat); else what changed.
+ */
+export async function guardConflict(tx: Tx, sessionId: string, judged: { currentLegId: string | null; heartbeatAt?: number | null }): Promise<GuardConflict | null> {
+  const seen = await tx.readSweepGuard(sessionId);
+  if (!seen) return "gone";
+  if (seen.status !== "running") return "not_running";
+  if (seen.currentLegId !== judged.currentLegId) return "leg_changed";
+  if (judged.heartbeatAt !== undefined && seen.heartbeatAt !== judged.heartbeatAt) return "heartbeat_changed";
+  return null;
+}
 
 /**
  * Writes the judged session terminal only if, under the write lock, it is still running with the
@@ -45,11 +61,8 @@ export async function writeJudged(ledger: Ledger, env: Pick<SweepEnv, "hooks">, 
   });
   await env.hooks?.beforeWrite?.(j.session.id);
   const outcome = await ledger.transact(async (tx, ctx): Promise<JudgedWriteOutcome> => {
-    const seen = await tx.readSweepGuard(j.session.id);
-    if (!seen) return { result: "conflict", why: "gone" };
-    if (seen.status !== "running") return { result: "conflict", why: "not_running" };
-    if (seen.currentLegId !== j.guard.currentLegId) return { result: "conflict", why: "leg_changed" };
-    if ((w.checkHeartbeat ?? true) && seen.heartbeatAt !== j.guard.heartbeatAt) return { result: "conflict", why: "heartbeat_changed" };
+    const changed = await guardConflict(tx, j.session.id, (w.checkHeartbeat ?? true) ? j.guard : { currentLegId: j.guard.currentLegId });
+    if (changed) return { result: "conflict", why: changed };
     const applied = await applyTransition(tx, ctx, validated, j.session.id);
     if (applied.result === "applied") return applied;
     if (applied.result === "conflict") return { result: "conflict", why: applied.why };

@@ -6,6 +6,8 @@ export const ExitCode = {
   failure: 1,
   usage: 2,
   interrupted: 3,
+  /** li itself failed (a bug, not the user's input). */
+  internal: 70,
   unavailable: 78,
 } as const;
 

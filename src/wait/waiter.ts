@@ -1,5 +1,5 @@
 // Waiting (§11): resolve ids, report each target as it reaches a terminal status, and decide the exit code.
-// A service: it never prints; the command renders through `onResult` and `onProblem`.
+// A service: it never prints; the command renders each outcome through `onResult` and the problems it returns.
 
 import { isTerminal, type EntityKind } from "../lifecycle/policy.ts";
 import type { LedgerReads } from "../ledger/reads.ts";

@@ -10,7 +10,8 @@ import { runAgent, type AgentDeps } from "../../src/legs/agent.ts";
 import { LegNotifier } from "../../src/legs/notify.ts";
 import { processIdentity } from "../../src/legs/proc.ts";
 import type { AgentRequest } from "../../src/legs/request.ts";
-import { metadataObject, resolveResume, setupResume } from "../../src/legs/resume.ts";
+import { resolveResume, setupResume } from "../../src/legs/resume.ts";
+import { storedObject } from "../../src/legs/stored-json.ts";
 import { allocateRun } from "../../src/legs/rundir.ts";
 import { setupNewSession, type LegPlan } from "../../src/legs/setup.ts";
 import { SESSION_TERMINAL_STATUSES, type EntityKind } from "../../src/lifecycle/policy.ts";
@@ -224,7 +225,7 @@ describe("markers (D1, Verification 3 and 5)", () => {
       expect(await setupResume(w.ledger, planFor(w, "leg-2"), () => "fresh")).toBe("reopened");
       const row = w.sql("SELECT status, node_metadata FROM sessions")[0]!;
       expect(row.status).toBe("running");
-      expect(metadataObject(row.node_metadata)).toMatchObject({ leg_id: "leg-2", supervisor_pid: process.pid });
+      expect(storedObject(row.node_metadata)).toMatchObject({ leg_id: "leg-2", supervisor_pid: process.pid });
     });
   }
 });

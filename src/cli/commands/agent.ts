@@ -2,23 +2,31 @@
 import fs from "node:fs";
 import path from "node:path";
 import { defineCommand } from "citty";
-import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
+import { ExitCode, LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
 import { runAgent, type AgentDeps } from "../../legs/agent.ts";
 import { startDetached, writeReady } from "../../legs/detach.ts";
 import { SUPERVISOR_ENV } from "../../legs/env.ts";
 import { PersistenceSetupError, type LegIo } from "../../legs/leg.ts";
 import { LegNotifier } from "../../legs/notify.ts";
-import { EXIT_UNAVAILABLE } from "../../legs/outcome.ts";
+import { EXIT_CODE_BY_STATUS } from "../../legs/outcome.ts";
 import { parseAgentRequest, type AgentArgs } from "../../legs/request.ts";
 import { stdinMode } from "../../legs/spawn.ts";
-import { anySettingsFile } from "../../legs/settings-lookup.ts";
 import { findBranchSnapshot } from "../../legs/rundir.ts";
+import { anySettingsFile } from "../../settings/lookup.ts";
 import type { Settings } from "../../settings/settings.ts";
 import { cliContext, cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
 import { isTerminal, writeAll } from "../fd.ts";
 import { writeErr, writeOut } from "../io.ts";
+import { repeatedFlag } from "../repeated-flag.ts";
+
+/** "0 completed, 1 completed_empty/failed, …" from the status table; `running` is no outcome of its own. */
+function exitCodesByStatus(): string {
+  const byCode = new Map<number, string[]>();
+  for (const [status, code] of Object.entries(EXIT_CODE_BY_STATUS)) if (status !== "running") byCode.set(code, [...(byCode.get(code) ?? []), status]);
+  return [...byCode].map(([code, statuses]) => `${code} ${statuses.join("/")}`).join(", ");
+}
 
 const writeFd = (fd: number) => (chunk: Uint8Array) => writeAll(fd, chunk);
 const note = (line: string) => writeErr(`li: ${line}\n`);
@@ -37,7 +45,7 @@ export default defineCommand({
   meta: {
     name: "agent",
     description:
-      "Run a command as a tracked leg: li agent [options] -- <command…>. Exit 0 completed, 1 completed_empty/failed, 124 timed out, 130 aborted, 143 cancelled, 78 cannot start, 2 usage. When li's stdin is a terminal the command reads /dev/null.",
+      `Run a command as a tracked leg: li agent [options] -- <command…>. Exit ${exitCodesByStatus()}, ${ExitCode.unavailable} cannot start, ${ExitCode.usage} usage. When li's stdin is a terminal the command reads /dev/null.`,
   },
   args: {
     resume: { type: "string", alias: "r", description: "resume BRANCH_ID (a new leg on an existing branch)" },
@@ -122,9 +130,11 @@ export default defineCommand({
  */
 async function agentSettings(args: AgentArgs, workdir: string, warn: (line: string) => void): Promise<Settings | null> {
   const start = typeof args.cwd === "string" ? path.resolve(workdir, args.cwd) : workdir;
-  if (!anySettingsFile(start)) return null;
+  // LI_HOME as the ledger reads it (`~` expanded, empty = unset), so settings and ledger agree on it.
+  const liHome = cliPaths().home;
+  if (!anySettingsFile(start, liHome)) return null;
   const { loadSettings } = await import("../../settings/settings.ts");
-  const { settings, warnings } = loadSettings({ cwd: start });
+  const { settings, warnings } = loadSettings({ cwd: start, liHome });
   warnings.forEach(warn);
   return settings;
 }
@@ -141,7 +151,7 @@ function agentArgs(parsed: Record<string, unknown>, rawArgs: readonly string[]):
     resume: str("resume"),
     notify: str("notify"),
     timeout: str("timeout"),
-    artifact: repeated(rawArgs, "artifact"),
+    artifact: repeatedFlag(rawArgs, "artifact"),
     profile: str("profile"),
     playbook: str("playbook"),
     saveDir: str("save-dir"),
@@ -157,17 +167,6 @@ function agentArgs(parsed: Record<string, unknown>, rawArgs: readonly string[]):
     persist: bool("persist"),
     json: bool("json"),
   };
-}
-
-/** Every value of `--name V` / `--name=V` in order (the words after `--` are not in rawArgs). */
-function repeated(rawArgs: readonly string[], name: string): string[] {
-  const values: string[] = [];
-  for (let i = 0; i < rawArgs.length; i++) {
-    const word = rawArgs[i]!;
-    if (word === `--${name}` && i + 1 < rawArgs.length) values.push(rawArgs[++i]!);
-    else if (word.startsWith(`--${name}=`)) values.push(word.slice(name.length + 3));
-  }
-  return values;
 }
 
 function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit" | "ignore"): AgentDeps {
@@ -195,7 +194,7 @@ async function supervise(args: AgentArgs, readyFile: string): Promise<number> {
     try {
       ledger = cliLedger({ create: true });
     } catch (error) {
-      return fail(EXIT_UNAVAILABLE, `cannot record a detached leg: ${error instanceof Error ? error.message : String(error)}`);
+      return fail(ExitCode.unavailable, `cannot record a detached leg: ${error instanceof Error ? error.message : String(error)}`);
     }
     const io: LegIo = { stdout: () => {}, stderr: () => {}, log };
     const outcome = await runAgent(req, {
@@ -212,8 +211,8 @@ async function supervise(args: AgentArgs, readyFile: string): Promise<number> {
     return outcome.exit;
   } catch (error) {
     if (error instanceof UsageError) return fail(error.exitCode, error.message);
-    if (error instanceof LedgerUnavailableError || error instanceof PersistenceSetupError) return fail(EXIT_UNAVAILABLE, error.message);
-    return fail(70, `internal error: ${error instanceof Error ? error.message : String(error)}`);
+    if (error instanceof LedgerUnavailableError || error instanceof PersistenceSetupError) return fail(ExitCode.unavailable, error.message);
+    return fail(ExitCode.internal, `internal error: ${error instanceof Error ? error.message : String(error)}`);
   } finally {
     ledger?.close();
   }

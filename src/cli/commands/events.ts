@@ -1,6 +1,7 @@
 // `li events …`: consumers, acknowledgements, standing handlers and one delivery pass (§9.5, §9.6).
-import { defineCommand } from "citty";
+import { defineCommand, type ArgsDef } from "citty";
 import type { TransitionRow } from "../../ledger/backend.ts";
+import type { Ledger } from "../../ledger/ledger.ts";
 import type { CallbackRow } from "../../ledger/notify-store.ts";
 import { previewWord } from "../../notify/argv.ts";
 import { ackEvents, addConsumer, addHandler, listDead, listHandlers, listOwed, removeHandler, retireConsumer } from "../../notify/consumers.ts";
@@ -12,6 +13,7 @@ import { cliContext, cliLedger, cliPaths } from "../context.ts";
 import { table, writeJson } from "../output.ts";
 import { isoTime } from "../render.ts";
 import { writeErr, writeOut } from "../io.ts";
+import { repeatedFlag } from "../repeated-flag.ts";
 
 const USAGE = `Terminal events, their consumers and handlers.
   li events --consumer NAME [--json]          events owed to NAME (unacknowledged, oldest first)
@@ -22,22 +24,17 @@ const USAGE = `Terminal events, their consumers and handlers.
   li events handlers rm NAME | ls [--json]    standing handlers (run only on the host that added them)
   li events deliver [--json]                  deliver what this host's handlers are owed, once`;
 
-const FLAGS = ["consumer", "dead", "json", "kind", "id"] as const;
-type Flag = (typeof FLAGS)[number];
+const ARGS = {
+  words: { type: "positional", description: "ack | consumers add|retire NAME | handlers add|rm|ls | deliver", required: false },
+  consumer: { type: "string", description: "the consumer to list or acknowledge for" },
+  dead: { type: "boolean", description: "list dead deliveries" },
+  json: { type: "boolean", description: "print JSON" },
+  kind: { type: "string", description: "handlers add: an execution kind to fire on (repeatable)" },
+  id: { type: "string", description: "handlers add: an entity id to fire on (repeatable)" },
+} as const satisfies ArgsDef;
 
-/** citty keeps only the last of a repeated flag; li collects every occurrence. */
-function repeated(rawArgs: readonly string[], name: string): string[] {
-  const values: string[] = [];
-  for (let i = 0; i < rawArgs.length; i++) {
-    const token = rawArgs[i]!;
-    if (token === `--${name}`) {
-      const value = rawArgs[i + 1];
-      if (value !== undefined) values.push(value);
-      i++;
-    } else if (token.startsWith(`--${name}=`)) values.push(token.slice(name.length + 3));
-  }
-  return values;
-}
+type Flag = Exclude<keyof typeof ARGS, "words">;
+const FLAGS = Object.keys(ARGS).filter((name): name is Flag => name !== "words");
 
 function present(rawArgs: readonly string[]): Set<Flag> {
   const seen = new Set<Flag>();
@@ -81,153 +78,166 @@ function handlerJson(row: CallbackRow) {
   };
 }
 
+/** The parsed command line every subcommand reads. */
+interface EventsCall {
+  args: { consumer?: string | undefined; dead?: boolean | undefined; json?: boolean | undefined };
+  rawArgs: readonly string[];
+  words: string[];
+  seen: Set<Flag>;
+}
+
+/** Opens the ledger for one subcommand and always closes it. */
+async function withLedger(create: boolean, use: (ledger: Ledger) => Promise<number>): Promise<number> {
+  const ledger = cliLedger({ create });
+  try {
+    return await use(ledger);
+  } finally {
+    ledger.close();
+  }
+}
+
+/** `li events --consumer NAME | --dead`. */
+function listEvents({ args, seen }: EventsCall): Promise<number> {
+  only(seen, ["consumer", "dead", "json"], "");
+  if (seen.has("consumer") === Boolean(args.dead)) throw new UsageError("li events needs --consumer NAME or --dead (or a subcommand; see li events --help)");
+  return withLedger(false, async (ledger) => {
+    if (args.dead) {
+      const rows = await listDead(ledger);
+      if (args.json) writeJson(rows.map((r) => ({ event_id: r.transition_id, consumer: r.consumer, entity: { kind: r.entity_type, id: r.entity_id }, terminal_status: r.status, attempts: r.attempts, last_error: r.last_error, updated_at: r.updated_at })));
+      else writeOut(table([["EVENT", "CONSUMER", "ENTITY", "STATUS", "ATTEMPTS", "LAST ERROR"], ...rows.map((r) => [r.transition_id, r.consumer, `${r.entity_type} ${r.entity_id}`, r.status, String(r.attempts), r.last_error ?? "-"])]));
+      return 0;
+    }
+    const rows = await listOwed(ledger, args.consumer!);
+    if (args.json) writeJson(rows.map(eventJson));
+    else writeOut(table([["EVENT", "TIME", "ENTITY", "FROM", "TO", "REASON"], ...rows.map((r) => [r.id, isoTime(r.created_at), `${r.entity_type} ${r.entity_id}`, r.previous_status ?? "-", r.status, r.reason_code])]));
+    return 0;
+  });
+}
+
+/** `li events ack --consumer NAME EVENT_ID…`. */
+function ack({ args, words, seen }: EventsCall): Promise<number> {
+  only(seen, ["consumer", "json"], "ack");
+  const consumer = args.consumer;
+  if (!consumer) throw new UsageError("li events ack needs --consumer NAME");
+  const ids = words.slice(1);
+  return withLedger(false, async (ledger) => {
+    const result = await ackEvents(ledger, consumer, ids);
+    if (args.json) writeJson({ consumer, ...result });
+    else writeErr(`li: acknowledged ${result.acked} event(s) for ${consumer}${result.already ? ` (${result.already} already acknowledged)` : ""}\n`);
+    return 0;
+  });
+}
+
+/** `li events consumers add|retire NAME`. */
+function consumers({ args, words, seen }: EventsCall): Promise<number> {
+  only(seen, ["json"], "consumers");
+  const [, sub, name] = words;
+  if ((sub !== "add" && sub !== "retire") || name === undefined) throw new UsageError("usage: li events consumers add|retire NAME");
+  arity(words, 3, "consumers add|retire NAME");
+  return withLedger(sub === "add", async (ledger) => {
+    if (sub === "add") {
+      const added = await addConsumer(ledger, name);
+      if (args.json) writeJson(added);
+      else writeErr(added.created ? `li: consumer ${name} registered at seq ${added.watermark}\n` : `li: consumer ${name} is already registered (seq ${added.watermark})\n`);
+    } else {
+      const retired = await retireConsumer(ledger, name);
+      if (args.json) writeJson(retired);
+      else writeErr(`li: consumer ${name} retired; ${retired.released} owed event(s) released\n`);
+    }
+    return 0;
+  });
+}
+
+/** `li events handlers add NAME [--kind K…] [--id ID…] -- ARGV…`. */
+function addStandingHandler({ args, rawArgs, words, seen }: EventsCall): Promise<number> {
+  only(seen, ["kind", "id", "json"], "handlers add");
+  arity(words, 3, "handlers add NAME [--kind K…] [--id ID…] -- ARGV…");
+  const argv = cliContext.passthrough ?? [];
+  if (argv.length === 0) throw new UsageError("li events handlers add needs the handler's command after --");
+  return withLedger(true, async (ledger) => {
+    const row = await addHandler(ledger, { name: words[2]!, kinds: repeatedFlag(rawArgs, "kind"), ids: repeatedFlag(rawArgs, "id"), argv, hostId: handlerHost() });
+    if (args.json) writeJson(handlerJson(row));
+    else writeErr(`li: handler ${row.name} added on this host: ${describeArgv(JSON.parse(row.argv) as string[])}\n`);
+    return 0;
+  });
+}
+
+/** `li events handlers rm NAME`. */
+function removeStandingHandler({ args, words, seen }: EventsCall): Promise<number> {
+  only(seen, ["json"], "handlers rm");
+  arity(words, 3, "handlers rm NAME");
+  const name = words[2]!;
+  return withLedger(false, async (ledger) => {
+    const removed = await removeHandler(ledger, name);
+    if (args.json) writeJson({ name, ...removed });
+    else writeErr(`li: handler ${name} removed; ${removed.released} owed event(s) released\n`);
+    return 0;
+  });
+}
+
+/** `li events handlers ls`. */
+function listStandingHandlers({ args, words, seen }: EventsCall): Promise<number> {
+  only(seen, ["json"], "handlers ls");
+  arity(words, 2, "handlers ls");
+  return withLedger(false, async (ledger) => {
+    const rows = await listHandlers(ledger);
+    if (args.json) {
+      writeJson(rows.map(handlerJson));
+      return 0;
+    }
+    const here = handlerHost();
+    const list = (text: string | null) => (text === null ? "*" : (JSON.parse(text) as string[]).map((v) => previewWord(v)).join(","));
+    writeOut(
+      table([
+        ["NAME", "KINDS", "IDS", "HOST", "COMMAND"],
+        ...rows.map((r) => [r.name ?? "-", list(r.filter_kinds), list(r.filter_ids), r.host_id === here ? "this host" : previewWord(r.host_id), describeArgv(JSON.parse(r.argv) as string[])]),
+      ]),
+    );
+    return 0;
+  });
+}
+
+/** `li events deliver`: one delivery pass. */
+function deliver({ args, words, seen }: EventsCall): Promise<number> {
+  only(seen, ["json"], "deliver");
+  arity(words, 1, "deliver");
+  return withLedger(false, async (ledger) => {
+    const { outcomes, ...counts } = await deliverOnce(ledger, { liHome: cliPaths().home });
+    if (args.json) {
+      writeJson({ ...counts, outcomes: outcomes.map((o) => ({ event_id: o.transitionId, consumer: o.consumer, state: o.state, error: o.result.ok ? null : o.result.error })) });
+      return 0;
+    }
+    for (const o of outcomes) if (!o.result.ok) writeErr(`li: handler ${o.consumer} on event ${o.transitionId}: ${o.result.error} (${o.state})\n`);
+    writeOut(`delivered ${counts.delivered}, failed ${counts.failed}, dead ${counts.dead}, skipped (claimed elsewhere) ${counts.skipped_claimed}\n`);
+    return 0;
+  });
+}
+
+const HANDLER_VERBS: ReadonlyMap<string, (call: EventsCall) => Promise<number>> = new Map([
+  ["add", addStandingHandler],
+  ["rm", removeStandingHandler],
+  ["ls", listStandingHandlers],
+]);
+
 export default defineCommand({
   meta: { name: "events", description: USAGE },
-  args: {
-    words: { type: "positional", description: "ack | consumers add|retire NAME | handlers add|rm|ls | deliver", required: false },
-    consumer: { type: "string", description: "the consumer to list or acknowledge for" },
-    dead: { type: "boolean", description: "list dead deliveries" },
-    json: { type: "boolean", description: "print JSON" },
-    kind: { type: "string", description: "handlers add: an execution kind to fire on (repeatable)" },
-    id: { type: "string", description: "handlers add: an entity id to fire on (repeatable)" },
-  },
+  args: ARGS,
   async run({ args, rawArgs }) {
     const words = (args._ ?? []).map(String);
-    const seen = present(rawArgs);
-    const [verb, sub, ...rest] = words;
+    const [verb, sub] = words;
     if (cliContext.passthrough !== null && !(verb === "handlers" && sub === "add")) {
       throw new UsageError(`'li events${verb ? " " + [verb, sub].filter(Boolean).join(" ") : ""}' takes no command after -- (only 'li events handlers add' does)`);
     }
-
-    if (verb === undefined) {
-      only(seen, ["consumer", "dead", "json"], "");
-      if (seen.has("consumer") === Boolean(args.dead)) throw new UsageError("li events needs --consumer NAME or --dead (or a subcommand; see li events --help)");
-      const ledger = cliLedger({ create: false });
-      try {
-        if (args.dead) {
-          const rows = await listDead(ledger);
-          if (args.json) writeJson(rows.map((r) => ({ event_id: r.transition_id, consumer: r.consumer, entity: { kind: r.entity_type, id: r.entity_id }, terminal_status: r.status, attempts: r.attempts, last_error: r.last_error, updated_at: r.updated_at })));
-          else writeOut(table([["EVENT", "CONSUMER", "ENTITY", "STATUS", "ATTEMPTS", "LAST ERROR"], ...rows.map((r) => [r.transition_id, r.consumer, `${r.entity_type} ${r.entity_id}`, r.status, String(r.attempts), r.last_error ?? "-"])]));
-          return 0;
-        }
-        const rows = await listOwed(ledger, args.consumer!);
-        if (args.json) writeJson(rows.map(eventJson));
-        else writeOut(table([["EVENT", "TIME", "ENTITY", "FROM", "TO", "REASON"], ...rows.map((r) => [r.id, isoTime(r.created_at), `${r.entity_type} ${r.entity_id}`, r.previous_status ?? "-", r.status, r.reason_code])]));
-        return 0;
-      } finally {
-        ledger.close();
-      }
-    }
-
-    if (verb === "ack") {
-      only(seen, ["consumer", "json"], "ack");
-      if (!args.consumer) throw new UsageError("li events ack needs --consumer NAME");
-      const ids = sub === undefined ? [] : [sub, ...rest];
-      const ledger = cliLedger({ create: false });
-      try {
-        const result = await ackEvents(ledger, args.consumer, ids);
-        if (args.json) writeJson({ consumer: args.consumer, ...result });
-        else writeErr(`li: acknowledged ${result.acked} event(s) for ${args.consumer}${result.already ? ` (${result.already} already acknowledged)` : ""}\n`);
-        return 0;
-      } finally {
-        ledger.close();
-      }
-    }
-
-    if (verb === "consumers") {
-      only(seen, ["json"], "consumers");
-      const name = rest[0];
-      if ((sub !== "add" && sub !== "retire") || name === undefined) throw new UsageError("usage: li events consumers add|retire NAME");
-      arity(words, 3, "consumers add|retire NAME");
-      const ledger = cliLedger({ create: sub === "add" });
-      try {
-        if (sub === "add") {
-          const added = await addConsumer(ledger, name);
-          if (args.json) writeJson(added);
-          else writeErr(added.created ? `li: consumer ${name} registered at seq ${added.watermark}\n` : `li: consumer ${name} is already registered (seq ${added.watermark})\n`);
-        } else {
-          const retired = await retireConsumer(ledger, name);
-          if (args.json) writeJson(retired);
-          else writeErr(`li: consumer ${name} retired; ${retired.released} owed event(s) released\n`);
-        }
-        return 0;
-      } finally {
-        ledger.close();
-      }
-    }
-
+    const call: EventsCall = { args, rawArgs, words, seen: present(rawArgs) };
+    if (verb === undefined) return listEvents(call);
+    if (verb === "ack") return ack(call);
+    if (verb === "consumers") return consumers(call);
+    if (verb === "deliver") return deliver(call);
     if (verb === "handlers") {
-      if (sub === "add") {
-        only(seen, ["kind", "id", "json"], "handlers add");
-        arity(words, 3, "handlers add NAME [--kind K…] [--id ID…] -- ARGV…");
-        const argv = cliContext.passthrough ?? [];
-        if (argv.length === 0) throw new UsageError("li events handlers add needs the handler's command after --");
-        const ledger = cliLedger({ create: true });
-        try {
-          const row = await addHandler(ledger, { name: rest[0]!, kinds: repeated(rawArgs, "kind"), ids: repeated(rawArgs, "id"), argv, hostId: handlerHost() });
-          if (args.json) writeJson(handlerJson(row));
-          else writeErr(`li: handler ${row.name} added on this host: ${describeArgv(JSON.parse(row.argv) as string[])}\n`);
-          return 0;
-        } finally {
-          ledger.close();
-        }
-      }
-      if (sub === "rm") {
-        only(seen, ["json"], "handlers rm");
-        arity(words, 3, "handlers rm NAME");
-        const ledger = cliLedger({ create: false });
-        try {
-          const removed = await removeHandler(ledger, rest[0]!);
-          if (args.json) writeJson({ name: rest[0], ...removed });
-          else writeErr(`li: handler ${rest[0]} removed; ${removed.released} owed event(s) released\n`);
-          return 0;
-        } finally {
-          ledger.close();
-        }
-      }
-      if (sub === "ls") {
-        only(seen, ["json"], "handlers ls");
-        arity(words, 2, "handlers ls");
-        const ledger = cliLedger({ create: false });
-        try {
-          const rows = await listHandlers(ledger);
-          if (args.json) writeJson(rows.map(handlerJson));
-          else {
-            const here = handlerHost();
-            const list = (text: string | null) => (text === null ? "*" : (JSON.parse(text) as string[]).map((v) => previewWord(v)).join(","));
-            writeOut(
-              table([
-                ["NAME", "KINDS", "IDS", "HOST", "COMMAND"],
-                ...rows.map((r) => [r.name ?? "-", list(r.filter_kinds), list(r.filter_ids), r.host_id === here ? "this host" : previewWord(r.host_id), describeArgv(JSON.parse(r.argv) as string[])]),
-              ]),
-            );
-          }
-          return 0;
-        } finally {
-          ledger.close();
-        }
-      }
-      throw new UsageError("usage: li events handlers add|rm|ls");
+      const run = sub === undefined ? undefined : HANDLER_VERBS.get(sub);
+      if (!run) throw new UsageError("usage: li events handlers add|rm|ls");
+      return run(call);
     }
-
-    if (verb === "deliver") {
-      only(seen, ["json"], "deliver");
-      arity(words, 1, "deliver");
-      const ledger = cliLedger({ create: false });
-      try {
-        const summary = await deliverOnce(ledger, { liHome: cliPaths().home });
-        const { outcomes, ...counts } = summary;
-        if (args.json) writeJson({ ...counts, outcomes: outcomes.map((o) => ({ event_id: o.transitionId, consumer: o.consumer, state: o.state, error: o.result.ok ? null : o.result.error })) });
-        else {
-          for (const o of outcomes) if (!o.result.ok) writeErr(`li: handler ${o.consumer} on event ${o.transitionId}: ${o.result.error} (${o.state})\n`);
-          writeOut(`delivered ${counts.delivered}, failed ${counts.failed}, dead ${counts.dead}, skipped (claimed elsewhere) ${counts.skipped_claimed}\n`);
-        }
-        return 0;
-      } finally {
-        ledger.close();
-      }
-    }
-
     throw new UsageError(`unknown command 'events ${verb}' (see li events --help)`);
   },
 });

@@ -11,9 +11,9 @@ import { table, writeJson } from "../output.ts";
 import { writeOut } from "../io.ts";
 
 /** The shortest prefix a user can type for an id: unique across every id kind, 8 characters at least. */
-export const MIN_PREFIX = 8;
+const MIN_PREFIX = 8;
 
-export interface LsEntry {
+interface LsEntry {
   row: RecentRow;
   shortId: string;
   ageSeconds: number;
@@ -22,7 +22,7 @@ export interface LsEntry {
 }
 
 /** Age and duration of what ran last: a session's current leg, never its (resume-surviving) started_at. */
-export function legTimes(row: RecentRow, now: number): { age: number; duration: number | null } {
+function legTimes(row: RecentRow, now: number): { age: number; duration: number | null } {
   if (row.kind === "session") {
     if (row.leg_started_at === null) return { age: now - row.updated_at, duration: null };
     return { age: now - row.leg_started_at, duration: (row.leg_ended_at ?? now) - row.leg_started_at };
@@ -56,7 +56,7 @@ export default defineCommand({
   meta: { name: "ls", description: "List recent entities, newest first (by last update)" },
   args: {
     status: { type: "string", description: "only this status" },
-    kind: { type: "string", description: "only this kind (session, invocation, play, schedule_run, show, team)" },
+    kind: { type: "string", description: `only this kind (${ENTITY_KINDS.join(", ")})` },
     since: { type: "string", description: "only entities updated within this DURATION (30m, 2h, 7d)" },
     limit: { type: "string", description: "at most N rows (default 50)" },
     json: { type: "boolean", description: "print JSON" },

@@ -1,7 +1,7 @@
 // `li reasons`: the reason-code vocabulary and which entities accept each domain.
 import { defineCommand } from "citty";
-import { ENTITY_KINDS, POLICIES } from "../../lifecycle/policy.ts";
-import { REASONS, reasonDomain } from "../../lifecycle/reasons.ts";
+import { ENTITY_KINDS } from "../../lifecycle/policy.ts";
+import { REASONS, reasonRefusal } from "../../lifecycle/reasons.ts";
 import { table, writeJson } from "../output.ts";
 import { writeOut } from "../io.ts";
 
@@ -12,7 +12,8 @@ export default defineCommand({
     const rows = Object.entries(REASONS).map(([code, meaning]) => ({
       code,
       meaning,
-      kinds: code === "legacy.imported" ? [...ENTITY_KINDS] : ENTITY_KINDS.filter((k) => POLICIES[k].reasonDomains.includes(reasonDomain(code))),
+      // The guarded write's own test, so this table never disagrees with what it accepts.
+      kinds: ENTITY_KINDS.filter((k) => reasonRefusal(k, code) === null),
     }));
     if (args.json) writeJson(rows);
     else writeOut(table(rows.map((r) => [r.code, r.kinds.join(","), r.meaning])));

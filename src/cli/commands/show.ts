@@ -8,11 +8,12 @@ import { parseJsonColumn, table, writeJson } from "../output.ts";
 import { adminEventJson, describeEntity, entityJson, isoTime, transitionJson } from "../render.ts";
 import { writeOut } from "../io.ts";
 import { UsageError } from "../../util/errors.ts";
+import type { CallbackRow } from "../../ledger/notify-store.ts";
 
 /** Registration columns holding JSON text. */
 const CALLBACK_JSON = new Set(["argv", "filter_kinds", "filter_ids"]);
 
-function callbackJson(row: Record<string, unknown>): Record<string, unknown> {
+function callbackJson(row: CallbackRow): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(row)) out[k] = CALLBACK_JSON.has(k) ? parseJsonColumn(v) : k === "enabled" ? v === 1 : v;
   return out;
@@ -62,7 +63,7 @@ export default defineCommand({
           transitions: transitions.map(transitionJson),
           admin_events: adminEvents.map(adminEventJson),
           callbacks: callbacks.map(callbackJson),
-          deliveries: deliveries.map((d) => ({ ...d })),
+          deliveries,
         });
         return 0;
       }
@@ -81,11 +82,11 @@ export default defineCommand({
       );
       if (callbacks.length > 0) {
         writeOut("\ncallbacks:\n");
-        writeOut(table(callbacks.map((c) => ["  " + c.consumer, String(c.scope ?? "-"), c.enabled === 1 ? "enabled" : "disabled", argvText(c.argv)])));
+        writeOut(table(callbacks.map((c) => ["  " + c.consumer, c.scope, c.enabled === 1 ? "enabled" : "disabled", argvText(c.argv)])));
       }
       if (deliveries.length > 0) {
         writeOut("\ndeliveries:\n");
-        writeOut(table(deliveries.map((d) => ["  " + d.consumer, d.state, `attempts=${d.attempts ?? 0}`, String(d.transition_id), d.last_error ? String(d.last_error) : ""])));
+        writeOut(table(deliveries.map((d) => ["  " + d.consumer, d.state, `attempts=${d.attempts}`, d.transition_id, d.last_error ?? ""])));
       }
       return 0;
     } finally {

@@ -1,6 +1,6 @@
 // `li state create KIND`: a row for an external orchestrator, with its first history row.
 import { defineCommand } from "citty";
-import { canonicalKind, type EntityKind } from "../../lifecycle/policy.ts";
+import { canonicalKind, ENTITY_KINDS, type EntityKind } from "../../lifecycle/policy.ts";
 import { UsageError } from "../../util/errors.ts";
 import { assertSafeId } from "../../util/ids.ts";
 import { cliLedger } from "../context.ts";
@@ -8,7 +8,8 @@ import { entityJson } from "../render.ts";
 import { writeJson } from "../output.ts";
 import { writeOut } from "../io.ts";
 
-const CREATABLE: readonly EntityKind[] = ["invocation", "play", "schedule_run", "show", "team"];
+/** Every kind but session: a session is only ever created by the leg that runs it (`li agent`). */
+const CREATABLE: readonly EntityKind[] = ENTITY_KINDS.filter((k) => k !== "session");
 
 export default defineCommand({
   meta: { name: "create", description: "Create an invocation, play, schedule_run, show or team; prints its id" },

@@ -1,6 +1,6 @@
 // `li state doctor` (SPEC §12.3): thin over the doctor sweep.
 import { defineCommand } from "citty";
-import { doctor, doctorLine, DOCTOR_STATUSES } from "../../sweeps/doctor.ts";
+import { doctor, doctorLine, DOCTOR_STATUSES, isDoctorStatus } from "../../sweeps/doctor.ts";
 import { parsePositiveNumber } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { cliLedger } from "../context.ts";
@@ -20,13 +20,13 @@ export default defineCommand({
   },
   async run({ args }) {
     if (args._.length > 0) throw new UsageError(`li state doctor takes no ids; unexpected '${String(args._[0])}'`);
-    if (args.newStatus !== undefined && !(DOCTOR_STATUSES as readonly string[]).includes(args.newStatus)) {
+    if (args.newStatus !== undefined && !isDoctorStatus(args.newStatus)) {
       throw new UsageError(`--new-status: ${JSON.stringify(args.newStatus)} is not one of ${DOCTOR_STATUSES.join(", ")}`);
     }
     const options = doctor.validate({
       dryRun: Boolean(args.dryRun),
       ...(args.staleHours !== undefined ? { staleHours: parsePositiveNumber(args.staleHours, "--stale-hours") } : {}),
-      ...(args.newStatus !== undefined ? { newStatus: args.newStatus as "aborted" } : {}),
+      ...(args.newStatus !== undefined ? { newStatus: args.newStatus } : {}),
     });
     const ledger = cliLedger({ create: false });
     try {

@@ -1,6 +1,6 @@
 // `li state set-status`: the audited repair path through the guarded write (§5, §13).
 import { defineCommand } from "citty";
-import { canonicalKind } from "../../lifecycle/policy.ts";
+import { canonicalKind, ENTITY_KINDS } from "../../lifecycle/policy.ts";
 import { UsageError } from "../../util/errors.ts";
 import { resolveOne } from "../../ledger/resolve.ts";
 import { pushTerminal } from "../../notify/push.ts";
@@ -11,7 +11,7 @@ import { writeErr } from "../io.ts";
 export default defineCommand({
   meta: { name: "set-status", description: "Move an entity to a status through the guarded write. Exit 0 applied, 1 not applied, 2 invalid or not found" },
   args: {
-    kind: { type: "positional", description: "session, invocation, schedule_run, play, show or team", required: true },
+    kind: { type: "positional", description: `one of ${ENTITY_KINDS.join(", ")}`, required: true },
     id: { type: "positional", description: "the entity id (or a unique prefix)", required: true },
     status: { type: "string", description: "the new status", required: true },
     reason: { type: "string", description: "a registered reason code (li reasons)", required: true },
@@ -26,7 +26,7 @@ export default defineCommand({
     const kind = canonicalKind(args.kind);
     if (!kind) throw new UsageError(`unknown kind '${args.kind}'`);
     if (args.override && (!args.actor?.trim() || !args.why?.trim())) throw new UsageError("--override needs --actor and --why");
-    if (!args.override && (args.why !== undefined)) throw new UsageError("--why is only meaningful with --override");
+    if (!args.override && args.why !== undefined) throw new UsageError("--why is only meaningful with --override");
     const expected = args.expect === undefined ? undefined : args.expect.split(",").map((s) => s.trim()).filter(Boolean).map((s) => (s === "null" ? null : s));
     if (expected !== undefined && expected.length === 0) throw new UsageError("--expect needs at least one status");
     const ledger = cliLedger({ create: false });

@@ -1,20 +1,15 @@
-// The SQLite backend. Statements that run on every leg, wait or CLI call are prepared bun:sqlite
-// statements (importing drizzle costs ~5 ms of start-up in the binary, STACK.md); drizzle defines the
-// schema, generates the migrations, and builds the history listings, loaded only when those are asked for.
+// The SQLite backend. Every statement is a prepared bun:sqlite statement (importing drizzle costs ~5 ms
+// of start-up in the binary, STACK.md); drizzle defines the schema and generates the migrations only.
 
 import type { Database } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { AdminEventRow, Backend, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, StatusRow, StatusSet, TransitionRow, Tx } from "../backend.ts";
 import * as legStore from "./legs.ts";
-import { withBusyRetry } from "./open.ts";
+import { withBusyRetry } from "./migrate.ts";
 import { SqliteReads } from "./reads.ts";
 import { SqliteNotifyStore } from "./notify.ts";
 import * as sweeps from "./sweeps.ts";
-import type { PruneStatement, RunningSession } from "../sweep-store.ts";
-
-/** drizzle and the schema, loaded on first use by the history listings. */
-let drizzleModules: Promise<typeof import("./drizzle-reads.ts")> | undefined;
-const loadDrizzleReads = () => (drizzleModules ??= import("./drizzle-reads.ts"));
+import type { PruneSqlStatement, RunningSession } from "../sweep-store.ts";
 
 /** Serializes transactions of one process on its one connection (BEGIN…COMMIT is per connection). */
 class Mutex {
@@ -61,20 +56,21 @@ export class SqliteBackend implements Backend {
     }
   }
 
+  // Lookups the views also make: the same prepared statements.
   async getEntity(kind: EntityKind, id: string): Promise<EntityRow | null> {
-    return this.tx.getEntity(kind, id);
+    return this.reads.entityRow(kind, id);
   }
 
   async findIdsByPrefix(kind: EntityKind, prefix: string, limit: number): Promise<string[]> {
-    return (await loadDrizzleReads()).idsByPrefix(this.db, kind, prefix, limit);
+    return this.reads.idsWithPrefix(kind, prefix, limit);
   }
 
   async listTransitions(kind: EntityKind, id: string): Promise<TransitionRow[]> {
-    return (await loadDrizzleReads()).transitionsOf(this.db, kind, id);
+    return this.reads.transitionsOf(kind, id);
   }
 
   async listAdminEvents(kind: EntityKind, id: string): Promise<AdminEventRow[]> {
-    return (await loadDrizzleReads()).adminEventsOf(this.db, kind, id);
+    return this.reads.adminEventsOf(kind, id);
   }
 
   async getLeg(id: string): Promise<LegRow | null> {
@@ -82,7 +78,7 @@ export class SqliteBackend implements Backend {
   }
 
   async listLegs(sessionId: string): Promise<LegRow[]> {
-    return legStore.listLegs(this.db, sessionId);
+    return this.reads.legsOf(sessionId);
   }
 
   async runIdTaken(runId: string): Promise<boolean> {
@@ -136,13 +132,9 @@ class SqliteTx implements Tx {
     readonly notify: SqliteNotifyStore,
   ) {}
 
-  private get client(): Database {
-    return this.db;
-  }
-
   readStatus(kind: EntityKind, id: string): StatusRow | null {
     const sqlText = `SELECT status, updated_at${kind === "session" ? ", current_leg_id" : ""} FROM ${POLICIES[kind].table} WHERE id = ?`;
-    return (this.client.query(sqlText).get(id) as StatusRow | null) ?? null;
+    return (this.db.query(sqlText).get(id) as StatusRow | null) ?? null;
   }
 
   casStatus(kind: EntityKind, id: string, guard: { status: string | null; updatedAt?: number }, set: StatusSet, extra: Record<string, unknown>): number {
@@ -163,11 +155,11 @@ class SqliteTx implements Tx {
     for (const column of extraKeys) params.push(extra[column] ?? null);
     params.push(id, guard.status);
     if (withVersion) params.push(guard.updatedAt);
-    return this.client.query(sqlText).run(...(params as [])).changes;
+    return this.db.query(sqlText).run(...(params as [])).changes;
   }
 
   insertTransition(row: Omit<TransitionRow, "seq">): number {
-    const out = this.client
+    const out = this.db
       .query(
         "INSERT INTO status_transitions (id, seq, entity_type, entity_id, previous_status, status, reason_code, reason_summary, evidence_refs, source, actor, created_at, metadata, terminal_event, leg_id) " +
           // Assigned under the write lock, so seq order is commit order.
@@ -178,7 +170,7 @@ class SqliteTx implements Tx {
   }
 
   insertAdminEvent(row: AdminEventRow): void {
-    this.client
+    this.db
       .query("INSERT INTO admin_events (id, event_type, entity_type, entity_id, actor, justification, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
       .run(row.id, row.event_type, row.entity_type, row.entity_id, row.actor, row.justification, row.payload, row.created_at);
   }
@@ -188,11 +180,11 @@ class SqliteTx implements Tx {
     // Column names come from li's own creation code (Ledger.prepareCreate's allowlist), never from input.
     for (const column of columns) if (!/^[a-z_]+$/.test(column)) throw new Error(`not a column name: ${column}`);
     const sqlText = `INSERT INTO ${POLICIES[kind].table} (${columns.map((c) => `"${c}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`;
-    this.client.query(sqlText).run(...(columns.map((c) => row[c] ?? null) as []));
+    this.db.query(sqlText).run(...(columns.map((c) => row[c] ?? null) as []));
   }
 
   getEntity(kind: EntityKind, id: string): EntityRow | null {
-    return (this.client.query(`SELECT * FROM ${POLICIES[kind].table} WHERE id = ?`).get(id) as EntityRow | null) ?? null;
+    return (this.db.query(`SELECT * FROM ${POLICIES[kind].table} WHERE id = ?`).get(id) as EntityRow | null) ?? null;
   }
 
   insertBranch(row: BranchRow): void {
@@ -240,7 +232,7 @@ class SqliteTx implements Tx {
     return sweeps.readSweepGuard(this.db, sessionId);
   }
 
-  pruneStatement(statement: Exclude<PruneStatement, "record_admin_event" | "read_legs">, sessionIds: readonly string[], options: { terminalStatuses: readonly string[]; cutoff: number }) {
+  pruneStatement(statement: PruneSqlStatement, sessionIds: readonly string[], options: { terminalStatuses: readonly string[]; cutoff: number }) {
     return sweeps.pruneStatement(this.db, statement, sessionIds, options);
   }
 

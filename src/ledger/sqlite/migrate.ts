@@ -32,6 +32,10 @@ export function applyPragmas(db: Database, busyTimeoutMs: number): void {
   db.run("PRAGMA foreign_keys = ON");
 }
 
+function writtenByNewerLi(path: string, seen: number, known: number): LedgerUnavailableError {
+  return new LedgerUnavailableError(path, `written by a newer li (schema ${seen}, this li knows ${known}); upgrade li`);
+}
+
 /**
  * Applies embedded migrations. `user_version` counts the applied ones, so an up-to-date ledger costs
  * one read; otherwise BEGIN IMMEDIATE, re-read, apply, commit — safe when many processes open a new file.
@@ -40,7 +44,7 @@ export function migrate(db: Database, path: string): void {
   const version = () => db.query<{ user_version: number }, []>("PRAGMA user_version").get()?.user_version ?? 0;
   const known = MIGRATIONS.length;
   const seen = version();
-  if (seen > known) throw new LedgerUnavailableError(path, `written by a newer li (schema ${seen}, this li knows ${known}); upgrade li`);
+  if (seen > known) throw writtenByNewerLi(path, seen, known);
   if (seen === known) return;
   const needsForeignKeysOff = MIGRATIONS.slice(seen).some((m) => m.statements.some((s) => /PRAGMA\s+foreign_keys\s*=\s*OFF/i.test(s)));
   // SQLite ignores PRAGMA foreign_keys inside a transaction: switch it outside, check before COMMIT.
@@ -48,7 +52,7 @@ export function migrate(db: Database, path: string): void {
   withBusyRetry(() => db.run("BEGIN IMMEDIATE"));
   try {
     const current = version();
-    if (current > known) throw new LedgerUnavailableError(path, `written by a newer li (schema ${current}, this li knows ${known}); upgrade li`);
+    if (current > known) throw writtenByNewerLi(path, current, known);
     db.run("CREATE TABLE IF NOT EXISTS __li_migrations (name TEXT PRIMARY KEY, hash TEXT NOT NULL, applied_at REAL NOT NULL)");
     for (const migration of MIGRATIONS.slice(current)) {
       for (const statement of migration.statements) {

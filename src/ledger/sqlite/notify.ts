@@ -1,10 +1,9 @@
 // Handler, consumer and delivery storage on SQLite (SPEC §9): set-based owed queries and guarded claims.
 
 import type { Database, Statement } from "bun:sqlite";
-import type { EntityKind } from "../../lifecycle/policy.ts";
+import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { EntityRow, TransitionRow } from "../backend.ts";
 import type { CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, NotifyStore, OwedDelivery, OwedQuery } from "../notify-store.ts";
-import { POLICIES } from "../../lifecycle/policy.ts";
 
 const OWED_COLUMNS = `t.id AS transition_id, t.seq, t.entity_type, t.entity_id, c.consumer, c.id AS callback_id, c.scope, c.argv, c.leg_id,
   d.state, d.claimed_until, d.attempts`;

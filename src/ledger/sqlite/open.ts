@@ -6,8 +6,6 @@ import { dirname } from "node:path";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { applyPragmas, migrate } from "./migrate.ts";
 
-export { isBusyError, withBusyRetry } from "./migrate.ts";
-
 export interface OpenSqliteOptions {
   /** Read-only commands must not create a ledger (§16): a missing file is "nothing recorded yet". */
   create: boolean;

@@ -2,9 +2,10 @@
 // by index (primary keys, legs_run_id_idx, range scans for prefixes), so a million rows cost no more.
 
 import type { Database, Statement } from "bun:sqlite";
-import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
+import { ENTITY_KINDS, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { AdminEventRow, EntityRow, LegRow, TransitionRow } from "../backend.ts";
-import type { CallbackRow, DeliveryRow, LedgerReads, LookupKind, RecentFilter, RecentRow, WaitState } from "../reads.ts";
+import type { CallbackRow, DeliveryRow } from "../notify-store.ts";
+import type { LedgerReads, LookupKind, RecentFilter, RecentRow, WaitState } from "../reads.ts";
 
 /** Table and id column of every kind an id can be looked up in. */
 function idColumn(kind: LookupKind): { table: string; column: string } {
@@ -13,7 +14,8 @@ function idColumn(kind: LookupKind): { table: string; column: string } {
   return { table: POLICIES[kind].table, column: "id" };
 }
 
-const LOOKUP_KINDS: readonly LookupKind[] = ["session", "invocation", "play", "branch", "run", "schedule_run", "show", "team"];
+/** Every kind an id can be typed as (order does not matter: each is probed for its neighbours). */
+const LOOKUP_KINDS: readonly LookupKind[] = [...ENTITY_KINDS, "branch", "run"];
 
 /** Kinds whose tables carry started_at/ended_at (shows and teams do not). */
 const TIMED: ReadonlySet<EntityKind> = new Set(["session", "invocation", "play", "schedule_run"]);
@@ -79,14 +81,28 @@ export class SqliteReads implements LedgerReads {
     return (row?.id as string | undefined) ?? null;
   }
 
+  /** The session whose leg stands behind a wait target: itself, a play's, or an invocation's newest. */
+  private backingSessionOf(kind: EntityKind, id: string, row: Row): string | null {
+    switch (kind) {
+      case "session":
+        return id;
+      case "invocation":
+        return this.newestSessionOf(id);
+      case "play":
+        return (row.session_id as string | null) ?? null;
+      case "schedule_run":
+        return this.newestSessionOf((row.invocation_id as string | null) ?? null);
+      default:
+        return null;
+    }
+  }
+
   waitState(kind: EntityKind, id: string): WaitState | null {
     const table = POLICIES[kind].table;
     const extra = kind === "play" ? ", session_id, exit_code" : kind === "schedule_run" ? ", invocation_id, exit_code" : "";
     const row = this.q(`SELECT status, status_reason_code AS reason${extra} FROM ${table} WHERE id = ?`).get(id);
     if (!row) return null;
-    const backingId =
-      kind === "session" ? id : kind === "invocation" ? this.newestSessionOf(id) : kind === "play" ? ((row.session_id as string | null) ?? null) : kind === "schedule_run" ? this.newestSessionOf((row.invocation_id as string | null) ?? null) : null;
-    const backing = this.sessionBacking(backingId);
+    const backing = this.sessionBacking(this.backingSessionOf(kind, id, row));
     const own = (row.exit_code as number | null | undefined) ?? null;
     return { status: (row.status as string | null) ?? null, reason: (row.reason as string | null) ?? null, artifactDir: backing.artifactDir, exitCode: own ?? backing.exitCode };
   }
@@ -135,14 +151,14 @@ export class SqliteReads implements LedgerReads {
   }
 
   listCallbacks(sessionId: string): CallbackRow[] {
-    return this.q(`SELECT * FROM terminal_callbacks WHERE session_id = ? ORDER BY created_at, id`).all(sessionId) as CallbackRow[];
+    return this.q(`SELECT * FROM terminal_callbacks WHERE session_id = ? ORDER BY created_at, id`).all(sessionId) as unknown as CallbackRow[];
   }
 
   listDeliveries(kind: EntityKind, id: string): DeliveryRow[] {
     return this.q(
       `SELECT d.* FROM terminal_deliveries d JOIN status_transitions t ON t.id = d.transition_id
        WHERE t.entity_type = ? AND t.entity_id = ? ORDER BY t.seq, d.consumer`,
-    ).all(kind, id) as DeliveryRow[];
+    ).all(kind, id) as unknown as DeliveryRow[];
   }
 
   entityRow(kind: EntityKind, id: string): EntityRow | null {

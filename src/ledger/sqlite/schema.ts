@@ -3,11 +3,17 @@
 import { sql, type SQL } from "drizzle-orm";
 import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex, type AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import { POLICY_SPECS, type EntityKind } from "../../lifecycle/policy.ts";
+import { SOURCES } from "../backend.ts";
+import { CALLBACK_SCOPES, DELIVERY_STATES } from "../notify-store.ts";
 
-/** `status IN (…)` derived from the registry, so the database enforces the same vocabulary. */
-function statusIn(kind: EntityKind, column: AnySQLiteColumn, opts: { nullable?: boolean } = {}): SQL {
-  const list = POLICY_SPECS[kind].statuses.map((s) => `'${s}'`).join(", ");
-  return opts.nullable ? sql`${column} IS NULL OR ${column} IN (${sql.raw(list)})` : sql`${column} IN (${sql.raw(list)})`;
+/** `column IN (…)` over a vocabulary declared in code, so the database enforces the same list. */
+function oneOf(column: AnySQLiteColumn, values: readonly string[]): SQL {
+  return sql`${column} IN (${sql.raw(values.map((v) => `'${v}'`).join(", "))})`;
+}
+
+/** The status vocabulary of `kind`, from the registry. */
+function statusIn(kind: EntityKind, column: AnySQLiteColumn): SQL {
+  return oneOf(column, POLICY_SPECS[kind].statuses);
 }
 
 /** Columns every status-bearing entity carries: current status and its denormalized reason. */
@@ -197,7 +203,7 @@ export const statusTransitions = sqliteTable(
     uniqueIndex("status_transitions_seq_idx").on(t.seq),
     index("status_transitions_entity_idx").on(t.entity_type, t.entity_id, t.created_at),
     index("status_transitions_events_idx").on(t.terminal_event, t.seq),
-    check("status_transitions_source_check", sql`${t.source} IN ('executor', 'agent', 'admin', 'system')`),
+    check("status_transitions_source_check", oneOf(t.source, SOURCES)),
   ],
 );
 
@@ -236,7 +242,7 @@ export const terminalCallbacks = sqliteTable(
     retired_at: real("retired_at"),
   },
   (t) => [
-    check("terminal_callbacks_scope_check", sql`${t.scope} IN ('leg', 'standing')`),
+    check("terminal_callbacks_scope_check", oneOf(t.scope, CALLBACK_SCOPES)),
     uniqueIndex("terminal_callbacks_consumer_idx").on(t.consumer),
     index("terminal_callbacks_session_idx").on(t.session_id),
     index("terminal_callbacks_leg_idx").on(t.leg_id),
@@ -268,7 +274,7 @@ export const terminalDeliveries = sqliteTable(
   },
   (t) => [
     primaryKey({ columns: [t.transition_id, t.consumer] }),
-    check("terminal_deliveries_state_check", sql`${t.state} IN ('claimed', 'retry', 'acked', 'dead')`),
+    check("terminal_deliveries_state_check", oneOf(t.state, DELIVERY_STATES)),
     index("terminal_deliveries_consumer_idx").on(t.consumer, t.state),
   ],
 );

@@ -2,12 +2,7 @@
 
 import type { Database } from "bun:sqlite";
 import type { LegRow } from "../backend.ts";
-import type { PruneStatement, PruneStatementResult, RunningSession, SweepGuardRow } from "../sweep-store.ts";
-
-/** The bun:sqlite handle under a drizzle instance (drizzle keeps it as `$client`). */
-export function clientOf(orm: object): Database {
-  return (orm as { $client: Database }).$client;
-}
+import type { LegDirs, PruneSqlStatement, PruneStatementResult, RunningSession, SweepGuardRow } from "../sweep-store.ts";
 
 /** Id lists travel as one JSON parameter, so one prepared statement serves every batch size. */
 const ids = (list: readonly string[]) => JSON.stringify(list);
@@ -64,11 +59,11 @@ export function listPruneCandidates(db: Database, options: { terminalStatuses: r
     .map((r) => r.id);
 }
 
-export function legsUsingDirectory(db: Database, dir: string): Array<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">> {
+export function legsUsingDirectory(db: Database, dir: string): LegDirs[] {
   const inside = dir.endsWith("/") ? dir : `${dir}/`;
   // substr comparison instead of LIKE: directory names may hold % and _.
   return db
-    .query<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">, [string, string, number]>(
+    .query<LegDirs, [string, string, number]>(
       `SELECT id, session_id, state_root, artifact_root FROM legs
        WHERE state_root = ?1 OR substr(state_root, 1, ?3) = ?2 OR artifact_root = ?1 OR substr(artifact_root, 1, ?3) = ?2`,
     )
@@ -88,9 +83,9 @@ export function readSweepGuard(db: Database, sessionId: string): SweepGuardRow |
   return row ? { status: row.status, currentLegId: row.current_leg_id, heartbeatAt: row.heartbeat_at } : null;
 }
 
-export function legsOfSessions(db: Database, sessionIds: readonly string[]): Array<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">> {
+export function legsOfSessions(db: Database, sessionIds: readonly string[]): LegDirs[] {
   return db
-    .query<Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">, [string]>(
+    .query<LegDirs, [string]>(
       `SELECT id, session_id, state_root, artifact_root FROM legs WHERE session_id IN ${IN_IDS}`,
     )
     .all(ids(sessionIds));
@@ -125,7 +120,7 @@ const SESSION_TRANSITIONS = `SELECT id FROM status_transitions WHERE entity_type
 const SESSION_REGISTRATION_CONSUMERS = `SELECT consumer FROM terminal_callbacks WHERE scope = 'leg' AND session_id IN ${IN_IDS}`;
 
 /** The SQL of each statement; every one takes the batch's ids as its one JSON parameter (some take more). */
-const STATEMENTS: Record<Exclude<PruneStatement, "record_admin_event" | "read_legs">, string> = {
+const STATEMENTS: Record<PruneSqlStatement, string> = {
   // A write that changes nothing: it is what takes the lock before the deciding status is read (ADR-0105).
   lock_candidates: `UPDATE sessions SET status = status WHERE id IN ${IN_IDS}`,
   reread_status: `SELECT id FROM sessions WHERE id IN ${IN_IDS} AND status IN (SELECT value FROM json_each(?)) AND updated_at < ?`,
@@ -152,7 +147,7 @@ const SOFT_REFERENCES: ReadonlyArray<{ table: string; column: string }> = [
 
 export function pruneStatement(
   db: Database,
-  statement: Exclude<PruneStatement, "record_admin_event" | "read_legs">,
+  statement: PruneSqlStatement,
   sessionIds: readonly string[],
   options: { terminalStatuses: readonly string[]; cutoff: number },
 ): PruneStatementResult {

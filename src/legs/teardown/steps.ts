@@ -6,6 +6,7 @@ import { isTerminal } from "../../lifecycle/policy.ts";
 import { reasonRefusal } from "../../lifecycle/reasons.ts";
 import { hasEvidence } from "../evidence.ts";
 import { TERMINATION_OUTCOMES } from "../outcome.ts";
+import { storedObject, storedObjects } from "../stored-json.ts";
 import { readLinkedSession } from "./linked.ts";
 import type { Evidence, TeardownState } from "./state.ts";
 import { closeLegOnly } from "./write.ts";
@@ -32,7 +33,7 @@ export async function snapshotEndpoints(s: TeardownState): Promise<void> {
   s.snapshot = row
     ? { status: row.status, currentLegId: row.current_leg_id, killRequested: leg?.kill_requested_at != null, firstMsgId: row.first_msg_id }
     : { status: null, currentLegId: null, killRequested: false, firstMsgId: null };
-  s.nodeMetadata = { ...jsonObject(row?.node_metadata), ...s.nodeMetadata };
+  s.nodeMetadata = { ...storedObject(row?.node_metadata), ...s.nodeMetadata };
 }
 
 /** (3) The base status and reason from how the command ended; a SIGTERM after `li kill` is a manual kill. */
@@ -72,7 +73,7 @@ export async function reconcileLinkedSession(s: TeardownState): Promise<void> {
   s.status = linked.status;
   s.reasonCode = code;
   s.reasonSummary = `outcome of linked session ${linked.id}`;
-  s.evidence = [ref, ...jsonArray(linked.status_evidence_refs)];
+  s.evidence = [ref, ...storedObjects(linked.status_evidence_refs)];
   s.linkedSupplied = true;
 }
 
@@ -188,24 +189,4 @@ export function readEscalations(file: string): Record<string, unknown>[] {
         return { text: line };
       }
     });
-}
-
-function jsonObject(value: unknown): Record<string, unknown> {
-  if (typeof value !== "string") return {};
-  try {
-    const parsed: unknown = JSON.parse(value);
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
-
-function jsonArray(value: unknown): Evidence[] {
-  if (typeof value !== "string") return [];
-  try {
-    const parsed: unknown = JSON.parse(value);
-    return Array.isArray(parsed) ? parsed.filter((e): e is Evidence => typeof e === "object" && e !== null) : [];
-  } catch {
-    return [];
-  }
 }

@@ -61,7 +61,7 @@ export async function guardedWrite(s: TeardownState): Promise<void> {
   const skipped = snapshot.status === null || isTerminal("session", snapshot.status) || snapshot.currentLegId !== s.legId;
   if (skipped) {
     await closeLegOnly(s, leg);
-    s.result = await winnerOr(s, own, "skipped");
+    s.result = await winnerOrSkipped(s, own);
     return;
   }
 
@@ -101,14 +101,14 @@ export async function guardedWrite(s: TeardownState): Promise<void> {
     return;
   }
   if (outcome.result === "rejected") s.log(outcome.error.message);
-  s.result = await winnerOr(s, own, "skipped");
+  s.result = await winnerOrSkipped(s, own);
 }
 
-/** The persisted winner when the session is terminal, else this leg's own outcome. */
-async function winnerOr(s: TeardownState, own: Own, otherwise: "skipped"): Promise<NonNullable<TeardownState["result"]>> {
+/** The persisted winner when the session is terminal, else this leg's own outcome, not written. */
+async function winnerOrSkipped(s: TeardownState, own: Own): Promise<NonNullable<TeardownState["result"]>> {
   const row = await s.ledger!.backend.sessionLegState(s.sessionId);
   if (row && isTerminal("session", row.status)) {
     return { status: row.status, reasonCode: String(row.status_reason_code ?? ""), persisted: "winner", own, exitCode: s.exitCode, transition: null };
   }
-  return { ...own, persisted: otherwise, own, exitCode: s.exitCode, transition: null };
+  return { ...own, persisted: "skipped", own, exitCode: s.exitCode, transition: null };
 }

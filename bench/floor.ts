@@ -1,0 +1,47 @@
+// Floors the benchmarks measure in their own run, and the small statistics they all print.
+
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** The value at quantile `q` (0..1) of `xs`; NaN when empty. */
+export function quantile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
+}
+
+/** Rounds for the JSON line: two decimals are finer than any machine's noise (three for sub-millisecond figures). */
+export const r2 = (x: number) => Math.round(x * 100) / 100;
+export const r3 = (x: number) => Math.round(x * 1000) / 1000;
+
+/** Wall clock in nanoseconds, comparable with `date +%s%N` written by another process. */
+export const wallNs = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+
+/**
+ * Compiles `source` into a standalone binary `dir/name` with the flags scripts/build.ts gives dist/li
+ * (keep the two lists alike): the runtime's own cost, which li's figures are compared with.
+ */
+export function compileFloor(dir: string, name: string, source: string): string {
+  const entry = join(dir, `${name}.ts`);
+  const out = join(dir, name);
+  writeFileSync(entry, source);
+  const flags = ["--compile", "--bytecode", "--splitting", "--minify-syntax", "--minify-whitespace", "--format=esm", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig"];
+  const built = Bun.spawnSync([process.execPath, "build", ...flags, entry, "--outfile", out], { stdout: "ignore", stderr: "pipe" });
+  if (built.exitCode !== 0) throw new Error(`could not compile the floor ${name}: ${built.stderr.toString()}`);
+  return out;
+}
+
+/**
+ * The handler floor: the bench itself starts `/bin/sh -c 'date +%s%N >> FILE'` (the handler the notify
+ * benches register) and measures start → the wall clock `date` wrote, `n` times. What li adds on
+ * top of a handler's own exec is the figure minus this.
+ */
+export async function handlerSpawnFloorMs(marks: string, n: number): Promise<number[]> {
+  const ms: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const start = wallNs();
+    await Bun.spawn(["/bin/sh", "-c", 'date +%s%N >> "$0"', marks], { stdin: "ignore", stdout: "ignore", stderr: "inherit" }).exited;
+    const last = readFileSync(marks, "utf8").trim().split("\n").at(-1)!;
+    ms.push(Number(BigInt(last) - start) / 1e6);
+  }
+  return ms;
+}
