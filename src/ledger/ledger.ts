@@ -7,7 +7,6 @@ import { assertSafeId, randomId, type IdFactory } from "../util/ids.ts";
 import type { Backend, EntityRow, Source, Tx } from "./backend.ts";
 import { TransitionValidationError } from "./errors.ts";
 import type { AppliedTransition, TransitionCommand, TransitionContext, TransitionHooks, TransitionOutcome } from "./transition.ts";
-import { writeErr } from "../cli/io.ts";
 
 /** The write path (and zod) load on first write, so read-only commands start fast. */
 let transitionModule: Promise<typeof import("./transition.ts")> | undefined;
@@ -19,6 +18,8 @@ export interface LedgerOptions {
   now?: () => number;
   newId?: IdFactory;
   hooks?: TransitionHooks;
+  /** Where a failing terminal listener is reported (the service never prints; default: stderr). */
+  warn?: (line: string) => void;
 }
 
 export interface CreateEntityInput {
@@ -54,6 +55,7 @@ export const unixNow = () => Date.now() / 1000;
 export class Ledger {
   readonly now: () => number;
   readonly newId: IdFactory;
+  private readonly warn: (line: string) => void;
   private readonly listeners = new Set<TerminalListener>();
   private readonly ctx: TransitionContext;
 
@@ -63,6 +65,7 @@ export class Ledger {
   ) {
     this.now = options.now ?? unixNow;
     this.newId = options.newId ?? randomId;
+    this.warn = options.warn ?? ((line) => console.error(line));
     this.ctx = { now: this.now, newId: this.newId, ...(options.hooks ? { hooks: options.hooks } : {}) };
   }
 
@@ -83,7 +86,7 @@ export class Ledger {
       try {
         listener(event);
       } catch (error) {
-        writeErr(`li: terminal listener failed: ${(error as Error).message}\n`);
+        this.warn(`li: terminal listener failed: ${(error as Error).message}`);
       }
     }
   }

@@ -34,7 +34,7 @@ export default defineCommand({
       phantomHours: args["phantom-hours"] === undefined ? undefined : parsePositiveNumber(args["phantom-hours"], "--phantom-hours"),
       pruneKeepDays: args["prune-keep-days"] === undefined ? undefined : parsePositiveNumber(args["prune-keep-days"], "--prune-keep-days"),
     };
-    const { settings, warnings } = loadSettings({ cwd: process.cwd() });
+    const { settings, warnings } = loadSettings({ cwd: process.cwd(), liHome: cliPaths().home });
     for (const w of warnings) writeErr(`li: warning: ${w}\n`);
     // A flag beats its key.
     const config: WatchConfig = {

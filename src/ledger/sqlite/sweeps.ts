@@ -122,7 +122,8 @@ const SESSION_REGISTRATION_CONSUMERS = `SELECT consumer FROM terminal_callbacks 
 /** The SQL of each statement; every one takes the batch's ids as its one JSON parameter (some take more). */
 const STATEMENTS: Record<PruneSqlStatement, string> = {
   // A write that changes nothing: it is what takes the lock before the deciding status is read (ADR-0105).
-  lock_candidates: `UPDATE sessions SET status = status WHERE id IN ${IN_IDS}`,
+  // A write that changes nothing but takes the candidates' locks (§12.5); it leaves the status column alone.
+  lock_candidates: `UPDATE sessions SET updated_at = updated_at WHERE id IN ${IN_IDS}`,
   reread_status: `SELECT id FROM sessions WHERE id IN ${IN_IDS} AND status IN (SELECT value FROM json_each(?)) AND updated_at < ?`,
   find_owed: OWED_SESSIONS,
   delete_deliveries: `DELETE FROM terminal_deliveries WHERE transition_id IN (${SESSION_TRANSITIONS})`,
