@@ -103,6 +103,8 @@ describe("stray arguments", () => {
     const running = (await li(["agent", "--detach", "--", fixture("forever")], { home })).stdout.trim();
     // Old enough that a prune that ignored the stray word would delete it.
     const d = db(home);
+    // The detached supervisor records its command's markers just after it prints the id: let that land first.
+    for (let i = 0; i < 500 && (d.query("SELECT command_pid FROM legs WHERE session_id = ?").get(running) as { command_pid: number | null } | null)?.command_pid == null; i++) await Bun.sleep(10);
     d.run("UPDATE sessions SET updated_at = ? WHERE status = 'completed'", [Date.now() / 1000 - 400 * 86400]);
     const dump = () => JSON.stringify(["sessions", "legs", "status_transitions", "admin_events"].map((t) => d.query(`SELECT * FROM ${t} ORDER BY rowid`).all()));
     const before = dump();
