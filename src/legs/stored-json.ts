@@ -12,7 +12,7 @@ export function storedObject(stored: unknown): Record<string, unknown> {
 /** The column's objects when it holds a JSON list; anything else reads as `[]`. */
 export function storedObjects(stored: unknown): Record<string, unknown>[] {
   const parsed = parseStored(stored);
-  return Array.isArray(parsed) ? parsed.filter((e): e is Record<string, unknown> => typeof e === "object" && e !== null) : [];
+  return Array.isArray(parsed) ? parsed.filter((e): e is Record<string, unknown> => typeof e === "object" && e !== null && !Array.isArray(e)) : [];
 }
 
 function parseStored(stored: unknown): unknown {

@@ -1,6 +1,6 @@
 // Judges one running session for a sweep (SPEC §12.1): every open leg through the one classifier, aged from its current leg.
 
-import type { ReasonCode } from "../lifecycle/reasons.ts";
+import { LINKED_HOLD_REASON } from "../legs/linked-outcome.ts";
 import type { LegRow } from "../ledger/backend.ts";
 import type { RunningSession } from "../ledger/sweep-store.ts";
 import { classifyLeg, sessionAgeWithoutLeg, type LegMarkers, type Liveness, type LivenessEvidence } from "./liveness.ts";
@@ -42,8 +42,6 @@ export function markersOf(leg: LegRow): LegMarkers {
   };
 }
 
-/** The reason a teardown leaves on a session it holds open for its linked session. */
-export const LINKED_HOLD_REASON: ReasonCode = "session.running.linked_pending";
 
 export interface JudgeOptions {
   heartbeatGrace?: number;

@@ -6,14 +6,15 @@ import type { Ledger } from "../ledger/ledger.ts";
 import type { RunningSession } from "../ledger/sweep-store.ts";
 import { applyTransition, validateTransition, type AppliedTransition } from "../ledger/transition.ts";
 import { isTerminal } from "../lifecycle/policy.ts";
-import { reasonRefusal, type ReasonCode } from "../lifecycle/reasons.ts";
-import { LINKED_HOLD_REASON, markersOf } from "./judge.ts";
+import { reasonRefusal } from "../lifecycle/reasons.ts";
+import { LINKED_HOLD_REASON, terminalLinkedOutcome } from "../legs/linked-outcome.ts";
+import { storedObjects } from "../legs/stored-json.ts";
+import { markersOf } from "./judge.ts";
 import { classifyLeg } from "./liveness.ts";
 import { hostEnv, validateWith, type Sweep, type SweepEnv } from "./sweep.ts";
 import { runningSessions } from "./session-sweep.ts";
 import { guardConflict } from "./write.ts";
 
-const FINALIZED_REASON: ReasonCode = "session.linked.finalized";
 const ACTOR = "li.watch.linked";
 
 export interface LinkedOptions {
@@ -59,24 +60,11 @@ interface Outcome {
 
 const schema = z.strictObject({ dryRun: z.boolean() });
 
-function parseJson(text: unknown): unknown {
-  if (typeof text !== "string") return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
-
-function evidenceList(text: unknown): Evidence[] {
-  const parsed = parseJson(text);
-  return Array.isArray(parsed) ? parsed.filter((e): e is Evidence => typeof e === "object" && e !== null && !Array.isArray(e)) : [];
-}
 
 /** The linked id: the column, or (when a prune nulled that soft reference) the evidence the hold recorded. */
 export function linkedIdOf(row: EntityRow): string | null {
   if (typeof row.linked_session_id === "string" && row.linked_session_id !== "") return row.linked_session_id;
-  const ref = evidenceList(row.status_evidence_refs).find((e) => e.kind === "linked_session" && typeof e.id === "string");
+  const ref = (storedObjects(row.status_evidence_refs) as Evidence[]).find((e) => e.kind === "linked_session" && typeof e.id === "string");
   return (ref?.id as string | undefined) ?? null;
 }
 
@@ -95,14 +83,7 @@ export function linkedOutcome(linkedId: string, linked: EntityRow | null, leg: L
       evidence: [{ kind: "linked_session", id: linkedId, found: false }],
     };
   }
-  if (!isTerminal("session", linked.status)) return null;
-  const code = typeof linked.status_reason_code === "string" && reasonRefusal("session", linked.status_reason_code) === null ? linked.status_reason_code : FINALIZED_REASON;
-  return {
-    status: linked.status,
-    reasonCode: code,
-    reasonSummary: `outcome of linked session ${linked.id}`,
-    evidence: [{ kind: "linked_session", id: linked.id, status: linked.status, reason_code: linked.status_reason_code ?? null }, ...evidenceList(linked.status_evidence_refs)],
-  };
+  return terminalLinkedOutcome(linked);
 }
 
 /** A held session's current leg has closed its row (teardown did) — cheap pre-filter before reading the row. */

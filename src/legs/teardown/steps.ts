@@ -2,11 +2,10 @@
 
 import fs from "node:fs";
 import { verifyContract } from "../../contracts/artifacts.ts";
-import { isTerminal } from "../../lifecycle/policy.ts";
-import { reasonRefusal } from "../../lifecycle/reasons.ts";
 import { hasEvidence } from "../evidence.ts";
 import { TERMINATION_OUTCOMES } from "../outcome.ts";
-import { storedObject, storedObjects } from "../stored-json.ts";
+import { linkedRef, LINKED_HOLD_REASON, terminalLinkedOutcome } from "../linked-outcome.ts";
+import { storedObject } from "../stored-json.ts";
 import { readLinkedSession } from "./linked.ts";
 import type { Evidence, TeardownState } from "./state.ts";
 import { closeLegOnly } from "./write.ts";
@@ -59,21 +58,20 @@ export async function reconcileLinkedSession(s: TeardownState): Promise<void> {
     s.metadata.linked_session = { id: s.linkedSessionId, found: false };
     return;
   }
-  const ref: Evidence = { kind: "linked_session", id: linked.id, status: linked.status, reason_code: linked.status_reason_code ?? null };
   if (linked.status === "running") {
     s.status = "running";
-    s.reasonCode = "session.running.linked_pending";
+    s.reasonCode = LINKED_HOLD_REASON;
     s.reasonSummary = `provider failure (exit ${s.exitCode}); linked session ${linked.id} still running`;
-    s.evidence = [ref];
+    s.evidence = [linkedRef(linked) as Evidence];
     s.linkedSupplied = true;
     return;
   }
-  if (!isTerminal("session", linked.status)) return;
-  const code = typeof linked.status_reason_code === "string" && reasonRefusal("session", linked.status_reason_code) === null ? linked.status_reason_code : "session.linked.finalized";
-  s.status = linked.status;
-  s.reasonCode = code;
-  s.reasonSummary = `outcome of linked session ${linked.id}`;
-  s.evidence = [ref, ...storedObjects(linked.status_evidence_refs)];
+  const outcome = terminalLinkedOutcome(linked);
+  if (!outcome) return;
+  s.status = outcome.status;
+  s.reasonCode = outcome.reasonCode;
+  s.reasonSummary = outcome.reasonSummary;
+  s.evidence = outcome.evidence as Evidence[];
   s.linkedSupplied = true;
 }
 
