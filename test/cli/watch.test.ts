@@ -11,7 +11,8 @@ import { addHandler } from "../../src/notify/consumers.ts";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
-import { insertSession, isRunning, query } from "../helpers/sweep-fixtures.ts";
+import { insertSession, query } from "../helpers/sweep-fixtures.ts";
+import { isAlive } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 
 const spawned: Subprocess[] = [];
@@ -148,14 +149,14 @@ describe("li watch", () => {
 
     agent.kill("SIGKILL");
     await agent.exited;
-    expect(isRunning(commandPid)).toBe(true);
+    expect(isAlive(commandPid)).toBe(true);
 
     const w = startWatcher(home, ["--sweep-interval", "0.2", "--phantom-grace", "1"]);
     await until(() => recorded(out).length >= 1, "the notice");
     w.proc.kill("SIGTERM");
     expect(await w.proc.exited).toBe(0);
 
-    await until(() => !isRunning(commandPid), "the orphan to die", 5_000);
+    await until(() => !isAlive(commandPid), "the orphan to die", 5_000);
     const [session] = query<{ id: string; status: string; status_reason_code: string }>(ledger, "SELECT id, status, status_reason_code FROM sessions");
     expect(session).toMatchObject({ status: "failed", status_reason_code: "session.phantom.process_dead" });
     expect(recorded(out).map((l) => l.split(" ").slice(1, 4).join(" "))).toEqual([`failed session ${session!.id}`]);

@@ -1,12 +1,15 @@
 // Rows and processes for sweep tests: sessions and legs inserted at backdated times, real fixture processes as markers.
 
 import { Database } from "bun:sqlite";
-import { readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import type { Subprocess } from "bun";
 import type { LegRow } from "../../src/ledger/backend.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import { hostId, readStartTicks } from "../../src/legs/proc.ts";
 import { fixture, type FixtureName } from "./fixtures.ts";
+import { tempDir } from "./ledger.ts";
+import { isAlive, signalPid, until } from "./until.ts";
 
 export const HERE = hostId();
 export const ELSEWHERE = "another-machine:another-boot";
@@ -122,28 +125,33 @@ export interface RunningFixture {
   stop(): Promise<void>;
 }
 
-/** Starts a fixture program in a process group of its own (as li starts a command) and reads its start ticks. */
+/** Fixtures that announce readiness by writing the file named by their first argument. */
+const ANNOUNCES_READINESS: ReadonlySet<FixtureName> = new Set(["forever", "ignore-sigterm"]);
+
+/**
+ * Starts a fixture program in a process group of its own (as li starts a command) and returns once it is
+ * ready: a fixture that announces readiness has written its file (ignore-sigterm only after installing
+ * its trap, so a SIGTERM sent next is really ignored), and its start ticks are readable.
+ */
 export async function startFixture(name: FixtureName = "forever", args: string[] = [], opts: { ownGroup?: boolean } = {}): Promise<RunningFixture> {
-  const proc = Bun.spawn([fixture(name), ...args], { stdin: "ignore", stdout: "ignore", stderr: "ignore", detached: opts.ownGroup ?? true });
-  let startTicks: number | null = null;
-  for (let i = 0; i < 200 && startTicks === null; i++) {
-    startTicks = readStartTicks(proc.pid);
-    if (startTicks === null) await Bun.sleep(5);
-  }
-  if (startTicks === null) throw new Error(`fixture ${name}: no start ticks for pid ${proc.pid}`);
+  const readyFile = args.length === 0 && ANNOUNCES_READINESS.has(name) ? join(tempDir("li-fixture-"), "ready") : null;
+  const proc = Bun.spawn([fixture(name), ...(readyFile ? [readyFile] : args)], { stdin: "ignore", stdout: "ignore", stderr: "ignore", detached: opts.ownGroup ?? true });
+  const startTicks = await until(`fixture ${name} (pid ${proc.pid}) to start`, () => {
+    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`fixture ${name} exited early (${proc.exitCode ?? proc.signalCode})`);
+    if (readyFile && !existsSync(readyFile)) return null;
+    return readStartTicks(proc.pid);
+  });
   return {
     proc,
     pid: proc.pid,
     startTicks,
     async stop() {
       try {
-        process.kill(-proc.pid, "SIGKILL");
+        // Our own child, spawned in a group of its own (detached), so -pid names only that group.
+        if (opts.ownGroup ?? true) signalPid(proc.pid, "SIGKILL", { group: true, what: `fixture ${name}` });
+        else proc.kill("SIGKILL");
       } catch {
-        try {
-          proc.kill("SIGKILL");
-        } catch {
-          // already gone
-        }
+        // already gone
       }
       await proc.exited;
     },
@@ -157,19 +165,3 @@ export async function deadPid(): Promise<{ pid: number; startTicks: number }> {
   return { pid: f.pid, startTicks: f.startTicks };
 }
 
-export function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  const state = (() => {
-    try {
-      const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-      return text.slice(text.lastIndexOf(")") + 2, text.lastIndexOf(")") + 3);
-    } catch {
-      return "?";
-    }
-  })();
-  return state !== "Z" && state !== "?";
-}

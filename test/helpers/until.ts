@@ -1,5 +1,6 @@
 // The one way a test waits: a condition polled until a deadline, failing loudly with what was awaited.
 // Never a fixed sleep that stands for "until X happened"; never a loop that gives up silently.
+// Also the one way a test names a process: a pid is validated (positive, ours) before anything signals it.
 
 import { readFileSync } from "node:fs";
 
@@ -35,29 +36,112 @@ export async function until<T>(what: string, probe: () => T | null | undefined |
 }
 
 /**
- * A pid that is safe to signal: a positive integer naming a live process. Anything else (an empty or
- * half-written file, 0, a negative number, a pid that is gone) throws, so a test never signals pid 0
- * (its own process group) or -1 (every process it may signal).
+ * Every process this test run starts inherits this variable (liEnv copies process.env, li passes it on to
+ * legs and supervisors), so a process that has left our tree (a detached supervisor, a reparented
+ * grandchild) can still be recognised as ours from its /proc environ.
+ */
+export const OWNER_VARIABLE = "LITEST_RUN_OWNER";
+const OWNER_TOKEN = (process.env[OWNER_VARIABLE] ??= `${process.pid}-${crypto.randomUUID()}`);
+/** The variable for environments built from scratch rather than from process.env. */
+export const ownerEnv = (): Record<string, string> => ({ [OWNER_VARIABLE]: OWNER_TOKEN });
+
+function statTail(pid: number): string | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return text.slice(text.lastIndexOf(")") + 2);
+  } catch {
+    return null;
+  }
+}
+
+/** The kernel's state letter (R, S, Z, …) or null when no such process exists. */
+export function processState(pid: number): string | null {
+  return statTail(pid)?.[0] ?? null;
+}
+
+/**
+ * true while the process runs. A zombie is not alive: pid 1 does not reap here, so a killed orphan
+ * stays in state Z (it answers kill(pid, 0) but will never run again).
+ */
+export function isAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`isAlive: ${pid} is not a positive pid`);
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  const state = processState(pid);
+  return state !== null && state !== "Z" && state !== "X" && state !== "x";
+}
+
+/** Waits until the process is gone (exited, killed, or a zombie nobody will reap). */
+export async function untilGone(pid: number, what = `process ${pid} to be gone`, options: UntilOptions = {}): Promise<void> {
+  await until(what, () => !isAlive(pid), options);
+}
+
+function isDescendantOfUs(pid: number): boolean {
+  let current = pid;
+  for (let hops = 0; hops < 64 && current > 1; hops++) {
+    if (current === process.pid) return true;
+    const tail = statTail(current);
+    if (!tail) return false;
+    current = Number(tail.split(" ")[1]);
+  }
+  return false;
+}
+
+function carriesOurToken(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(`${OWNER_VARIABLE}=${OWNER_TOKEN}`);
+  } catch {
+    return false;
+  }
+}
+
+/** true when this test run started the process: it descends from us, or its environment carries our token. */
+export function isOurs(pid: number): boolean {
+  return isDescendantOfUs(pid) || carriesOurToken(pid);
+}
+
+/**
+ * A pid that is safe to signal: a positive integer naming a live process this test run started. Anything
+ * else (an empty or half-written file, 0, a negative number, a pid that is gone, a stranger's process)
+ * throws, so a test never signals pid 0 (its own process group), -1 (every process it may signal) or a
+ * recycled pid.
  */
 export function validPid(raw: string | number | null | undefined, what = "pid"): number {
   const text = String(raw ?? "").trim();
   if (!/^[1-9][0-9]*$/.test(text)) throw new Error(`${what} is not a positive integer: ${JSON.stringify(text)}`);
   const pid = Number(text);
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EPERM") throw new Error(`${what} ${pid} is not a live process`);
-  }
+  if (!Number.isSafeInteger(pid)) throw new Error(`${what} is out of range: ${text}`);
+  if (!isAlive(pid)) throw new Error(`${what} ${pid} is not a live process`);
+  if (!isOurs(pid)) throw new Error(`${what} ${pid} is not a process this test run started`);
   return pid;
 }
 
-/** Waits until `file` holds a valid pid (written whole) and returns it. */
+/** Waits until `file` holds a valid pid (written whole, live, ours) and returns it. */
 export async function pidFromFile(file: string, what = `the pid in ${file}`, options: UntilOptions = {}): Promise<number> {
   return until(what, () => {
     const text = readFileSync(file, "utf8");
     if (!/^[1-9][0-9]*\s*$/.test(text)) return null;
     return validPid(text, what);
   }, options);
+}
+
+/**
+ * Sends `signal` to a validated pid, or with `group` to its process group (only when the pid leads one:
+ * a group id is a pid, so -pid can never mean "every process" or "our own group").
+ */
+export function signalPid(pid: number, signal: NodeJS.Signals, options: { group?: boolean; what?: string } = {}): void {
+  const what = options.what ?? `process ${pid}`;
+  validPid(pid, what);
+  if (options.group) {
+    const pgrp = Number(statTail(pid)?.split(" ")[2]);
+    if (pgrp !== pid) throw new Error(`${what} ${pid} does not lead its own process group (group ${pgrp})`);
+    process.kill(-pid, signal);
+  } else {
+    process.kill(pid, signal);
+  }
 }
 
 /** Asserts that intervals overlapped: every contender entered before any left. Returns the overlap in ms. */

@@ -5,7 +5,8 @@ import type { AppliedTransition } from "../../src/ledger/transition.ts";
 import { readStartTicks } from "../../src/legs/proc.ts";
 import { killSession, KillRefusedError } from "../../src/sweeps/kill.ts";
 import { tempLedger } from "../helpers/ledger.ts";
-import { deadPid, ELSEWHERE, HERE, insertSession, isRunning, openRaw, query, startFixture, type RunningFixture } from "../helpers/sweep-fixtures.ts";
+import { deadPid, ELSEWHERE, HERE, insertSession, openRaw, query, startFixture, type RunningFixture } from "../helpers/sweep-fixtures.ts";
+import { isAlive } from "../helpers/until.ts";
 
 const started: RunningFixture[] = [];
 afterAll(async () => {
@@ -63,8 +64,8 @@ describe("li kill ID", () => {
     expect(result.signals.map((s) => `${s.target}:${s.signal}`)).toEqual(["supervisor:SIGTERM", "supervisor:SIGKILL", "command_group:SIGKILL"]);
     await supervisor.proc.exited;
     await command.proc.exited;
-    expect(isRunning(supervisor.pid)).toBe(false);
-    expect(isRunning(command.pid)).toBe(false);
+    expect(isAlive(supervisor.pid)).toBe(false);
+    expect(isAlive(command.pid)).toBe(false);
     const evidence = JSON.parse(row("s").status_evidence_refs!);
     expect(evidence[1]).toMatchObject({ kind: "force_kill", grace_seconds: 0.3 });
     expect(pushed.map((e) => e.reasonCode)).toEqual(["run.cancelled.force_kill"]);
@@ -82,7 +83,7 @@ describe("li kill ID", () => {
     expect(result.action).toBe("written");
     expect(row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
     await command.proc.exited;
-    expect(isRunning(command.pid)).toBe(false);
+    expect(isAlive(command.pid)).toBe(false);
     expect(result.signals).toEqual([expect.objectContaining({ target: "command_group", pid: command.pid, signal: "SIGKILL" })]);
     expect(pushed.length).toBe(1);
     expect(query<{ status: string }>(ledger, "SELECT status FROM legs WHERE id = 'l'")[0]!.status).toBe("cancelled");
@@ -99,7 +100,7 @@ describe("li kill ID", () => {
     expect(result.action).toBe("written");
     expect(result.signals).toEqual([]);
     expect(row("s").status).toBe("cancelled");
-    expect(isRunning(stranger.pid)).toBe(true);
+    expect(isAlive(stranger.pid)).toBe(true);
   });
 
   test("a leg here that heartbeats but recorded no pid gets the request and the grace, then is written force_kill with nothing signalled", async () => {

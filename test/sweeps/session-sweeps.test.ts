@@ -5,7 +5,8 @@ import { reaper } from "../../src/sweeps/reaper.ts";
 import { staleKill, staleKillLine } from "../../src/sweeps/stale-kill.ts";
 import { hostEnv } from "../../src/sweeps/sweep.ts";
 import { fakeClock, tempLedger } from "../helpers/ledger.ts";
-import { deadPid, ELSEWHERE, insertSession, isRunning, legRow, query, setColumns, startFixture, type RunningFixture } from "../helpers/sweep-fixtures.ts";
+import { deadPid, ELSEWHERE, insertSession, legRow, query, setColumns, startFixture, type RunningFixture } from "../helpers/sweep-fixtures.ts";
+import { isAlive } from "../helpers/until.ts";
 
 const NOW = Math.floor(Date.now() / 1000);
 const HOUR = 3600;
@@ -43,7 +44,7 @@ describe("ADR-0105 Verification 4: one sweep judges the process, not the age", (
     expect(status("s-alive")!.status).toBe("running");
     expect(status("s-gone")).toEqual({ status: "aborted", status_reason_code: "session.stale.no_heartbeat" });
     expect(status("s-reused")).toEqual({ status: "aborted", status_reason_code: "session.stale.no_heartbeat" });
-    expect(isRunning(alive.pid)).toBe(true);
+    expect(isAlive(alive.pid)).toBe(true);
     // The swept session's leg row is closed in the same write.
     expect(query<{ status: string; ended_at: number }>(ledger, "SELECT status, ended_at FROM legs WHERE id = 'l-gone'")[0]).toEqual({ status: "aborted", ended_at: NOW });
   });
@@ -64,7 +65,7 @@ describe("ADR-0105 Verification 4: one sweep judges the process, not the age", (
       expect(status("s-reused")).toEqual(expected);
       expect(status("s-alive")!.status).toBe("running");
       // A reused pid is never signalled: the process that now owns it still runs.
-      expect(isRunning(alive.pid)).toBe(true);
+      expect(isAlive(alive.pid)).toBe(true);
     }
   });
 });
@@ -152,7 +153,7 @@ describe("a session with any live unended leg is alive (§12.1)", () => {
     expect([d.skipped_live, k.skipped_live, r.skipped_live]).toEqual([1, 1, 1]);
     expect([d.swept, k.swept, r.swept]).toEqual([0, 0, 0]);
     expect(status("raced")!.status).toBe("running");
-    expect(isRunning(alive.pid)).toBe(true);
+    expect(isAlive(alive.pid)).toBe(true);
   });
 });
 
@@ -218,7 +219,7 @@ describe("the phantom reaper", () => {
     const summary = await reaper.runOnce(ledger, NOW, reaper.validate({}));
     expect(summary.swept).toBe(1);
     await orphan.proc.exited;
-    expect(isRunning(orphan.pid)).toBe(false);
+    expect(isAlive(orphan.pid)).toBe(false);
     expect(status("phantom")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
     const evidence = JSON.parse(query<{ status_evidence_refs: string }>(ledger, "SELECT status_evidence_refs FROM sessions WHERE id = 'phantom'")[0]!.status_evidence_refs);
     expect(evidence[0]).toMatchObject({ kind: "liveness", pid: gone.pid, supervisor: "dead", command_pid: orphan.pid, command: "alive" });

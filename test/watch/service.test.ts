@@ -4,7 +4,8 @@ import { pollingOnly, watchSqliteFile } from "../../src/ledger/sqlite/wake.ts";
 import type { LogEntry } from "../../src/watch/log.ts";
 import { runWatch, type WatchConfig } from "../../src/watch/service.ts";
 import { tempLedger } from "../helpers/ledger.ts";
-import { deadPid, insertSession, isRunning, query, startFixture } from "../helpers/sweep-fixtures.ts";
+import { deadPid, insertSession, query, startFixture } from "../helpers/sweep-fixtures.ts";
+import { isAlive } from "../helpers/until.ts";
 import { HOST, legRegistration, RECORD, recorded, standing } from "../notify/helpers.ts";
 
 const now = () => Date.now() / 1000;
@@ -52,7 +53,7 @@ describe("the watch loop", () => {
 
     expect(w.status("s")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
     await command.proc.exited;
-    expect(isRunning(command.pid)).toBe(false);
+    expect(isAlive(command.pid)).toBe(false);
     expect(recorded(w.out).map((l) => l.split(" ").slice(1, 4).join(" "))).toEqual(["failed session s"]);
     expect(report).toMatchObject({ ended: "once", passes: 1, sweeps: 1, reaped: 1, delivered: 1, errors: 0 });
     expect(w.entries.map((e) => e.action)).toEqual(["reap", "deliver"]);
