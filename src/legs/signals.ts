@@ -1,5 +1,6 @@
 // Stopping a leg's command: one termination cause, the signal sent to its group once, SIGKILL after a grace.
 
+import { armTimer } from "../util/timer.ts";
 import { killGroup, type SignalSender } from "./proc.ts";
 import type { Termination } from "./outcome.ts";
 
@@ -15,7 +16,7 @@ export const DEFAULT_KILL_GRACE_MS = 5000;
  */
 export class GroupTerminator {
   private cause: Termination | null = null;
-  private killTimer: ReturnType<typeof setTimeout> | undefined;
+  private disarmKill: () => void = () => {};
   private killed = false;
 
   constructor(
@@ -33,10 +34,10 @@ export class GroupTerminator {
     if (this.cause !== null) return;
     this.cause = cause;
     this.send(signal);
-    this.killTimer = setTimeout(() => {
+    this.disarmKill = armTimer(this.graceMs, () => {
       this.killed = true;
       this.send("SIGKILL");
-    }, this.graceMs);
+    });
   }
 
   /**
@@ -51,7 +52,7 @@ export class GroupTerminator {
 
   /** No SIGKILL for whatever of the group remains. */
   dispose(): void {
-    clearTimeout(this.killTimer);
+    this.disarmKill();
   }
 
   private groupRemains(): boolean {
@@ -89,6 +90,6 @@ export function trapLiSignals(onSignal: (signal: LiSignal) => void): () => void 
 /** Arms the deadline; returns a disarm function. */
 export function armDeadline(seconds: number | null, onDeadline: () => void): () => void {
   if (seconds === null) return () => {};
-  const timer = setTimeout(onDeadline, Math.max(0, seconds * 1000));
-  return () => clearTimeout(timer);
+  // Up to 365 days (§18): longer than one setTimeout holds, so armTimer re-arms it.
+  return armTimer(seconds * 1000, onDeadline);
 }

@@ -6,7 +6,7 @@ import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
 import { EXECUTION_KINDS, canonicalKind } from "../lifecycle/policy.ts";
 import { compileArgvWords, compileTemplate } from "../notify/argv.ts";
-import { parseDuration, parsePositiveNumber } from "../util/duration.ts";
+import { parseDuration, parsePositiveNumber, requireDurationRange } from "../util/duration.ts";
 import { UsageError } from "../util/errors.ts";
 import { isSafeId } from "../util/ids.ts";
 import { PROJECT_DIR, SETTINGS_FILE } from "./lookup.ts";
@@ -48,7 +48,7 @@ export interface Settings {
 type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 type KeyParser<T> = (raw: unknown, origin: string) => Parsed<T>;
 
-const durationValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parseDuration, "a duration");
+const durationValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parseDuration, "a duration", requireDurationRange);
 const positiveNumberValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parsePositiveNumber, "a positive number");
 
 /**
@@ -234,17 +234,31 @@ function firstLine(error: unknown): string {
   return message.split("\n")[0] ?? message;
 }
 
-/** A number of seconds (or a positive number) given as a YAML number or as text for `parse`. */
-function numeric(raw: unknown, origin: string, parse: (text: string, flag: string) => number, what: string): Parsed<number> {
+/**
+ * A number of seconds (or a positive number) given as a YAML number or as text for `parse`; a YAML
+ * number passes `range` too (a duration's 365-day bound, §18), as text does inside `parse`.
+ */
+function numeric(
+  raw: unknown,
+  origin: string,
+  parse: (text: string, flag: string) => number,
+  what: string,
+  range?: (value: number, text: string, flag: string) => number,
+): Parsed<number> {
   if (typeof raw === "number") {
-    return Number.isFinite(raw) && raw > 0 ? { ok: true, value: raw } : { ok: false, problem: `expected ${what} greater than zero, got ${raw}` };
+    if (!(Number.isFinite(raw) && raw > 0)) return { ok: false, problem: `expected ${what} greater than zero, got ${raw}` };
+    return range === undefined ? { ok: true, value: raw } : checked(() => range(raw, String(raw), origin), origin);
   }
   if (typeof raw !== "string") return { ok: false, problem: `expected ${what}, got ${describeType(raw)}` };
+  return checked(() => parse(raw, origin), origin);
+}
+
+/** A parser's UsageError as a problem of the key; its message starts with the origin we gave it, which is dropped. */
+function checked(parse: () => number, origin: string): Parsed<number> {
   try {
-    return { ok: true, value: parse(raw, origin) };
+    return { ok: true, value: parse() };
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
-    // The parser's message starts with the origin we gave it; keep only the problem.
     return { ok: false, problem: error.message.slice(origin.length + 2) };
   }
 }

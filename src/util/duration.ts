@@ -18,6 +18,9 @@ const INTEGER_PATTERN = /^\d+$/;
 
 const DURATION_HINT = `seconds, or a number with ${UNITS.join(", ")} (90, 1.5, 500ms, 10m, 2h, 7d)`;
 
+/** The longest DURATION li accepts (SPEC §18): 365 days. Longer ones are refused, never truncated. */
+export const MAX_DURATION_SECONDS = 365 * UNIT_SECONDS.d;
+
 /** Parses a DURATION (`90`, `1.5`, `500ms`, `10m`, `2h`, `7d`) into seconds; throws a UsageError naming `flag` and the value. */
 export function parseDuration(text: string, flag: string): number {
   const match = DURATION_PATTERN.exec(text.trim());
@@ -26,7 +29,16 @@ export function parseDuration(text: string, flag: string): number {
   }
   const unit = (match[2] ?? "s") as DurationUnit;
   const seconds = Number(match[1]) * UNIT_SECONDS[unit];
-  return requirePositive(seconds, text, flag);
+  return requireDurationRange(seconds, text, flag);
+}
+
+/** A DURATION's seconds, checked: greater than zero and at most MAX_DURATION_SECONDS; throws a UsageError naming `flag` and `text`. */
+export function requireDurationRange(seconds: number, text: string, flag: string): number {
+  requirePositive(seconds, text, flag);
+  if (seconds > MAX_DURATION_SECONDS) {
+    throw new UsageError(`${flag}: ${JSON.stringify(text)} is longer than the maximum of 365d`);
+  }
+  return seconds;
 }
 
 /** Parses a finite decimal number greater than zero (`2`, `0.5`). */

@@ -223,6 +223,26 @@ describe("loadSettings: invalid values", () => {
     });
   }
 
+  for (const [key, yaml] of durationKeys) {
+    test.each(["366d", "31536001", "'8761h'"])(`${key}: %p is past the 365-day maximum (§18): it warns naming the key, and the default is used`, (value) => {
+      write(globalFile, yaml.replace("VALUE", value));
+      const { settings, warnings } = load();
+      expect(settings).toEqual(DEFAULTS);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toStartWith(`settings ${globalFile}: ${key}: `);
+      expect(warnings[0]).toContain("longer than the maximum of 365d");
+      expect(warnings[0]).toEndWith("; using the default");
+    });
+  }
+
+  test("a duration key accepts 365 days, as text or as a YAML number", () => {
+    write(globalFile, "agent:\n  timeout: 365d\nwatch:\n  sweep_interval: 31536000\n");
+    const { settings, warnings } = load();
+    expect(warnings).toEqual([]);
+    expect(settings.agentTimeout).toBe(31_536_000);
+    expect(settings.watch.sweepInterval).toBe(31_536_000);
+  });
+
   test("a duration key accepts a unit and a positive-number key does not", () => {
     write(globalFile, "watch:\n  phantom_grace: 2m\n  phantom_hours: 2h\n");
     const { settings, warnings } = load();

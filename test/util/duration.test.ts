@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { formatDuration, parseDuration, parseNonNegativeInt, parsePositiveNumber } from "../../src/util/duration.ts";
+import { formatDuration, MAX_DURATION_SECONDS, parseDuration, parseNonNegativeInt, parsePositiveNumber } from "../../src/util/duration.ts";
 import { UsageError } from "../../src/util/errors.ts";
 
 function usageMessage(fn: () => unknown): string {
@@ -43,6 +43,15 @@ describe("parseDuration", () => {
       expect(message).toContain(JSON.stringify(text));
     },
   );
+
+  test("accepts up to 365 days and refuses anything longer, naming the flag and the value (§18)", () => {
+    expect(parseDuration("365d", "--timeout")).toBe(MAX_DURATION_SECONDS);
+    expect(parseDuration(String(MAX_DURATION_SECONDS), "--timeout")).toBe(365 * 86400);
+    for (const text of ["366d", "365.5d", "8761h", "31536001", "31536000001ms"]) {
+      const message = usageMessage(() => parseDuration(text, "--timeout"));
+      expect(message).toBe(`--timeout: ${JSON.stringify(text)} is longer than the maximum of 365d`);
+    }
+  });
 
   test("refuses a number too large to be finite", () => {
     expect(usageMessage(() => parseDuration("9".repeat(400), "--timeout"))).toContain("too large");

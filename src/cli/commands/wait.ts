@@ -3,7 +3,7 @@
 import { defineCommand } from "citty";
 import { openReads } from "../../ledger/open-reads.ts";
 import { ambiguityMessage } from "../../ledger/resolve.ts";
-import { parseDuration, parsePositiveNumber } from "../../util/duration.ts";
+import { parseDuration } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { parseWaitIds } from "../../wait/ids.ts";
 import { formatWaitLine, waitJson } from "../../wait/line.ts";
@@ -19,12 +19,12 @@ export default defineCommand({
   },
   args: {
     ids: { type: "positional", description: "ids, space- or comma-separated", required: true },
-    interval: { type: "string", description: "safety poll in seconds (default 1.0); commits wake li wait at once anyway" },
+    interval: { type: "string", description: "DURATION of the safety poll (default 1.0 s); commits wake li wait at once anyway" },
     timeout: { type: "string", description: "give up after this DURATION (90, 1.5, 500ms, 10m, 2h) with exit 3" },
     json: { type: "boolean", description: "one JSON object per finished target instead of the line" },
   },
   async run({ args }) {
-    const intervalMs = args.interval === undefined ? 1000 : parsePositiveNumber(args.interval, "--interval") * 1000;
+    const intervalMs = args.interval === undefined ? 1000 : parseDuration(args.interval, "--interval") * 1000;
     const timeoutMs = args.timeout === undefined ? undefined : parseDuration(args.timeout, "--timeout") * 1000;
     const inputs = parseWaitIds(args._.map(String));
     if (inputs.length === 0) throw new UsageError("li wait needs at least one id");

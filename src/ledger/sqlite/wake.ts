@@ -5,6 +5,7 @@
 
 import { watch, type FSWatcher } from "node:fs";
 import { basename, dirname } from "node:path";
+import { armTimer } from "../../util/timer.ts";
 
 /** A change signal: read `generation` before checking state, then wait for it to move. */
 export interface ChangeWake {
@@ -38,11 +39,12 @@ class Signal {
     if (this.generation !== since) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        disarm();
         this.waiters.delete(done);
         resolve();
       };
-      const timer = setTimeout(done, Math.max(0, timeoutMs));
+      // A `li wait --interval` or watcher wait may be any DURATION (up to 365 d): armTimer re-arms past setTimeout's limit.
+      const disarm = armTimer(timeoutMs, done);
       this.waiters.add(done);
     });
   }
