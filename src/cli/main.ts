@@ -1,8 +1,8 @@
 // The entry point: routes argv to a command, enforces strict flags, and owns every exit code (§16).
 
 import { renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
-import { ExitCode, LedgerUnavailableError, NotFoundError, UsageError } from "../util/errors.ts";
-import { TransitionRejectedError } from "../ledger/errors.ts";
+import { ExitCode, UsageError } from "../util/errors.ts";
+import { exitFor } from "./exit.ts";
 import { VERSION } from "./version.ts";
 import { cliContext } from "./globals.ts";
 import { writeErr, writeOut } from "./io.ts";
@@ -170,26 +170,8 @@ export async function main(argv: string[]): Promise<number> {
 
 /** Maps an error to its documented exit code and one line on stderr; never a stack trace for users. */
 export function reportError(error: unknown): number {
-  const line = (message: string) => writeErr(`li: ${stripAnsi(message).split("\n")[0]}\n`);
-  // Both carry their own exit code (UsageError also covers its subclass TransitionValidationError).
-  if (error instanceof UsageError || error instanceof LedgerUnavailableError) {
-    line(error.message);
-    return error.exitCode;
-  }
-  if (error instanceof NotFoundError) {
-    line(error.message);
-    return ExitCode.usage;
-  }
-  if (error instanceof TransitionRejectedError) {
-    line(error.message);
-    return ExitCode.failure;
-  }
-  if (error instanceof Error && (error as { code?: string }).code?.startsWith("E")) {
-    // citty's own parse errors (missing positional, bad enum value): usage errors.
-    line(error.message);
-    return ExitCode.usage;
-  }
-  line(`internal error: ${error instanceof Error ? error.message : String(error)}`);
-  if (process.env.LI_DEBUG && error instanceof Error) writeErr(`${error.stack}\n`);
-  return ExitCode.internal;
+  const { exit, message } = exitFor(error);
+  writeErr(`li: ${stripAnsi(message).split("\n")[0]}\n`);
+  if (exit === ExitCode.internal && process.env.LI_DEBUG && error instanceof Error) writeErr(`${error.stack}\n`);
+  return exit;
 }

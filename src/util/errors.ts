@@ -22,15 +22,22 @@ export class UsageError extends Error {
   }
 }
 
-/** The ledger cannot be opened, migrated, or was written by a newer li (exit 78). */
+/**
+ * The ledger cannot be opened, migrated, read or written, or was written by a newer li (exit 78, §16,
+ * §18). `unreachable` is §17's distinction: disk full or busy (worth retrying, later spooling) versus
+ * a refusal (read-only, not a li ledger, newer li), which retrying does not change.
+ */
 export class LedgerUnavailableError extends Error {
   override readonly name = "LedgerUnavailableError";
   readonly exitCode = ExitCode.unavailable;
+  readonly unreachable: boolean;
   constructor(
     readonly path: string,
     readonly reason: string,
+    options: { unreachable?: boolean; cause?: unknown } = {},
   ) {
-    super(`ledger ${path}: ${reason}`);
+    super(`ledger ${path}: ${reason}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.unreachable = options.unreachable ?? false;
   }
 }
 

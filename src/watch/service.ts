@@ -8,6 +8,7 @@ import { linkedFinalizer } from "../sweeps/linked.ts";
 import { prune } from "../sweeps/prune.ts";
 import { reaper } from "../sweeps/reaper.ts";
 import { hostEnv, type SweepEnv } from "../sweeps/sweep.ts";
+import { LedgerUnavailableError } from "../util/errors.ts";
 import type { WatchLog } from "./log.ts";
 
 export interface WatchConfig {
@@ -47,6 +48,8 @@ export interface WatchReport {
   finalized: number;
   pruned_sessions: number;
   errors: number;
+  /** Of `errors`, those where the ledger itself could not be read or written (full, read-only…). */
+  ledger_errors: number;
   ended: "once" | "signal";
 }
 
@@ -75,9 +78,11 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   const env = deps.sweepEnv ?? hostEnv();
   const pollMs = (config.pollSeconds ?? 1) * 1000;
   const intervalMs = config.sweepIntervalSeconds * 1000;
-  const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, errors: 0, ended: config.once ? "once" : "signal" };
+  const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
   const fail = (what: string, error: unknown) => {
     report.errors++;
+    // The backend names the ledger and the reason (disk full, read-only) for its own failures.
+    if (error instanceof LedgerUnavailableError) report.ledger_errors++;
     log({ action: "error", during: what, message: message(error) });
   };
   const stopped = new Promise<void>((resolve) => {

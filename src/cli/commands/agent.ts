@@ -18,6 +18,7 @@ import type { Settings } from "../../settings/settings.ts";
 import { cliContext, cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
 import { isTerminal, writeAll } from "../fd.ts";
+import { exitFor } from "../exit.ts";
 import { writeErr, writeOut } from "../io.ts";
 import { repeatedFlag } from "../repeated-flag.ts";
 
@@ -210,9 +211,9 @@ async function supervise(args: AgentArgs, readyFile: string): Promise<number> {
     log(`${outcome.result.status} (${outcome.result.reasonCode || "-"}) session ${outcome.plan.sessionId} branch ${outcome.plan.branchId}`);
     return outcome.exit;
   } catch (error) {
-    if (error instanceof UsageError) return fail(error.exitCode, error.message);
-    if (error instanceof LedgerUnavailableError || error instanceof PersistenceSetupError) return fail(ExitCode.unavailable, error.message);
-    return fail(ExitCode.internal, `internal error: ${error instanceof Error ? error.message : String(error)}`);
+    if (error instanceof PersistenceSetupError) return fail(ExitCode.unavailable, error.message);
+    const { exit, message } = exitFor(error);
+    return fail(exit, message);
   } finally {
     ledger?.close();
   }

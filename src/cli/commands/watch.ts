@@ -3,7 +3,7 @@ import { defineCommand } from "citty";
 import { pollingOnly, watchSqliteFile } from "../../ledger/sqlite/wake.ts";
 import { loadSettings } from "../../settings/settings.ts";
 import { parseDuration, parsePositiveNumber } from "../../util/duration.ts";
-import { UsageError } from "../../util/errors.ts";
+import { ExitCode, UsageError } from "../../util/errors.ts";
 import { acquireWatchLock, lockPathFor, WatcherAlreadyRunningError, type WatchLock } from "../../watch/lock.ts";
 import { createLog, LOG_FORMATS, type LogFormat } from "../../watch/log.ts";
 import { runWatch, type WatchConfig } from "../../watch/service.ts";
@@ -17,7 +17,7 @@ export default defineCommand({
       "The long-lived service: delivers owed notices on every ledger change, reaps phantom sessions and finalizes linked ones every sweep interval, prunes only with --prune-keep-days. One per ledger per host",
   },
   args: {
-    once: { type: "boolean", description: "run one pass of everything and exit (for cron)" },
+    once: { type: "boolean", description: "run one pass of everything and exit (for cron): exit 1 when the pass logged errors, 78 when the ledger could not be written" },
     "sweep-interval": { type: "string", description: "DURATION between sweeps (default 30s; settings watch.sweep_interval)" },
     "phantom-grace": { type: "string", description: "seconds after a dead leg's last heartbeat before it is reaped (default 60; watch.phantom_grace)" },
     "phantom-hours": { type: "string", description: "hours before a session with no process markers is reaped (default 1; watch.phantom_hours)" },
@@ -84,6 +84,8 @@ export default defineCommand({
         });
         const report = await runWatch({ ledger, wake, log, signal: stop.signal, delivery: { liHome: paths.home } }, config);
         log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, errors: report.errors });
+        // For cron: a pass that logged errors is not a success (the long-running watcher logs and goes on).
+        if (config.once && report.errors > 0) return report.ledger_errors > 0 ? ExitCode.unavailable : ExitCode.failure;
       } finally {
         wake.close();
       }

@@ -5,6 +5,7 @@ import type { Database } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { AdminEventRow, Backend, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, StatusRow, StatusSet, TransitionRow, Tx } from "../backend.ts";
 import * as legStore from "./legs.ts";
+import { asLedgerError } from "./errors.ts";
 import { withBusyRetry } from "./migrate.ts";
 import { SqliteReads } from "./reads.ts";
 import { SqliteNotifyStore } from "./notify.ts";
@@ -48,9 +49,12 @@ export class SqliteBackend implements Backend {
         this.db.run("COMMIT");
         return result;
       } catch (error) {
-        if (this.db.inTransaction) this.db.run("ROLLBACK");
+        if (this.db.inTransaction) this.rollbackQuietly();
         throw error;
       }
+    } catch (error) {
+      // A full disk, a read-only or foreign file: one error naming the ledger (exit 78), not SQLite's raw text.
+      throw asLedgerError(error, this.location) ?? error;
     } finally {
       release();
     }
@@ -116,6 +120,15 @@ export class SqliteBackend implements Backend {
 
   async afterBulkBatch(): Promise<void> {
     sweeps.passiveCheckpoint(this.db);
+  }
+
+  /** After a failed statement; a ROLLBACK that fails too (an I/O error) must not hide the first error. */
+  private rollbackQuietly(): void {
+    try {
+      this.db.run("ROLLBACK");
+    } catch {
+      // SQLite rolls a broken transaction back itself when the connection closes.
+    }
   }
 
   close(): void {

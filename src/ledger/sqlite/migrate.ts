@@ -4,6 +4,7 @@
 import type { Database } from "bun:sqlite";
 import { LedgerUnavailableError } from "../../util/errors.ts";
 import { MIGRATIONS } from "./migrations.gen.ts";
+import { notALiLedger } from "./errors.ts";
 
 const BUSY = /SQLITE_BUSY|database is locked/i;
 
@@ -36,15 +37,31 @@ function writtenByNewerLi(path: string, seen: number, known: number): LedgerUnav
   return new LedgerUnavailableError(path, `written by a newer li (schema ${seen}, this li knows ${known}); upgrade li`);
 }
 
+export function userVersion(db: Database): number {
+  return db.query<{ user_version: number }, []>("PRAGMA user_version").get()?.user_version ?? 0;
+}
+
+/** The names of the file's tables (a cheap read of sqlite_master, which any statement parses anyway). */
+export function tableNames(db: Database): string[] {
+  return db.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((r) => r.name);
+}
+
+/** Refuses someone else's SQLite file (exit 78) before li reads or writes a byte of it (§18). */
+export function assertLiLedger(db: Database, path: string, version: number): void {
+  const why = notALiLedger(tableNames(db), version);
+  if (why !== null) throw new LedgerUnavailableError(path, why);
+}
+
 /**
  * Applies embedded migrations. `user_version` counts the applied ones, so an up-to-date ledger costs
  * one read; otherwise BEGIN IMMEDIATE, re-read, apply, commit — safe when many processes open a new file.
  */
 export function migrate(db: Database, path: string): void {
-  const version = () => db.query<{ user_version: number }, []>("PRAGMA user_version").get()?.user_version ?? 0;
+  const version = () => userVersion(db);
   const known = MIGRATIONS.length;
   const seen = version();
   if (seen > known) throw writtenByNewerLi(path, seen, known);
+  assertLiLedger(db, path, seen);
   if (seen === known) return;
   const needsForeignKeysOff = MIGRATIONS.slice(seen).some((m) => m.statements.some((s) => /PRAGMA\s+foreign_keys\s*=\s*OFF/i.test(s)));
   // SQLite ignores PRAGMA foreign_keys inside a transaction: switch it outside, check before COMMIT.

@@ -4,7 +4,8 @@
 
 import { Database } from "bun:sqlite";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
-import { applyPragmas, migrate } from "./migrate.ts";
+import { asLedgerError } from "./errors.ts";
+import { applyPragmas, assertLiLedger, migrate, tableNames } from "./migrate.ts";
 import { MIGRATIONS } from "./migrations.gen.ts";
 
 /** A missing file is "nothing recorded yet" (exit 2) and is never created (§16); anything else is exit 78. */
@@ -18,16 +19,21 @@ export function openSqliteForReads(path: string, busyTimeoutMs = 5000): Database
   try {
     db.run(`PRAGMA busy_timeout = ${Math.floor(busyTimeoutMs)}`);
     const version = db.query<{ user_version: number }, []>("PRAGMA user_version").get()?.user_version ?? 0;
-    if (version !== MIGRATIONS.length) {
-      // Older (or empty) file: bring it up to date as any writer would; newer: refused by migrate.
+    // Before anything that could write (WAL mode changes the header): someone else's file stays as it was.
+    if (version <= MIGRATIONS.length) assertLiLedger(db, path, version);
+    if (version === 0 && tableNames(db).length === 0) {
+      // A zero-length (or empty) file: there is nothing to read, and a reader never writes li's schema into it.
+      throw new LedgerUnavailableError(path, "empty file, not a li ledger yet (a command that records, such as li agent, creates one)");
+    } else if (version !== MIGRATIONS.length) {
+      // An older ledger: brought up to date as any writer would; a newer one is refused by migrate.
       applyPragmas(db, busyTimeoutMs);
       migrate(db, path);
     }
     return db;
   } catch (error) {
     db.close();
-    if (error instanceof LedgerUnavailableError || error instanceof UsageError) throw error;
-    throw new LedgerUnavailableError(path, (error as Error).message);
+    if (error instanceof UsageError) throw error;
+    throw asLedgerError(error, path) ?? new LedgerUnavailableError(path, (error as Error).message);
   }
 }
 
@@ -35,5 +41,5 @@ function whyNotOpened(path: string, error: unknown): Error {
   const fs = require("node:fs") as typeof import("node:fs");
   if (!fs.existsSync(path)) return new UsageError(`nothing recorded yet: no ledger at ${path}`);
   if (fs.statSync(path).isDirectory()) return new LedgerUnavailableError(path, "is a directory, not a database file");
-  return new LedgerUnavailableError(path, `cannot open: ${(error as Error).message}`);
+  return asLedgerError(error, path) ?? new LedgerUnavailableError(path, `cannot open: ${(error as Error).message}`);
 }

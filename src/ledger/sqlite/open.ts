@@ -4,7 +4,8 @@ import { Database } from "bun:sqlite";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
-import { applyPragmas, migrate } from "./migrate.ts";
+import { asLedgerError } from "./errors.ts";
+import { applyPragmas, assertLiLedger, migrate, userVersion } from "./migrate.ts";
 
 export interface OpenSqliteOptions {
   /** Read-only commands must not create a ledger (§16): a missing file is "nothing recorded yet". */
@@ -25,8 +26,12 @@ function ensureOwnerOnlyFile(path: string): void {
 export function openSqlite(path: string, opts: OpenSqliteOptions): Database {
   for (const dir of opts.ownedDirs ?? []) {
     if (!existsSync(dir)) {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      chmodSync(dir, 0o700);
+      try {
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        chmodSync(dir, 0o700);
+      } catch (error) {
+        throw new LedgerUnavailableError(path, `cannot create ${dir}: ${(error as Error).message}`);
+      }
     }
   }
   if (!existsSync(path)) {
@@ -43,15 +48,18 @@ export function openSqlite(path: string, opts: OpenSqliteOptions): Database {
   try {
     db = new Database(path, { create: opts.create, strict: true });
   } catch (error) {
-    throw new LedgerUnavailableError(path, `cannot open: ${(error as Error).message}`);
+    throw asLedgerError(error, path) ?? new LedgerUnavailableError(path, `cannot open: ${(error as Error).message}`);
   }
   try {
-    applyPragmas(db, opts.busyTimeoutMs ?? 5000);
+    const busyTimeoutMs = opts.busyTimeoutMs ?? 5000;
+    db.run(`PRAGMA busy_timeout = ${Math.floor(busyTimeoutMs)}`);
+    // Before the pragmas: switching to WAL rewrites the header of someone else's file.
+    assertLiLedger(db, path, userVersion(db));
+    applyPragmas(db, busyTimeoutMs);
     migrate(db, path);
   } catch (error) {
     db.close();
-    if (error instanceof LedgerUnavailableError) throw error;
-    throw new LedgerUnavailableError(path, (error as Error).message);
+    throw asLedgerError(error, path) ?? new LedgerUnavailableError(path, (error as Error).message);
   }
   return db;
 }
