@@ -59,20 +59,31 @@ export async function retireConsumer(ledger: Ledger, name: string): Promise<{ na
   });
 }
 
-async function liveConsumer(ledger: Ledger, name: string) {
+/** A registered consumer: "live", or "settled" (a leg registration whose one notice was delivered or went dead). */
+async function consumerState(ledger: Ledger, name: string): Promise<"live" | "settled"> {
   assertConsumerName(name, "--consumer");
-  const consumer = await ledger.backend.notify.getConsumer(name);
+  const store = ledger.backend.notify;
+  const consumer = await store.getConsumer(name);
   if (!consumer) throw new UsageError(`--consumer: '${name}' is not registered (li events consumers add ${name})`);
-  if (consumer.retired_at !== null) throw new UsageError(`--consumer: '${name}' is retired`);
-  return consumer;
+  if (consumer.retired_at === null) return "live";
+  // Only the delivery engine retires a `cb:` consumer (a person cannot: assertPlainConsumer), when its
+  // registration settled. That is the normal end of a leg's notice, not a person's decision: nothing is owed.
+  const registration = name.startsWith(REGISTRATION_PREFIX) ? await store.getCallbackByConsumer(name) : null;
+  if (registration?.scope === "leg" && registration.retired_at !== null) return "settled";
+  throw new UsageError(`--consumer: '${name}' is retired`);
+}
+
+async function liveConsumer(ledger: Ledger, name: string): Promise<void> {
+  if ((await consumerState(ledger, name)) !== "live") throw new UsageError(`--consumer: '${name}' is retired`);
 }
 
 /**
  * The terminal events still owed to a consumer, oldest commit first: every event above its
  * watermark without an acknowledgement, however old. A handler's consumer also applies its filter.
+ * A settled leg registration is owed nothing (an empty list, like any consumer that is up to date).
  */
 export async function listOwed(ledger: Ledger, name: string, limit = 10_000): Promise<TransitionRow[]> {
-  await liveConsumer(ledger, name);
+  if ((await consumerState(ledger, name)) === "settled") return [];
   const store = ledger.backend.notify;
   const handler = await store.getCallbackByConsumer(name);
   if (!handler) return store.owedToConsumer(name, limit);
