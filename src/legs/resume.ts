@@ -95,9 +95,9 @@ export async function resolveResume(ledger: Ledger | null, runsRoot: string, idO
  * The setup transaction of a resumed leg (§8, §10). Under the write lock it reads the session again:
  * - gone → a new session for the same branch (plan.sessionId becomes `freshSessionId()`);
  * - terminal → ONE guarded write reopens it to running (override by cli.resume), clearing ended_at,
- *   exit_code and the verification, installing this leg's markers and current_leg_id, and inserting the
- *   leg row and its registration (alsoInTransaction);
- * - running → left running: a same-status write makes the new leg current with its markers;
+ *   exit_code and the verification, installing this leg's markers, current_leg_id and artifact root
+ *   (artifacts_path), and inserting the leg row and its registration (alsoInTransaction);
+ * - running → left running: a same-status write makes the new leg current with its markers and artifact root;
  * - a lost race → the leg row and registration are still written; the leg proceeds, not current.
  */
 export async function setupResume(ledger: Ledger, plan: LegPlan, freshSessionId: () => string, alsoInSetup?: AlsoInSetup): Promise<ResumeSetup> {
@@ -134,6 +134,9 @@ export async function setupResume(ledger: Ledger, plan: LegPlan, freshSessionId:
           ...(reopen ? { ended_at: null, exit_code: null, artifact_verification_json: null } : {}),
           node_metadata: mergedMarkers(row.node_metadata, plan),
           current_leg_id: plan.legId,
+          // §2, §6: the session row describes its current leg, so a `--save-dir` given with `-r` becomes the
+          // session's artifact root here, in the same write (and the next plain resume inherits it, §7).
+          artifacts_path: plan.run.artifactRoot,
         },
         alsoInTransaction: async (t) => {
           await insertLegAndRegistration(t);
