@@ -1,9 +1,10 @@
 // Colour for human output: only on a terminal, never with NO_COLOR or TERM=dumb (§13).
 
-import { isTerminal } from "./fd.ts";
+import { isTerminal } from "./terminal.ts";
 
 export function useColour(fd = 1): boolean {
-  return isTerminal(fd) && !process.env.NO_COLOR && process.env.TERM !== "dumb";
+  // The environment first: it is free, and the terminal check loads node:fs.
+  return !process.env.NO_COLOR && process.env.TERM !== "dumb" && isTerminal(fd);
 }
 
 const CODES = { red: 31, green: 32, yellow: 33, blue: 34, dim: 2, bold: 1 } as const;

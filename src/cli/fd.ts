@@ -1,7 +1,7 @@
 // Raw descriptor I/O for the paths that need it (a leg's live output, terminal checks); it loads
 // node:fs, so the read-only commands' text output goes through io.ts instead.
 
-import { readlinkSync, writeSync } from "node:fs";
+import { writeSync } from "node:fs";
 
 /** Writes all of `data` to `fd`, across partial writes and a non-blocking descriptor's EAGAIN. */
 export function writeAll(fd: number, data: string | Uint8Array): void {
@@ -22,16 +22,4 @@ export function writeAll(fd: number, data: string | Uint8Array): void {
   }
 }
 
-/**
- * Whether `fd` is a terminal. Read from /proc (li runs on Linux): importing node:tty measured ~3 ms of
- * start-up in the compiled binary. A terminal is a pts, a tty or the console; /dev/null, pipes and
- * files are not.
- */
-export function isTerminal(fd: number): boolean {
-  try {
-    const target = readlinkSync(`/proc/self/fd/${fd}`);
-    return /^\/dev\/(pts\/\d+|tty\w*|console)$/.test(target);
-  } catch {
-    return false;
-  }
-}
+export { isTerminal } from "./terminal.ts";

@@ -4,6 +4,8 @@
 // console.log/console.error are Bun-native and write synchronously (a slow reader gets every line
 // even when the process exits right after), so lines still appear as they are produced.
 
+import { safeText } from "./text.ts";
+
 /** Writes whole lines to stdout: `text` is one or more lines; a missing final newline is added. */
 export function writeOut(text: string): void {
   if (text !== "") console.log(text.endsWith("\n") ? text.slice(0, -1) : text);
@@ -12,4 +14,9 @@ export function writeOut(text: string): void {
 /** Writes whole lines to stderr, like writeOut. */
 export function writeErr(text: string): void {
   if (text !== "") console.error(text.endsWith("\n") ? text.slice(0, -1) : text);
+}
+
+/** One diagnostic line on stderr, `li: ` first; the line may quote stored or user values, so it is escaped whole (§18). */
+export function writeNote(line: string): void {
+  writeErr(`li: ${safeText(line)}\n`);
 }

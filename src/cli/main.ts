@@ -5,7 +5,7 @@ import { ExitCode, UsageError } from "../util/errors.ts";
 import { exitFor } from "./exit.ts";
 import { VERSION } from "./version.ts";
 import { cliContext } from "./globals.ts";
-import { writeErr, writeOut } from "./io.ts";
+import { writeErr, writeNote, writeOut } from "./io.ts";
 import { stripAnsi } from "./output.ts";
 
 type Command = { summary: string; load: () => Promise<CommandDef<any>> };
@@ -171,7 +171,8 @@ export async function main(argv: string[]): Promise<number> {
 /** Maps an error to its documented exit code and one line on stderr; never a stack trace for users. */
 export function reportError(error: unknown): number {
   const { exit, message } = exitFor(error);
-  writeErr(`li: ${stripAnsi(message).split("\n")[0]}\n`);
+  // The whole message on one line, escaped: it may quote the user's own value (an id, a path, a flag's argument).
+  writeNote(stripAnsi(message).trimEnd());
   if (exit === ExitCode.internal && process.env.LI_DEBUG && error instanceof Error) writeErr(`${error.stack}\n`);
   return exit;
 }

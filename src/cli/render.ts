@@ -2,6 +2,7 @@
 
 import type { AdminEventRow, EntityRow, TransitionRow } from "../ledger/backend.ts";
 import { parseJsonColumn } from "./output.ts";
+import { safeText } from "./text.ts";
 
 const JSON_COLUMNS = new Set(["status_evidence_refs", "artifact_contract_json", "artifact_verification_json", "node_metadata", "evidence_refs", "metadata", "payload", "command"]);
 
@@ -28,5 +29,5 @@ export function isoTime(seconds: unknown): string {
 export function describeEntity(row: EntityRow): string[] {
   return Object.entries(row)
     .filter(([, v]) => v !== null && v !== undefined)
-    .map(([k, v]) => `${k}: ${k.endsWith("_at") && typeof v === "number" ? `${isoTime(v)} (${v})` : String(v)}`);
+    .map(([k, v]) => `${k}: ${k.endsWith("_at") && typeof v === "number" ? `${isoTime(v)} (${v})` : safeText(v)}`);
 }

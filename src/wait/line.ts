@@ -3,6 +3,7 @@
 import { SUCCESS_STATUS, type EntityKind } from "../lifecycle/policy.ts";
 import { isRegisteredReason } from "../lifecycle/reasons.ts";
 import type { WaitState } from "../ledger/reads.ts";
+import { safeText } from "../cli/text.ts";
 
 export interface WaitOutcome {
   /** The canonical id (a branch or run id resolves to its session's id). */
@@ -33,9 +34,13 @@ export function toOutcome(target: { kind: EntityKind; id: string; input: string 
   };
 }
 
-/** `<id>\tstatus=…\treason=…\tartifact_dir=…\texit_code=…` — frozen; scripts parse it. */
+/**
+ * `<id>\tstatus=…\treason=…\tartifact_dir=…\texit_code=…` — frozen; scripts parse it. The id, status
+ * and reason come from safe alphabets; the path is escaped (§18): a tab, newline or ESC in a
+ * `--save-dir` prints as `\x09`, `\x0a`, `\x1b`, so the line stays one line of five fields.
+ */
 export function formatWaitLine(o: WaitOutcome): string {
-  return `${o.id}\tstatus=${o.status}\treason=${o.reason}\tartifact_dir=${o.artifactDir ?? "-"}\texit_code=${o.exitCode ?? "-"}`;
+  return `${safeText(o.id)}\tstatus=${o.status}\treason=${o.reason}\tartifact_dir=${o.artifactDir === null ? "-" : safeText(o.artifactDir)}\texit_code=${o.exitCode ?? "-"}`;
 }
 
 /** The `--json` record (docs/json.md); fields are only ever added. */

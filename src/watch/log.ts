@@ -1,5 +1,7 @@
 // The watcher's log: one line per action, as `TIME ACTION key=value…` text or one JSON object; handler argv never appears.
 
+import { safeText } from "../cli/text.ts";
+
 export type LogFormat = "text" | "json";
 export const LOG_FORMATS: readonly LogFormat[] = ["text", "json"];
 
@@ -33,7 +35,8 @@ function sanitize(entry: LogEntry): LogEntry {
 
 function textValue(value: unknown): string {
   if (value === null) return "-";
-  if (typeof value === "string") return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
+  // Quoted when it holds a space, quote or `=`; escaped always (§18): a value can hold ESC or C1 codes JSON leaves raw.
+  if (typeof value === "string") return safeText(/^[^\s"=]+$/.test(value) ? value : JSON.stringify(value));
   if (typeof value === "number" || typeof value === "boolean") return String(value);
   return JSON.stringify(value);
 }

@@ -21,6 +21,15 @@ describe("the watcher's log", () => {
     expect(line.length).toBeLessThan(300);
   });
 
+  test("control characters in a value are escaped in text lines, exact in json lines", () => {
+    const entry = { action: "deliver", error: "boom\u001b]52;c;aGk\u0007", path: "/tmp/a\u009bb" };
+    const text = formatLogLine(entry, "text", AT);
+    expect(text).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    expect(text).toContain("error=boom\\x1b]52;c;aGk\\x07");
+    expect(text).toContain("path=/tmp/a\\x9bb");
+    expect(JSON.parse(formatLogLine(entry, "json", AT))).toMatchObject({ error: entry.error, path: entry.path });
+  });
+
   test("each entry becomes exactly one line", () => {
     const lines: string[] = [];
     const log = createLog("json", (l) => lines.push(l), () => AT);

@@ -19,7 +19,7 @@ import { cliContext, cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
 import { isTerminal, writeAll } from "../fd.ts";
 import { exitFor } from "../exit.ts";
-import { writeErr, writeOut } from "../io.ts";
+import { writeErr, writeOut, writeNote } from "../io.ts";
 import { repeatedFlag } from "../repeated-flag.ts";
 
 /** "0 completed, 1 completed_empty/failed, …" from the status table; `running` is no outcome of its own. */
@@ -30,7 +30,7 @@ function exitCodesByStatus(): string {
 }
 
 const writeFd = (fd: number) => (chunk: Uint8Array) => writeAll(fd, chunk);
-const note = (line: string) => writeErr(`li: ${line}\n`);
+const note = (line: string) => writeNote(line);
 
 /**
  * `-r` on a machine with no ledger yet: the branch can only be in a run directory's snapshot. An unknown

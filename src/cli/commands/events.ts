@@ -12,7 +12,7 @@ import { UsageError } from "../../util/errors.ts";
 import { cliContext, cliLedger, cliPaths } from "../context.ts";
 import { table, writeJson } from "../output.ts";
 import { isoTime } from "../render.ts";
-import { writeErr, writeOut } from "../io.ts";
+import { writeErr, writeOut, writeNote } from "../io.ts";
 import { repeatedFlag } from "../repeated-flag.ts";
 
 const USAGE = `Terminal events, their consumers and handlers.
@@ -123,7 +123,7 @@ function ack({ args, words, seen }: EventsCall): Promise<number> {
   return withLedger(false, async (ledger) => {
     const result = await ackEvents(ledger, consumer, ids);
     if (args.json) writeJson({ consumer, ...result });
-    else writeErr(`li: acknowledged ${result.acked} event(s) for ${consumer}${result.already ? ` (${result.already} already acknowledged)` : ""}\n`);
+    else writeNote(`acknowledged ${result.acked} event(s) for ${consumer}${result.already ? ` (${result.already} already acknowledged)` : ""}`);
     return 0;
   });
 }
@@ -138,11 +138,11 @@ function consumers({ args, words, seen }: EventsCall): Promise<number> {
     if (sub === "add") {
       const added = await addConsumer(ledger, name);
       if (args.json) writeJson(added);
-      else writeErr(added.created ? `li: consumer ${name} registered at seq ${added.watermark}\n` : `li: consumer ${name} is already registered (seq ${added.watermark})\n`);
+      else writeNote(added.created ? `consumer ${name} registered at seq ${added.watermark}` : `consumer ${name} is already registered (seq ${added.watermark})`);
     } else {
       const retired = await retireConsumer(ledger, name);
       if (args.json) writeJson(retired);
-      else writeErr(`li: consumer ${name} retired; ${retired.released} owed event(s) released\n`);
+      else writeNote(`consumer ${name} retired; ${retired.released} owed event(s) released`);
     }
     return 0;
   });
@@ -157,7 +157,7 @@ function addStandingHandler({ args, rawArgs, words, seen }: EventsCall): Promise
   return withLedger(true, async (ledger) => {
     const row = await addHandler(ledger, { name: words[2]!, kinds: repeatedFlag(rawArgs, "kind"), ids: repeatedFlag(rawArgs, "id"), argv, hostId: handlerHost() });
     if (args.json) writeJson(handlerJson(row));
-    else writeErr(`li: handler ${row.name} added on this host: ${describeArgv(JSON.parse(row.argv) as string[])}\n`);
+    else writeNote(`handler ${row.name} added on this host: ${describeArgv(JSON.parse(row.argv) as string[])}`);
     return 0;
   });
 }
@@ -170,7 +170,7 @@ function removeStandingHandler({ args, words, seen }: EventsCall): Promise<numbe
   return withLedger(false, async (ledger) => {
     const removed = await removeHandler(ledger, name);
     if (args.json) writeJson({ name, ...removed });
-    else writeErr(`li: handler ${name} removed; ${removed.released} owed event(s) released\n`);
+    else writeNote(`handler ${name} removed; ${removed.released} owed event(s) released`);
     return 0;
   });
 }
@@ -207,7 +207,7 @@ function deliver({ args, words, seen }: EventsCall): Promise<number> {
       writeJson({ ...counts, outcomes: outcomes.map((o) => ({ event_id: o.transitionId, consumer: o.consumer, state: o.state, error: o.result.ok ? null : o.result.error })) });
       return 0;
     }
-    for (const o of outcomes) if (!o.result.ok) writeErr(`li: handler ${o.consumer} on event ${o.transitionId}: ${o.result.error} (${o.state})\n`);
+    for (const o of outcomes) if (!o.result.ok) writeNote(`handler ${o.consumer} on event ${o.transitionId}: ${o.result.error} (${o.state})`);
     writeOut(`delivered ${counts.delivered}, failed ${counts.failed}, dead ${counts.dead}, skipped (claimed elsewhere) ${counts.skipped_claimed}\n`);
     return 0;
   });

@@ -7,7 +7,8 @@ import { parseDuration } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { cliLedger } from "../context.ts";
 import { writeJson } from "../output.ts";
-import { writeErr, writeOut } from "../io.ts";
+import { writeErr, writeOut, writeNote } from "../io.ts";
+import { safeText } from "../text.ts";
 
 export default defineCommand({
   meta: {
@@ -44,7 +45,7 @@ export default defineCommand({
         }
         for (const a of summary.actions) {
           const verb = options.dryRun ? "would cancel" : a.applied ? "cancelled" : `left (${a.conflict})`;
-          writeOut(`${verb} ${a.session_id} (leg idle ${Math.round(a.age_seconds)}s)${a.killed ? " and killed its orphaned command" : ""}\n`);
+          writeOut(`${verb} ${safeText(a.session_id)} (leg idle ${Math.round(a.age_seconds)}s)${a.killed ? " and killed its orphaned command" : ""}\n`);
         }
         writeOut(staleKillLine(summary) + "\n");
         return 0;
@@ -64,9 +65,9 @@ export default defineCommand({
         const { transition: _t, ...rest } = result;
         writeJson(rest);
       } else if (result.action === "lost_race") {
-        writeErr(`li: session ${result.session_id} changed while killing it: now ${result.status}${result.reason_code ? ` (${result.reason_code})` : ""}\n`);
+        writeNote(`session ${result.session_id} changed while killing it: now ${result.status}${result.reason_code ? ` (${result.reason_code})` : ""}`);
       } else {
-        writeOut(`${result.session_id}: ${result.status} (${result.reason_code ?? "unknown"})\n`);
+        writeOut(`${safeText(result.session_id)}: ${result.status} (${safeText(result.reason_code ?? "unknown")})\n`);
       }
       return result.action === "lost_race" && result.status === "running" ? 1 : 0;
     } finally {

@@ -6,7 +6,7 @@ import { formatDuration, parseDuration, parsePositiveNumber } from "../../util/d
 import { UsageError } from "../../util/errors.ts";
 import { openReads } from "../../ledger/open-reads.ts";
 import { cliPaths } from "../paths.ts";
-import { paint, useColour, type Colour } from "../colour.ts";
+import { useColour, type Colour } from "../colour.ts";
 import { table, writeJson } from "../output.ts";
 import { writeOut } from "../io.ts";
 
@@ -111,21 +111,21 @@ export default defineCommand({
         return 0;
       }
       const colour = useColour();
-      const header = ["ID", "KIND", "STATUS", "REASON", "AGE", "DURATION", "LEGS", "COMMAND"].map((h) => paint(h, "bold", colour));
+      const header = ["ID", "KIND", "STATUS", "REASON", "AGE", "DURATION", "LEGS", "COMMAND"].map((h) => ({ text: h, colour: "bold" as const }));
       writeOut(
         table([
           header,
           ...entries.map((e) => [
             e.shortId,
             e.row.kind,
-            paint(e.row.status, statusColour(e.row.kind, e.row.status), colour),
+            { text: e.row.status, colour: statusColour(e.row.kind, e.row.status) },
             e.row.reason ?? "-",
             formatDuration(e.ageSeconds),
             e.durationSeconds === null ? "-" : formatDuration(e.durationSeconds),
             e.row.leg_count === null ? "-" : String(e.row.leg_count),
             e.argv ? showArgv(e.argv) : "-",
           ]),
-        ]),
+        ], { colour }),
       );
       return 0;
     } finally {

@@ -7,6 +7,7 @@ import { cliPaths } from "../paths.ts";
 import { parseJsonColumn, table, writeJson } from "../output.ts";
 import { adminEventJson, describeEntity, entityJson, isoTime, transitionJson } from "../render.ts";
 import { writeOut } from "../io.ts";
+import { safeText } from "../text.ts";
 import { UsageError } from "../../util/errors.ts";
 import type { CallbackRow } from "../../ledger/notify-store.ts";
 
@@ -67,8 +68,8 @@ export default defineCommand({
         });
         return 0;
       }
-      const out = [`${target.kind} ${row.id}${target.via ? ` (from ${target.via.kind} ${target.via.id})` : ""}`, ...describeEntity(row).map((l) => `  ${l}`)];
-      if (currentLeg) out.push(`  run_dir: ${currentLeg.state_root}`);
+      const out = [`${target.kind} ${safeText(row.id)}${target.via ? ` (from ${target.via.kind} ${safeText(target.via.id)})` : ""}`, ...describeEntity(row).map((l) => `  ${l}`)];
+      if (currentLeg) out.push(`  run_dir: ${safeText(currentLeg.state_root)}`);
       writeOut(out.join("\n") + "\n");
       if (legs.length > 0) {
         writeOut("\nlegs:\n");

@@ -6,6 +6,7 @@ import { UsageError } from "../../util/errors.ts";
 import { cliLedger } from "../context.ts";
 import { writeJson } from "../output.ts";
 import { writeOut } from "../io.ts";
+import { safeText } from "../text.ts";
 
 export default defineCommand({
   meta: {
@@ -38,7 +39,7 @@ export default defineCommand({
       }
       for (const a of summary.actions) {
         const verb = options.dryRun ? "would mark" : a.applied ? "marked" : `left (${a.conflict})`;
-        writeOut(`${verb} ${a.session_id} ${a.status} (leg idle ${Math.round(a.age_seconds)}s)\n`);
+        writeOut(`${verb} ${safeText(a.session_id)} ${a.status} (leg idle ${Math.round(a.age_seconds)}s)\n`);
       }
       writeOut(doctorLine(summary, options.newStatus) + "\n");
       return 0;

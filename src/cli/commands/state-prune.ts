@@ -5,7 +5,8 @@ import { parseNonNegativeInt } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
-import { writeErr, writeOut } from "../io.ts";
+import { writeErr, writeOut, writeNote } from "../io.ts";
+import { safeText } from "../text.ts";
 
 export default defineCommand({
   meta: {
@@ -32,10 +33,10 @@ export default defineCommand({
         writeJson(summary);
         return 0;
       }
-      for (const path of summary.files?.removed ?? []) writeOut(`${options.dryRun ? "would remove" : "removed"} ${path}\n`);
-      for (const s of summary.files?.skipped ?? []) if (s.why !== "missing") writeErr(`li: kept ${s.path} (${s.why.replace(/_/g, " ")})\n`);
-      if (summary.rolled_back > 0) writeErr(`li: ${summary.rolled_back} batch(es) rolled back: a candidate survived its deletes\n`);
-      if (options.dryRun) writeErr("li: dry run: nothing was deleted\n");
+      for (const path of summary.files?.removed ?? []) writeOut(`${options.dryRun ? "would remove" : "removed"} ${safeText(path)}\n`);
+      for (const s of summary.files?.skipped ?? []) if (s.why !== "missing") writeNote(`kept ${s.path} (${s.why.replace(/_/g, " ")})`);
+      if (summary.rolled_back > 0) writeNote(`${summary.rolled_back} batch(es) rolled back: a candidate survived its deletes`);
+      if (options.dryRun) writeNote("dry run: nothing was deleted");
       writeOut(pruneLine(summary) + "\n");
       return 0;
     } finally {

@@ -6,7 +6,7 @@ import { resolveOne } from "../../ledger/resolve.ts";
 import { pushTerminal } from "../../notify/push.ts";
 import { cliLedger, cliPaths } from "../context.ts";
 import { writeJson } from "../output.ts";
-import { writeErr } from "../io.ts";
+import { writeErr, writeNote } from "../io.ts";
 
 export default defineCommand({
   meta: { name: "set-status", description: "Move an entity to a status through the guarded write. Exit 0 applied, 1 not applied, 2 invalid or not found" },
@@ -43,16 +43,16 @@ export default defineCommand({
       });
       if (outcome.result === "applied") {
         if (args.json) writeJson({ applied: true, kind, id: target.id, previous_status: outcome.transition.previousStatus, status: outcome.transition.status, event_id: outcome.transition.transitionId });
-        else writeErr(`li: ${kind} ${target.id}: ${outcome.transition.previousStatus} → ${outcome.transition.status}\n`);
+        else writeNote(`${kind} ${target.id}: ${outcome.transition.previousStatus} → ${outcome.transition.status}`);
         // The repair path pushes like any process that applies a terminal event (§9.4); handlers never change the outcome.
         const pushed = await pushTerminal(ledger, outcome.transition, { liHome: cliPaths().home });
-        for (const o of pushed.outcomes) if (!o.result.ok) writeErr(`li: handler ${o.consumer}: ${o.result.error} (${o.state})\n`);
-        if (pushed.error) writeErr(`li: ${pushed.error}; li events deliver will retry\n`);
+        for (const o of pushed.outcomes) if (!o.result.ok) writeNote(`handler ${o.consumer}: ${o.result.error} (${o.state})`);
+        if (pushed.error) writeNote(`${pushed.error}; li events deliver will retry`);
         return 0;
       }
       const current = outcome.result === "conflict" ? outcome.current.status : null;
       if (args.json) writeJson({ applied: false, kind, id: target.id, conflict: outcome.result === "conflict" ? outcome.why : null, status: current });
-      writeErr(`li: not applied: ${kind} ${target.id} is '${current}' (guard: --expect ${args.expect ?? ""})\n`);
+      writeNote(`not applied: ${kind} ${target.id} is '${current}' (guard: --expect ${args.expect ?? ""})`);
       return 1;
     } finally {
       ledger.close();

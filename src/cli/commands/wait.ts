@@ -9,7 +9,7 @@ import { parseWaitIds } from "../../wait/ids.ts";
 import { formatWaitLine, waitJson } from "../../wait/line.ts";
 import { resolveTargets, waitExitCode, waitForTerminal } from "../../wait/waiter.ts";
 import { cliPaths } from "../paths.ts";
-import { writeErr, writeOut } from "../io.ts";
+import { writeErr, writeOut, writeNote } from "../io.ts";
 
 export default defineCommand({
   meta: {
@@ -39,7 +39,7 @@ export default defineCommand({
     try {
       const { targets, problems } = await resolveTargets(ledger.reads, inputs);
       for (const p of problems) {
-        writeErr(`li: ${p.problem === "ambiguous" ? ambiguityMessage(p.input, p.matches) : `not found: ${p.input}`}\n`);
+        writeNote(p.problem === "ambiguous" ? ambiguityMessage(p.input, p.matches) : `not found: ${p.input}`);
       }
       const { outcomes, end } = await waitForTerminal({
         reads: ledger.reads,
@@ -55,9 +55,9 @@ export default defineCommand({
         signal: stop.signal,
         onResult: (o) => writeOut((args.json ? JSON.stringify(waitJson(o)) : formatWaitLine(o)) + "\n"),
       });
-      if (end === "timed_out") writeErr(`li: --timeout reached with ${targets.length - outcomes.length} target(s) still running\n`);
-      if (end === "interrupted") writeErr(`li: interrupted with ${targets.length - outcomes.length} target(s) still running\n`);
-      for (const o of outcomes) if (o.status === "unknown") writeErr(`li: ${o.kind} ${o.id} was deleted while waited on\n`);
+      if (end === "timed_out") writeNote(`--timeout reached with ${targets.length - outcomes.length} target(s) still running`);
+      if (end === "interrupted") writeNote(`interrupted with ${targets.length - outcomes.length} target(s) still running`);
+      for (const o of outcomes) if (o.status === "unknown") writeNote(`${o.kind} ${o.id} was deleted while waited on`);
       return waitExitCode(end, problems, outcomes);
     } finally {
       process.off("SIGINT", onSignal);

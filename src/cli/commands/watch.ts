@@ -8,7 +8,7 @@ import { acquireWatchLock, lockPathFor, WatcherAlreadyRunningError, type WatchLo
 import { createLog, LOG_FORMATS, type LogFormat } from "../../watch/log.ts";
 import { runWatch, type WatchConfig } from "../../watch/service.ts";
 import { cliLedger, cliPaths } from "../context.ts";
-import { writeErr, writeOut } from "../io.ts";
+import { writeErr, writeOut, writeNote } from "../io.ts";
 
 export default defineCommand({
   meta: {
@@ -35,7 +35,7 @@ export default defineCommand({
       pruneKeepDays: args["prune-keep-days"] === undefined ? undefined : parsePositiveNumber(args["prune-keep-days"], "--prune-keep-days"),
     };
     const { settings, warnings } = loadSettings({ cwd: process.cwd(), liHome: cliPaths().home });
-    for (const w of warnings) writeErr(`li: warning: ${w}\n`);
+    for (const w of warnings) writeNote(`warning: ${w}`);
     // A flag beats its key.
     const config: WatchConfig = {
       once: Boolean(args.once),
@@ -64,7 +64,7 @@ export default defineCommand({
         lock = acquireWatchLock(lockPathFor(dbPath));
       } catch (error) {
         if (!(error instanceof WatcherAlreadyRunningError)) throw error;
-        writeErr(`li: ${error.message}; refusing to start a second watcher\n`);
+        writeNote(`${error.message}; refusing to start a second watcher`);
         return 1;
       }
       process.on("SIGINT", onSignal);
