@@ -49,6 +49,9 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 type KeyParser<T> = (raw: unknown, origin: string) => Parsed<T>;
 
 const durationValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parseDuration, "a duration", requireDurationRange);
+/** A duration where 0 is meaningful (watch.phantom_grace: 0 reaps on positive death alone). */
+const durationOrZeroValue: KeyParser<number> = (raw, origin) =>
+  raw === 0 ? { ok: true, value: 0 } : numeric(raw, origin, (text, flag) => parseDuration(text, flag, { allowZero: true }), "a duration", requireDurationRange);
 const positiveNumberValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parsePositiveNumber, "a positive number");
 
 /**
@@ -60,7 +63,7 @@ const KEYS = {
   "notify.on_terminal": { parse: parseNotify, fallback: null, disabledByInvalid: "the callback is disabled" },
   "agent.timeout": { parse: durationValue, fallback: null },
   "watch.sweep_interval": { parse: durationValue, fallback: 30 },
-  "watch.phantom_grace": { parse: durationValue, fallback: 60 },
+  "watch.phantom_grace": { parse: durationOrZeroValue, fallback: 60 },
   "watch.phantom_hours": { parse: positiveNumberValue, fallback: 1 },
   "watch.prune_keep_days": { parse: positiveNumberValue, fallback: null },
 } as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown; disabledByInvalid?: string }>;

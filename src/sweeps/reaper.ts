@@ -34,7 +34,8 @@ export const reaper: Sweep<ReaperOptions, SessionSweepSummary> = {
         // Includes sessions held open by a running linked session (§8.2 step 5).
         if (j.state === "alive") return { sweep: false, skip: "live" };
         if (j.state === "dead") {
-          if (j.ageSeconds <= options.phantomGraceSeconds) return { sweep: false, skip: "recent" };
+          // A grace of 0 acts on positive death alone, whatever the heartbeat's age (even a clock-skewed future one).
+          if (options.phantomGraceSeconds > 0 && j.ageSeconds <= options.phantomGraceSeconds) return { sweep: false, skip: "recent" };
           return {
             sweep: true,
             status: "failed",

@@ -21,20 +21,25 @@ const DURATION_HINT = `seconds, or a number with ${UNITS.join(", ")} (90, 1.5, 5
 /** The longest DURATION li accepts (SPEC §18): 365 days. Longer ones are refused, never truncated. */
 export const MAX_DURATION_SECONDS = 365 * UNIT_SECONDS.d;
 
+export interface DurationRange {
+  /** Accept 0 (e.g. `--phantom-grace 0`: act at once); negative values never parse (no sign is accepted). */
+  allowZero?: boolean;
+}
+
 /** Parses a DURATION (`90`, `1.5`, `500ms`, `10m`, `2h`, `7d`) into seconds; throws a UsageError naming `flag` and the value. */
-export function parseDuration(text: string, flag: string): number {
+export function parseDuration(text: string, flag: string, range: DurationRange = {}): number {
   const match = DURATION_PATTERN.exec(text.trim());
   if (match === null) {
     throw new UsageError(`${flag}: ${JSON.stringify(text)} is not a duration (${DURATION_HINT})`);
   }
   const unit = (match[2] ?? "s") as DurationUnit;
   const seconds = Number(match[1]) * UNIT_SECONDS[unit];
-  return requireDurationRange(seconds, text, flag);
+  return requireDurationRange(seconds, text, flag, range);
 }
 
 /** A DURATION's seconds, checked: greater than zero and at most MAX_DURATION_SECONDS; throws a UsageError naming `flag` and `text`. */
-export function requireDurationRange(seconds: number, text: string, flag: string): number {
-  requirePositive(seconds, text, flag);
+export function requireDurationRange(seconds: number, text: string, flag: string, range: DurationRange = {}): number {
+  if (!(range.allowZero && seconds === 0)) requirePositive(seconds, text, flag);
   if (seconds > MAX_DURATION_SECONDS) {
     throw new UsageError(`${flag}: ${JSON.stringify(text)} is longer than the maximum of 365d`);
   }

@@ -11,7 +11,7 @@ import { addHandler } from "../../src/notify/consumers.ts";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
-import { insertSession, query } from "../helpers/sweep-fixtures.ts";
+import { deadPid, insertSession, query } from "../helpers/sweep-fixtures.ts";
 import { isAlive } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 
@@ -65,6 +65,15 @@ async function until(check: () => boolean, what: string, ms = 30_000): Promise<v
   }
 }
 
+function statusOf(home: string, id: string): string | undefined {
+  const ledger = ledgerIn(home);
+  try {
+    return query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = ?", id)[0]?.status;
+  } finally {
+    ledger.close();
+  }
+}
+
 function ledgerIn(home: string) {
   return openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: true });
 }
@@ -107,6 +116,39 @@ describe("li watch", () => {
     const home = tempDir();
     expect(await li(["watch", "--once", "--log-format", "xml"], { home })).toMatchObject({ code: 2, stderr: expect.stringContaining("--log-format") });
     expect(await li(["watch", "--once", "--phantom-grace", "soon"], { home })).toMatchObject({ code: 2, stderr: expect.stringContaining("--phantom-grace") });
+  });
+
+  test("--phantom-grace 0 is accepted and reaps a dead supervisor whose heartbeat is only just written; negative values are refused", async () => {
+    const home = tempDir();
+    const ledger = ledgerIn(home);
+    const dead = await deadPid();
+    const now = Date.now() / 1000;
+    // Heartbeat "now" (even a little ahead, as a skewed clock would write it): any positive grace would wait.
+    await insertSession(ledger, { id: "fresh-dead", startedAt: now - 5, updatedAt: now, legs: [{ id: "leg-fresh", pid: dead.pid, pidStartTicks: dead.startTicks, startedAt: now - 5, heartbeatAt: now + 5 }] });
+    ledger.close();
+    const withGrace = await li(["watch", "--once", "--phantom-grace", "30"], { home });
+    expect(withGrace.code).toBe(0);
+    expect(statusOf(home, "fresh-dead")).toBe("running");
+    const r = await li(["watch", "--once", "--phantom-grace", "0", "--log-format", "json"], { home });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout.split("\n")[0]!)).toMatchObject({ action: "start", phantom_grace: 0 });
+    expect(statusOf(home, "fresh-dead")).toBe("failed");
+    for (const bad of ["-1", "-0.5s"]) {
+      const refused = await li(["watch", "--once", `--phantom-grace=${bad}`], { home });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain("--phantom-grace");
+    }
+  });
+
+  test("watch.phantom_grace: 0 is accepted; a negative value warns naming the key and falls back to 60", async () => {
+    for (const [value, grace, warns] of [["0", 0, false], ["0s", 0, false], ["-5", 60, true]] as const) {
+      const home = tempDir();
+      writeFileSync(join(home, "settings.yaml"), `watch:\n  phantom_grace: ${value}\n`);
+      const r = await li(["watch", "--once", "--log-format", "json"], { home, cwd: home });
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout.split("\n")[0]!)).toMatchObject({ action: "start", phantom_grace: grace });
+      expect(r.stderr.includes("watch.phantom_grace")).toBe(warns);
+    }
   });
 
   test("the watch.* settings keys apply, a flag beats its key, and an invalid value warns and falls back", async () => {

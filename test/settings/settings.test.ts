@@ -201,6 +201,15 @@ describe("loadSettings: bad files", () => {
   });
 });
 
+describe("loadSettings: watch.phantom_grace", () => {
+  test.each(["0", "'0s'", "'0'"])("%p is accepted as 0", (value) => {
+    write(globalFile, `watch:\n  phantom_grace: ${value}\n`);
+    const { settings, warnings } = load();
+    expect(warnings).toEqual([]);
+    expect(settings.watch.phantomGrace).toBe(0);
+  });
+});
+
 describe("loadSettings: invalid values", () => {
   const durationKeys = [
     ["agent.timeout", "agent:\n  timeout: VALUE\n"],
@@ -212,8 +221,10 @@ describe("loadSettings: invalid values", () => {
     ["watch.prune_keep_days", "watch:\n  prune_keep_days: VALUE\n"],
   ] as const;
 
+  /** Keys where 0 is a meaningful value (watch.phantom_grace: 0 reaps on positive death alone). */
+  const zeroAllowed: ReadonlySet<string> = new Set(["watch.phantom_grace"]);
   for (const [key, yaml] of [...durationKeys, ...numberKeys]) {
-    test.each(["0", "-3", "abc", "true", "[1]", "{a: 1}", "'0s'"])(`${key}: %p warns naming the key and file, and the default is used`, (value) => {
+    test.each(["0", "-3", "abc", "true", "[1]", "{a: 1}", "'0s'"].filter((v) => !(zeroAllowed.has(key) && (v === "0" || v === "'0s'"))))(`${key}: %p warns naming the key and file, and the default is used`, (value) => {
       write(globalFile, yaml.replace("VALUE", value));
       const { settings, warnings } = load();
       expect(settings).toEqual(DEFAULTS);

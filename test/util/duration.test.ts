@@ -101,3 +101,13 @@ describe("formatDuration", () => {
     expect(formatDuration(seconds)).toBe(text);
   });
 });
+
+describe("parseDuration with allowZero", () => {
+  test("0 and 0s parse as 0; a sign never parses; without allowZero 0 is refused", () => {
+    expect(parseDuration("0", "--phantom-grace", { allowZero: true })).toBe(0);
+    expect(parseDuration("0s", "--phantom-grace", { allowZero: true })).toBe(0);
+    expect(parseDuration("2m", "--phantom-grace", { allowZero: true })).toBe(120);
+    expect(() => parseDuration("-1", "--phantom-grace", { allowZero: true })).toThrow("--phantom-grace");
+    expect(() => parseDuration("0", "--timeout")).toThrow("greater than zero");
+  });
+});

@@ -19,7 +19,7 @@ export default defineCommand({
   args: {
     once: { type: "boolean", description: "run one pass of everything and exit (for cron): exit 1 when the pass logged errors, 78 when the ledger could not be written" },
     "sweep-interval": { type: "string", description: "DURATION between sweeps (default 30s; settings watch.sweep_interval)" },
-    "phantom-grace": { type: "string", description: "seconds after a dead leg's last heartbeat before it is reaped (default 60; watch.phantom_grace)" },
+    "phantom-grace": { type: "string", description: "DURATION after a dead leg's last heartbeat before it is reaped (default 60; 0 = as soon as its supervisor is positively dead; watch.phantom_grace)" },
     "phantom-hours": { type: "string", description: "hours before a session with no process markers is reaped (default 1; watch.phantom_hours)" },
     "prune-keep-days": { type: "string", description: "also prune terminal sessions older than N days (default: never; watch.prune_keep_days). Never removes files" },
     "log-format": { type: "string", description: "text (default) or json: one line per action" },
@@ -30,7 +30,7 @@ export default defineCommand({
     if (!LOG_FORMATS.includes(format)) throw new UsageError(`--log-format: ${JSON.stringify(args["log-format"])} is not one of ${LOG_FORMATS.join(", ")}`);
     const flags = {
       sweepInterval: args["sweep-interval"] === undefined ? undefined : parseDuration(args["sweep-interval"], "--sweep-interval"),
-      phantomGrace: args["phantom-grace"] === undefined ? undefined : parseDuration(args["phantom-grace"], "--phantom-grace"),
+      phantomGrace: args["phantom-grace"] === undefined ? undefined : parseDuration(args["phantom-grace"], "--phantom-grace", { allowZero: true }),
       phantomHours: args["phantom-hours"] === undefined ? undefined : parsePositiveNumber(args["phantom-hours"], "--phantom-hours"),
       pruneKeepDays: args["prune-keep-days"] === undefined ? undefined : parsePositiveNumber(args["prune-keep-days"], "--prune-keep-days"),
     };
