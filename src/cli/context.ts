@@ -1,14 +1,11 @@
-// Opening the ledger for a command that writes (or needs the full backend); read-only views use
-// openReads(cliPaths()) instead, which loads neither drizzle nor zod.
+// Opening the ledger for a command that writes; main.ts imports this only for commands that declare
+// `ledger: "existing" | "create"`, so read-only commands (which use openReads) never load drizzle or zod.
 
 import { openLedger } from "../ledger/open.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-import { cliContext } from "./globals.ts";
 import { cliPaths } from "./paths.ts";
 
-export { cliContext, cliPaths };
-
-/** Opens the ledger for a command; `create: false` for read-only commands (§16). */
+/** Opens the ledger for a command; `create: false` when it must already exist (§16). */
 export function cliLedger(opts: { create: boolean }): Ledger {
   return openLedger(cliPaths(), opts);
 }

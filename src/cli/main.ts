@@ -1,79 +1,30 @@
-// The entry point: routes argv to a command, enforces strict flags, and owns every exit code (§16).
+// The entry point: routes argv through the command tree, enforces the one flag convention (kebab-case,
+// one spelling, strict), opens and closes the ledger a command declares, and owns every exit code (§16).
 
-import { renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
+import { parseArgs } from "citty";
 import { ExitCode, UsageError } from "../util/errors.ts";
+import type { LedgerNeed, LiArgs, LiCommand } from "./command.ts";
 import { exitFor } from "./exit.ts";
-import { VERSION } from "./version.ts";
 import { cliContext } from "./globals.ts";
+import { commandHelp, groupHelp } from "./help.ts";
 import { writeErr, writeNote, writeOut } from "./io.ts";
 import { stripAnsi } from "./output.ts";
+import { isGroup, TREE, type Command, type Group } from "./tree.ts";
+import { versionText } from "./version.ts";
 
-type Command = { summary: string; load: () => Promise<CommandDef<any>> };
-type Group = { description: string; commands: Record<string, Command | Group> };
+export { commandPaths, TREE } from "./tree.ts";
 
-/** A command: its one-line summary (for `li --help`, without loading it) and its lazy module. */
-const cmd = (summary: string, f: () => Promise<{ default: CommandDef<any> }>): Command => ({ summary, load: () => f().then((m) => m.default) });
-
-/** The command tree. Subcommands load lazily so start-up only pays for the command it runs. */
-export const TREE: Group = {
-  description: "li — a run ledger for build and agent machines",
-  commands: {
-    agent: cmd("run a command as a tracked leg: li agent [options] -- <command…>", () => import("./commands/agent.ts")),
-    wait: cmd("block until runs are terminal; one frozen line per run", () => import("./commands/wait.ts")),
-    ls: cmd("list recent sessions and other entities", () => import("./commands/ls.ts")),
-    show: cmd("one entity with its legs, history, verification and notices", () => import("./commands/show.ts")),
-    kill: cmd("stop a running leg (or every stale one) and record it cancelled", () => import("./commands/kill.ts")),
-    watch: cmd("the service: durable delivery, phantom reaping, linked finalizing, optional prune", () => import("./commands/watch.ts")),
-    events: cmd("terminal events: handlers, consumers, acknowledgements, delivery", () => import("./commands/events.ts")),
-    reasons: cmd("the reason-code vocabulary", () => import("./commands/reasons.ts")),
-    state: {
-      description: "create, repair and inspect ledger entities",
-      commands: {
-        create: cmd("create an invocation, play, schedule_run, show or team", () => import("./commands/state-create.ts")),
-        "set-status": cmd("move an entity through the guarded write (audited repairs)", () => import("./commands/state-set-status.ts")),
-        transitions: cmd("the status history of one entity", () => import("./commands/state-transitions.ts")),
-        doctor: cmd("sweep running sessions whose current leg is stale and dead", () => import("./commands/state-doctor.ts")),
-        prune: cmd("delete terminal sessions past retention", () => import("./commands/state-prune.ts")),
-      },
-    },
-  },
-};
-
-/** Commands that take a command line after `--` (everything else refuses one). */
-// `li events` is one command dispatching its sub-words; it refuses `--` itself except for `handlers add`.
-const TAKES_COMMAND: ReadonlySet<string> = new Set(["agent", "events"]);
-
-/** Every command's words, walked from the tree (tests drive every command from this). */
-export function commandPaths(group: Group = TREE, prefix: string[] = []): string[][] {
-  return Object.entries(group.commands).flatMap(([name, node]) => (isGroup(node) ? commandPaths(node, [...prefix, name]) : [[...prefix, name]]));
-}
-
-function isGroup(node: Command | Group): node is Group {
-  return "commands" in node;
-}
-
-function groupUsage(path: string[], group: Group): string {
-  const lines = [`${group.description}`, "", `USAGE: li ${[...path, "<command>"].join(" ")} [--help]`, "", "COMMANDS:"];
-  const width = Math.max(...Object.keys(group.commands).map((k) => k.length));
-  for (const [name, node] of Object.entries(group.commands)) {
-    lines.push(`  ${name.padEnd(width)}  ${isGroup(node) ? node.description : node.summary}`.trimEnd());
-  }
-  if (path.length === 0) {
-    lines.push("", "GLOBAL OPTIONS:", "  --db PATH|URL   the ledger (beats LI_DB; default $LI_HOME/state.db)", "  --version       print li's version", "  --help          print help");
-  }
-  return lines.join("\n") + "\n";
-}
-
-/** Every spelling of a flag the command accepts: names, aliases, kebab forms, `--no-` negations. */
-function knownFlags(args: ArgsDef): { names: Set<string>; takesValue: Set<string> } {
+/**
+ * The spellings a command accepts: each flag's declared (kebab-case) name, its one-letter alias,
+ * `--no-NAME` for booleans. citty would also take camelCase spellings; li refuses them as unknown.
+ */
+function knownFlags(args: LiArgs): { names: Set<string>; takesValue: Set<string> } {
   const names = new Set<string>(["help", "h"]);
   const takesValue = new Set<string>();
   for (const [name, def] of Object.entries(args)) {
     if (def.type === "positional") continue;
-    const kebab = name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    const alias = (def as { alias?: string | string[] }).alias;
-    const aliases = alias === undefined ? [] : Array.isArray(alias) ? alias : [alias];
-    for (const spelling of [name, kebab, ...aliases]) {
+    const alias = "alias" in def && def.alias !== undefined ? [def.alias].flat() : [];
+    for (const spelling of [name, ...alias]) {
       names.add(spelling);
       if (def.type === "string" || def.type === "enum") takesValue.add(spelling);
       if (def.type === "boolean") names.add(`no-${spelling}`);
@@ -83,7 +34,7 @@ function knownFlags(args: ArgsDef): { names: Set<string>; takesValue: Set<string
 }
 
 /** citty accepts unknown flags silently; li rejects them with one line naming the flag. */
-function rejectUnknownFlags(tokens: string[], args: ArgsDef, where: string): void {
+function rejectUnknownFlags(tokens: string[], args: LiArgs, where: string): void {
   const { names, takesValue } = knownFlags(args);
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i]!;
@@ -121,6 +72,36 @@ function takeGlobalDb(tokens: string[]): string[] {
   return rest;
 }
 
+/**
+ * The ledger opener for a command's declared need, imported only then: the read path never loads the
+ * write path (drizzle, zod), and `none` loads neither.
+ */
+async function ledgerOpener(need: LedgerNeed): Promise<() => { close(): void }> {
+  if (need === "none") return () => {
+    throw new Error("this command declared no ledger");
+  };
+  if (need === "reads") {
+    const [{ openReads }, { cliPaths }] = await Promise.all([import("../ledger/open-reads.ts"), import("./paths.ts")]);
+    return () => openReads(cliPaths());
+  }
+  const { cliLedger } = await import("./context.ts");
+  return () => cliLedger({ create: need === "create" });
+}
+
+/** Parses, runs, and closes the ledger the command opened, whatever happens in between. */
+async function execute(command: LiCommand, where: string, rest: string[], passthrough: string[] | null): Promise<number> {
+  rejectUnknownFlags(rest, command.args, where);
+  if (passthrough !== null && !command.takesCommand) throw new UsageError(`'${where}' takes no command after --`);
+  const args = parseArgs(rest, command.args);
+  const open = await ledgerOpener(command.ledger);
+  let opened: { close(): void } | null = null;
+  try {
+    return await command.run({ args, rawArgs: rest, passthrough, ledger: () => (opened ??= open()) as never });
+  } finally {
+    (opened as { close(): void } | null)?.close();
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const dashdash = argv.indexOf("--");
   const own = dashdash === -1 ? argv : argv.slice(0, dashdash);
@@ -135,14 +116,18 @@ export async function main(argv: string[]): Promise<number> {
     const word = tokens[i];
     if (word === undefined || word.startsWith("-")) {
       if (path.length === 0 && (word === "--version" || word === "-V")) {
-        writeOut(`li ${VERSION}\n`);
+        const json = tokens.slice(i + 1);
+        if (json.length > 1 || (json.length === 1 && json[0] !== "--json")) throw new UsageError(`unknown flag ${json.find((t) => t !== "--json")} for 'li --version'`);
+        writeOut(versionText(json.length === 1));
         return ExitCode.ok;
       }
+      const fallback = node.fallback ? await node.fallback.load() : null;
       if (wantsHelp || word === undefined) {
-        writeOut(groupUsage(path, node));
+        writeOut(groupHelp(path, node, fallback));
         return word === undefined && !wantsHelp ? ExitCode.usage : ExitCode.ok;
       }
-      throw new UsageError(`unknown flag ${word} for '${["li", ...path].join(" ")}' (see li --help)`);
+      if (fallback) return execute(fallback, `li ${path.join(" ")}`, tokens.slice(i), passthrough);
+      throw new UsageError(`unknown flag ${word} for '${["li", ...path].join(" ")}' (see ${["li", ...path].join(" ")} --help)`);
     }
     const next: Command | Group | undefined = node.commands[word];
     if (!next) throw new UsageError(`unknown command '${[...path, word].join(" ")}' (see ${["li", ...path].join(" ")} --help)`);
@@ -152,20 +137,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   const command = await node.load();
   const where = `li ${path.join(" ")}`;
-  const rest = tokens.slice(i);
   if (wantsHelp) {
-    const usage = stripAnsi(await renderUsage({ ...command, meta: { ...(command.meta as object), name: where } }));
-    writeOut(usage.trimEnd() + "\n");
+    writeOut(commandHelp(where, command));
     return ExitCode.ok;
   }
-  const args = ((typeof command.args === "function" ? await command.args() : await command.args) ?? {}) as ArgsDef;
-  rejectUnknownFlags(rest, args, where);
-  if (passthrough !== null && !TAKES_COMMAND.has(path.join(" "))) {
-    throw new UsageError(`'${where}' takes no command after --`);
-  }
-  cliContext.passthrough = passthrough;
-  const { result } = await runCommand(command, { rawArgs: rest });
-  return typeof result === "number" ? result : ExitCode.ok;
+  return execute(command, where, tokens.slice(i), passthrough);
 }
 
 /** Maps an error to its documented exit code and one line on stderr; never a stack trace for users. */

@@ -16,7 +16,8 @@ export function assertConsumerName(name: string, what = "consumer name"): string
   return name;
 }
 
-function assertPlainConsumer(name: string): string {
+/** A name for `li events consumers add`: a consumer name that is not one of the handlers' reserved prefixes. */
+export function assertPlainConsumer(name: string): string {
   assertConsumerName(name);
   if (name.startsWith(HANDLER_PREFIX) || name.startsWith(REGISTRATION_PREFIX)) {
     throw new UsageError(`consumer name '${name}': the prefixes '${HANDLER_PREFIX}' and '${REGISTRATION_PREFIX}' belong to handlers (li events handlers)`);
@@ -125,8 +126,8 @@ export interface StandingHandlerInput {
   id?: string;
 }
 
-/** Registers `handler:<NAME>`: owed the terminal events of matching entities from now on, on this host only. */
-export async function addHandler(ledger: Ledger, input: StandingHandlerInput): Promise<CallbackRow> {
+/** A standing handler's input, checked without the ledger (so a refused one never creates a ledger). */
+export function checkHandlerInput(input: Omit<StandingHandlerInput, "hostId" | "id">): { consumer: string; argv: readonly string[]; kinds: string[] } {
   assertConsumerName(input.name, "handler name");
   const compiled = compileArgvWords(input.argv, "the handler's argv (after --)");
   if (!compiled.ok) throw new UsageError(compiled.warning.replace(/; the callback is disabled$/, ""));
@@ -137,7 +138,12 @@ export async function addHandler(ledger: Ledger, input: StandingHandlerInput): P
     if (!kinds.includes(canonical)) kinds.push(canonical);
   }
   for (const id of input.ids) if (!isSafeId(id)) throw new UsageError(`--id ${JSON.stringify(previewWord(id))} is not a valid id`);
-  const consumer = `${HANDLER_PREFIX}${input.name}`;
+  return { consumer: `${HANDLER_PREFIX}${input.name}`, argv: compiled.argv, kinds };
+}
+
+/** Registers `handler:<NAME>`: owed the terminal events of matching entities from now on, on this host only. */
+export async function addHandler(ledger: Ledger, input: StandingHandlerInput): Promise<CallbackRow> {
+  const { consumer, argv, kinds } = checkHandlerInput(input);
   return ledger.transact(async (tx) => {
     const now = ledger.now();
     const existing = await tx.notify.getCallbackByConsumer(consumer);
@@ -150,7 +156,7 @@ export async function addHandler(ledger: Ledger, input: StandingHandlerInput): P
       consumer,
       session_id: null,
       leg_id: null,
-      argv: JSON.stringify(compiled.argv),
+      argv: JSON.stringify(argv),
       filter_kinds: kinds.length ? JSON.stringify(kinds) : null,
       filter_ids: input.ids.length ? JSON.stringify([...new Set(input.ids)]) : null,
       origin: "li events handlers add",

@@ -1,10 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { openLedger } from "../../src/ledger/open.ts";
 import { resolvePaths } from "../../src/ledger/location.ts";
-import { liEnv } from "../helpers/cli.ts";
-import { tempDir } from "../helpers/ledger.ts";
+import { li as liBinary, liEnv } from "../helpers/cli.ts";
+import { dumpDatabase, tempDir } from "../helpers/ledger.ts";
+import { commandPaths } from "../../src/cli/tree.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 
 // Runs li from source (no build needed), as a separate process, the way a user would.
@@ -34,7 +36,9 @@ describe("li events", () => {
     expect(set.code).toBe(0);
     const eventId = JSON.parse(set.stdout).event_id as string;
 
+    // `li events --consumer NAME` is the spelling SPEC §9.6 promises; `li events owed` says the same.
     const listed = await li(home, ["events", "--consumer", "ci", "--json"]);
+    expect((await li(home, ["events", "owed", "--consumer=ci", "--json"])).stdout).toBe(listed.stdout);
     expect(listed.code).toBe(0);
     expect(JSON.parse(listed.stdout)).toMatchObject([{ event_id: eventId, entity: { kind: "invocation", id: "inv-1" }, previous_status: "running", terminal_status: "completed" }]);
 
@@ -101,15 +105,17 @@ describe("li events", () => {
     db.close();
     const dead = await li(home, ["events", "--dead", "--json"]);
     expect(JSON.parse(dead.stdout)).toMatchObject([{ consumer: "handler:x", entity: { kind: "invocation", id: "inv-1" }, attempts: 5, last_error: "exited 3" }]);
+    expect((await li(home, ["events", "dead", "--json"])).stdout).toBe(dead.stdout);
   }, 30_000);
 
   test("usage errors name the flag or word and exit 2", async () => {
     const home = tempDir();
     const cases: [string[], string][] = [
-      [["events"], "--consumer"],
       [["events", "--dead", "--kind", "session"], "--kind"],
       [["events", "--bogus"], "--bogus"],
       [["events", "ack", "x"], "--consumer"],
+      [["events", "--consumer", "ci", "--dead"], "--consumer"],
+      [["events", "owed"], "--consumer"],
       [["events", "frobnicate"], "frobnicate"],
       [["events", "handlers", "add", "h", "--kind", "team", "--", "true"], "--kind"],
       [["events", "handlers", "add", "h"], "--"],
@@ -121,4 +127,103 @@ describe("li events", () => {
       expect(result.stderr).toContain(named);
     }
   }, 30_000);
+});
+
+/** Each `li events` subcommand: a refused call, then its happy path; run in this order on one ledger. */
+interface Case {
+  path: string[];
+  bad: { args: string[]; names: string };
+  happy: { args: string[]; check: (r: { code: number; stdout: string; stderr: string }) => void };
+}
+
+describe("every li events subcommand, from the compiled binary", () => {
+  const ev = (...words: string[]) => ["events", ...words];
+  const CASES: Case[] = [
+    {
+      path: ev("consumers", "add"),
+      bad: { args: ev("consumers", "add", "handler:x"), names: "handler:" },
+      happy: { args: ev("consumers", "add", "ops", "--json"), check: (r) => expect(JSON.parse(r.stdout)).toMatchObject({ name: "ops", created: true }) },
+    },
+    {
+      path: ev("owed"),
+      bad: { args: ev("owed", "--consumer=nobody"), names: "nobody" },
+      happy: { args: ev("owed", "--consumer=ci", "--json"), check: (r) => expect(JSON.parse(r.stdout)).toMatchObject([{ entity: { kind: "invocation", id: "inv-1" }, terminal_status: "completed" }]) },
+    },
+    {
+      path: ev("ack"),
+      bad: { args: ev("ack", "--consumer=ci", "not-an-event"), names: "not-an-event" },
+      happy: { args: ev("ack", "--consumer=ci", "--json", "EVENT"), check: (r) => expect(JSON.parse(r.stdout)).toEqual({ consumer: "ci", acked: 1, already: 0 }) },
+    },
+    {
+      path: ev("dead"),
+      bad: { args: ev("dead", "extra"), names: "extra" },
+      happy: { args: ev("dead", "--json"), check: (r) => expect(JSON.parse(r.stdout)).toEqual([]) },
+    },
+    {
+      path: ev("handlers", "add"),
+      bad: { args: [...ev("handlers", "add", "h", "--kind=team", "--"), RECORD, "x"], names: "--kind" },
+      happy: { args: [...ev("handlers", "add", "h", "--kind=invocation", "--json", "--"), RECORD, "OUT"], check: (r) => expect(JSON.parse(r.stdout)).toMatchObject({ name: "h", kinds: ["invocation"], this_host: true }) },
+    },
+    {
+      path: ev("handlers", "ls"),
+      bad: { args: ev("handlers", "ls", "extra"), names: "extra" },
+      happy: { args: ev("handlers", "ls", "--json"), check: (r) => expect(JSON.parse(r.stdout)).toMatchObject([{ name: "h" }]) },
+    },
+    {
+      path: ev("deliver"),
+      bad: { args: ev("deliver", "extra"), names: "extra" },
+      // The handler was added after the only terminal event: nothing is owed to it.
+      happy: { args: ev("deliver", "--json"), check: (r) => expect(JSON.parse(r.stdout)).toMatchObject({ delivered: 0, failed: 0, dead: 0 }) },
+    },
+    {
+      path: ev("handlers", "rm"),
+      bad: { args: ev("handlers", "rm", "nope"), names: "nope" },
+      happy: { args: ev("handlers", "rm", "h", "--json"), check: (r) => expect(JSON.parse(r.stdout)).toEqual({ name: "h", released: 0 }) },
+    },
+    {
+      path: ev("consumers", "retire"),
+      bad: { args: ev("consumers", "retire", "nobody"), names: "nobody" },
+      happy: { args: ev("consumers", "retire", "ops", "--json"), check: (r) => expect(JSON.parse(r.stdout)).toEqual({ name: "ops", released: 0 }) },
+    },
+  ];
+
+  test("the cases cover every subcommand in the tree", () => {
+    expect(CASES.map((c) => c.path.join(" ")).sort()).toEqual(commandPaths().filter((p) => p[0] === "events").map((p) => p.join(" ")).sort());
+  });
+
+  test("each: --help, an unknown flag and a bad argument (exit 2, ledger unchanged), then its happy path", async () => {
+    const home = tempDir();
+    const db = join(home, "state.db");
+    const out = join(home, "handled");
+    const run = (args: string[]) => liBinary(args, { home });
+    expect((await run(ev("consumers", "add", "ci"))).code).toBe(0);
+    expect((await run(["state", "create", "invocation", "--id=inv-1"])).code).toBe(0);
+    const set = await run(["state", "set-status", "invocation", "inv-1", "--status=completed", "--reason=run.completed.ok", "--json"]);
+    const eventId = JSON.parse(set.stdout).event_id as string;
+
+    for (const c of CASES) {
+      const where = `li ${c.path.join(" ")}`;
+      const help = await run([...c.path, "--help"]);
+      expect({ where, code: help.code, usage: help.stdout.includes(`USAGE: ${where}`) }).toEqual({ where, code: 0, usage: true });
+
+      for (const [args, names] of [[[...c.path, "--bogus"], "--bogus"], [c.bad.args, c.bad.names]] as const) {
+        const before = dumpDatabase(db);
+        const r = await run([...args]);
+        expect({ args, code: r.code, stdout: r.stdout, lines: r.stderr.trim().split("\n").length, named: r.stderr.includes(names) }).toEqual({ args, code: 2, stdout: "", lines: 1, named: true });
+        expect(dumpDatabase(db)).toEqual(before);
+      }
+
+      const r = await run(c.happy.args.map((a) => (a === "EVENT" ? eventId : a === "OUT" ? out : a)));
+      expect({ where, code: r.code, stderr: r.stderr }).toEqual({ where, code: 0, stderr: "" });
+      c.happy.check(r);
+    }
+  }, 60_000);
+
+  test("a refused write on a machine with no ledger creates none", async () => {
+    const home = tempDir();
+    for (const args of [ev("consumers", "add", "handler:x"), [...ev("handlers", "add", "h", "--kind=team", "--"), RECORD], ev("handlers", "add", "h")]) {
+      expect((await liBinary(args, { home })).code).toBe(2);
+    }
+    expect(existsSync(join(home, "state.db"))).toBe(false);
+  });
 });

@@ -1,7 +1,7 @@
 // `li agent [options] -- <command…>`: runs a command as a tracked leg (SPEC §8) and exits by its outcome.
 import fs from "node:fs";
 import path from "node:path";
-import { defineCommand } from "citty";
+import { command } from "../command.ts";
 import { ExitCode, LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
 import { runAgent, type AgentDeps } from "../../legs/agent.ts";
@@ -15,7 +15,7 @@ import { stdinMode } from "../../legs/spawn.ts";
 import { findBranchSnapshot } from "../../legs/rundir.ts";
 import { anySettingsFile } from "../../settings/lookup.ts";
 import type { Settings } from "../../settings/settings.ts";
-import { cliContext, cliLedger, cliPaths } from "../context.ts";
+import { cliPaths } from "../paths.ts";
 import { writeJson } from "../output.ts";
 import { isTerminal, writeAll } from "../fd.ts";
 import { exitFor } from "../exit.ts";
@@ -42,41 +42,42 @@ function refuseUnknownBranchBeforeCreating(resume: string | null): void {
   if (!findBranchSnapshot(paths.runsRoot, resume)) throw new UsageError(`-r ${resume}: no branch with this id or prefix`);
 }
 
-export default defineCommand({
-  meta: {
-    name: "agent",
-    description:
+export default command({
+  description:
       `Run a command as a tracked leg: li agent [options] -- <command…>. Exit ${exitCodesByStatus()}, ${ExitCode.unavailable} cannot start, ${ExitCode.usage} usage. When li's stdin is a terminal the command reads /dev/null.`,
-  },
+  examples: ["li agent --timeout=30m --artifact=report=out/report.json -- make test", "li agent -r BRANCH_ID -- make test"],
+  // Opened by the leg only when it persists: a foreground leg still runs when the ledger cannot be opened (§8.4).
+  ledger: "create",
+  takesCommand: true,
   args: {
-    resume: { type: "string", alias: "r", description: "resume BRANCH_ID (a new leg on an existing branch)" },
-    notify: { type: "string", description: "an ARGV TEMPLATE run once when the leg's session ends" },
-    timeout: { type: "string", description: "DURATION after which the command's group gets SIGTERM, then SIGKILL" },
-    artifact: { type: "string", description: "ID=PATH[?] an expected artifact under the artifact root (? = optional); repeatable" },
-    profile: { type: "string", description: "NAME: artifacts from .li/profiles/NAME.yaml" },
-    playbook: { type: "string", description: "FILE: artifacts from a playbook file" },
-    "save-dir": { type: "string", description: "DIR to use as the artifact root" },
-    "run-id": { type: "string", description: "the run id (default LI_RUN_ID, else a timestamp and hex)" },
-    cwd: { type: "string", description: "the command's working directory (also turns on the completion-evidence gate)" },
-    "base-ref": { type: "string", description: "the git base for completion evidence" },
-    invocation: { type: "string", description: "ID of the invocation this leg belongs to" },
-    "linked-session": { type: "string", description: "ID of a session whose outcome stands in for a provider failure (exit 75)" },
-    "auto-resume": { type: "string", description: "N: continue a timed-out leg up to N times" },
-    "resume-command": { type: "string", description: "ARGV for the continuing legs (default: the same command)" },
+    resume: { type: "string", alias: "r", valueHint: "BRANCH_ID", description: "resume this branch (a new leg on an existing branch)" },
+    notify: { type: "string", valueHint: "TEMPLATE", description: "an argv template run once when the leg's session ends" },
+    timeout: { type: "string", valueHint: "DURATION", description: "after this long the command's group gets SIGTERM, then SIGKILL" },
+    artifact: { type: "string", valueHint: "ID=PATH[?]", complete: "files", repeatable: true, description: "an expected artifact under the artifact root (? = optional); repeatable" },
+    profile: { type: "string", valueHint: "NAME", description: "artifacts from .li/profiles/NAME.yaml" },
+    playbook: { type: "string", valueHint: "FILE", complete: "files", description: "artifacts from a playbook file" },
+    "save-dir": { type: "string", valueHint: "DIR", complete: "dirs", description: "the directory to use as the artifact root" },
+    "run-id": { type: "string", valueHint: "RUN_ID", description: "the run id (default LI_RUN_ID, else a timestamp and hex)" },
+    cwd: { type: "string", valueHint: "DIR", complete: "dirs", description: "the command's working directory (also turns on the completion-evidence gate)" },
+    "base-ref": { type: "string", valueHint: "REF", description: "the git base for completion evidence" },
+    invocation: { type: "string", valueHint: "ID", description: "the invocation this leg belongs to" },
+    "linked-session": { type: "string", valueHint: "SESSION_ID", description: "a session whose outcome stands in for a provider failure (exit 75)" },
+    "auto-resume": { type: "string", valueHint: "N", description: "continue a timed-out leg up to N times" },
+    "resume-command": { type: "string", valueHint: "ARGV", description: "the command line for the continuing legs (default: the same command)" },
     "evidence-gate": { type: "boolean", description: "check completion evidence (--no-evidence-gate: never)" },
     detach: { type: "boolean", description: "run in the background; print the session id once it is recorded" },
-    persist: { type: "boolean", default: true, description: "record the leg (--no-persist: run without a ledger)" },
+    persist: { type: "boolean", default: true, description: "run without a ledger: nothing is recorded" },
     json: { type: "boolean", description: "print one JSON record on stdout (the command's stdout goes to stderr)" },
   },
-  async run({ args: parsed, rawArgs }) {
+  async run({ args: parsed, rawArgs, passthrough, ledger: open }) {
     // citty keeps only the last of a repeated string flag: --artifact is collected from the raw words.
     const args = agentArgs(parsed as Record<string, unknown>, rawArgs);
     const readyFile = process.env[SUPERVISOR_ENV];
     delete process.env[SUPERVISOR_ENV];
-    if (readyFile) return supervise(args, readyFile);
+    if (readyFile) return supervise(args, passthrough, readyFile, open);
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, note);
-    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, env: process.env });
+    const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, env: process.env });
     req.contractWarnings.forEach(note);
     if (req.detach) {
       // The supervisor's warnings go to its log: a bad --notify is worth saying here, where someone reads it.
@@ -90,38 +91,35 @@ export default defineCommand({
       else writeOut(`${report.session_id}\n`);
       return 0;
     }
+    // The entry point closes the ledger when the command ends.
     let ledger: Ledger | null = null;
     if (req.persist) {
       refuseUnknownBranchBeforeCreating(req.resume);
       try {
-        ledger = cliLedger({ create: true });
+        ledger = open();
       } catch (error) {
         // Foreground persistence is best-effort (§8.4): the command still runs.
         note(`warning: ${error instanceof Error ? error.message : String(error)}; the command runs unrecorded`);
       }
     } else note("warning: --no-persist: nothing is recorded in the ledger");
-    try {
-      const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
-      const outcome = await runAgent(req, { ...deps(ledger, io, workdir, stdinMode(isTerminal(0), false)), notifier: await notifier(req.notify, settings, note) });
-      const { plan, result } = outcome;
-      note(`${result.status} (${result.reasonCode || "-"}) session ${plan.sessionId} branch ${plan.branchId}${result.persisted === "none" ? " (not recorded)" : ""}`);
-      if (req.json) {
-        writeJson({
-          session_id: plan.sessionId,
-          branch_id: plan.branchId,
-          run_id: plan.runId,
-          leg_id: plan.legId,
-          status: result.status,
-          reason_code: result.reasonCode,
-          exit_code: result.exitCode,
-          persisted: result.persisted !== "none",
-          legs: outcome.legs,
-        });
-      }
-      return outcome.exit;
-    } finally {
-      ledger?.close();
+    const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
+    const outcome = await runAgent(req, { ...deps(ledger, io, workdir, stdinMode(isTerminal(0), false)), notifier: await notifier(req.notify, settings, note) });
+    const { plan, result } = outcome;
+    note(`${result.status} (${result.reasonCode || "-"}) session ${plan.sessionId} branch ${plan.branchId}${result.persisted === "none" ? " (not recorded)" : ""}`);
+    if (req.json) {
+      writeJson({
+        session_id: plan.sessionId,
+        branch_id: plan.branchId,
+        run_id: plan.runId,
+        leg_id: plan.legId,
+        status: result.status,
+        reason_code: result.reasonCode,
+        exit_code: result.exitCode,
+        persisted: result.persisted !== "none",
+        legs: outcome.legs,
+      });
     }
+    return outcome.exit;
   },
 });
 
@@ -175,7 +173,7 @@ function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit
 }
 
 /** The supervising li of a detached leg: commits setup, reports through the ready file, then runs the leg. */
-async function supervise(args: AgentArgs, readyFile: string): Promise<number> {
+async function supervise(args: AgentArgs, passthrough: string[] | null, readyFile: string, open: () => Ledger): Promise<number> {
   let logFile: string | null = null;
   const log = (line: string) => {
     if (logFile) fs.appendFileSync(logFile, `li: ${line}\n`);
@@ -191,9 +189,9 @@ async function supervise(args: AgentArgs, readyFile: string): Promise<number> {
   try {
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, log);
-    const req = await parseAgentRequest(args, cliContext.passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, env: process.env });
+    const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, env: process.env });
     try {
-      ledger = cliLedger({ create: true });
+      ledger = open();
     } catch (error) {
       return fail(ExitCode.unavailable, `cannot record a detached leg: ${error instanceof Error ? error.message : String(error)}`);
     }
@@ -214,7 +212,5 @@ async function supervise(args: AgentArgs, readyFile: string): Promise<number> {
     if (error instanceof PersistenceSetupError) return fail(ExitCode.unavailable, error.message);
     const { exit, message } = exitFor(error);
     return fail(exit, message);
-  } finally {
-    ledger?.close();
   }
 }

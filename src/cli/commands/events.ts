@@ -1,56 +1,28 @@
 // `li events …`: consumers, acknowledgements, standing handlers and one delivery pass (§9.5, §9.6).
-import { defineCommand, type ArgsDef } from "citty";
+// One command per export; src/cli/tree.ts places them under `li events`.
 import type { TransitionRow } from "../../ledger/backend.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
 import type { CallbackRow } from "../../ledger/notify-store.ts";
 import { previewWord } from "../../notify/argv.ts";
-import { ackEvents, addConsumer, addHandler, listDead, listHandlers, listOwed, removeHandler, retireConsumer } from "../../notify/consumers.ts";
+import { ackEvents, addConsumer, addHandler, assertPlainConsumer, checkHandlerInput, listDead, listHandlers, listOwed, removeHandler, retireConsumer } from "../../notify/consumers.ts";
 import { deliverOnce } from "../../notify/deliver.ts";
 import { handlerHost } from "../../notify/engine.ts";
 import { describeArgv } from "../../notify/run.ts";
 import { UsageError } from "../../util/errors.ts";
-import { cliContext, cliLedger, cliPaths } from "../context.ts";
+import { command } from "../command.ts";
+import { cliPaths } from "../paths.ts";
 import { table, writeJson } from "../output.ts";
 import { isoTime } from "../render.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 import { repeatedFlag } from "../repeated-flag.ts";
 
-const USAGE = `Terminal events, their consumers and handlers.
-  li events --consumer NAME [--json]          events owed to NAME (unacknowledged, oldest first)
-  li events --dead [--json]                   deliveries that failed every attempt
-  li events ack --consumer NAME EVENT_ID…     acknowledge events (idempotent)
-  li events consumers add|retire NAME         register a consumer / retire it, releasing what it was owed
-  li events handlers add NAME [--kind K…] [--id ID…] -- ARGV…
-  li events handlers rm NAME | ls [--json]    standing handlers (run only on the host that added them)
-  li events deliver [--json]                  deliver what this host's handlers are owed, once`;
+const json = { type: "boolean", description: "print JSON" } as const;
+const consumerFlag = { type: "string", valueHint: "NAME", description: "the consumer (li events consumers add NAME)" } as const;
 
-const ARGS = {
-  words: { type: "positional", description: "ack | consumers add|retire NAME | handlers add|rm|ls | deliver", required: false },
-  consumer: { type: "string", description: "the consumer to list or acknowledge for" },
-  dead: { type: "boolean", description: "list dead deliveries" },
-  json: { type: "boolean", description: "print JSON" },
-  kind: { type: "string", description: "handlers add: an execution kind to fire on (repeatable)" },
-  id: { type: "string", description: "handlers add: an entity id to fire on (repeatable)" },
-} as const satisfies ArgsDef;
-
-type Flag = Exclude<keyof typeof ARGS, "words">;
-const FLAGS = Object.keys(ARGS).filter((name): name is Flag => name !== "words");
-
-function present(rawArgs: readonly string[]): Set<Flag> {
-  const seen = new Set<Flag>();
-  for (const token of rawArgs) {
-    const name = token.replace(/^--(no-)?/, "").split("=", 1)[0] as Flag;
-    if (token.startsWith("--") && FLAGS.includes(name)) seen.add(name);
-  }
-  return seen;
-}
-
-function only(seen: Set<Flag>, allowed: readonly Flag[], where: string): void {
-  for (const flag of seen) if (!allowed.includes(flag)) throw new UsageError(`flag --${flag} does not apply to 'li events${where ? " " + where : ""}'`);
-}
-
-function arity(words: readonly string[], n: number, usage: string): void {
-  if (words.length !== n) throw new UsageError(`usage: li events ${usage}`);
+/** The positional words after the command's own: exactly the declared ones, else a usage line. */
+function words(rest: readonly (string | number)[], n: number, usage: string): string[] {
+  if (rest.length !== n) throw new UsageError(`usage: ${usage}${rest.length > n ? ` (unexpected '${String(rest[n])}')` : ""}`);
+  return rest.map(String);
 }
 
 function eventJson(row: TransitionRow) {
@@ -78,109 +50,156 @@ function handlerJson(row: CallbackRow) {
   };
 }
 
-/** The parsed command line every subcommand reads. */
-interface EventsCall {
-  args: { consumer?: string | undefined; dead?: boolean | undefined; json?: boolean | undefined };
-  rawArgs: readonly string[];
-  words: string[];
-  seen: Set<Flag>;
+async function printOwed(ledger: Ledger, consumer: string, asJson: boolean): Promise<number> {
+  const rows = await listOwed(ledger, consumer);
+  if (asJson) writeJson(rows.map(eventJson));
+  else writeOut(table([["EVENT", "TIME", "ENTITY", "FROM", "TO", "REASON"], ...rows.map((r) => [r.id, isoTime(r.created_at), `${r.entity_type} ${r.entity_id}`, r.previous_status ?? "-", r.status, r.reason_code])]));
+  return 0;
 }
 
-/** Opens the ledger for one subcommand and always closes it. */
-async function withLedger(create: boolean, use: (ledger: Ledger) => Promise<number>): Promise<number> {
-  const ledger = cliLedger({ create });
-  try {
-    return await use(ledger);
-  } finally {
-    ledger.close();
-  }
+async function printDead(ledger: Ledger, asJson: boolean): Promise<number> {
+  const rows = await listDead(ledger);
+  if (asJson) writeJson(rows.map((r) => ({ event_id: r.transition_id, consumer: r.consumer, entity: { kind: r.entity_type, id: r.entity_id }, terminal_status: r.status, attempts: r.attempts, last_error: r.last_error, updated_at: r.updated_at })));
+  else writeOut(table([["EVENT", "CONSUMER", "ENTITY", "STATUS", "ATTEMPTS", "LAST ERROR"], ...rows.map((r) => [r.transition_id, r.consumer, `${r.entity_type} ${r.entity_id}`, r.status, String(r.attempts), r.last_error ?? "-"])]));
+  return 0;
 }
 
-/** `li events --consumer NAME | --dead`. */
-function listEvents({ args, seen }: EventsCall): Promise<number> {
-  only(seen, ["consumer", "dead", "json"], "");
-  if (seen.has("consumer") === Boolean(args.dead)) throw new UsageError("li events needs --consumer NAME or --dead (or a subcommand; see li events --help)");
-  return withLedger(false, async (ledger) => {
-    if (args.dead) {
-      const rows = await listDead(ledger);
-      if (args.json) writeJson(rows.map((r) => ({ event_id: r.transition_id, consumer: r.consumer, entity: { kind: r.entity_type, id: r.entity_id }, terminal_status: r.status, attempts: r.attempts, last_error: r.last_error, updated_at: r.updated_at })));
-      else writeOut(table([["EVENT", "CONSUMER", "ENTITY", "STATUS", "ATTEMPTS", "LAST ERROR"], ...rows.map((r) => [r.transition_id, r.consumer, `${r.entity_type} ${r.entity_id}`, r.status, String(r.attempts), r.last_error ?? "-"])]));
-      return 0;
-    }
-    const rows = await listOwed(ledger, args.consumer!);
-    if (args.json) writeJson(rows.map(eventJson));
-    else writeOut(table([["EVENT", "TIME", "ENTITY", "FROM", "TO", "REASON"], ...rows.map((r) => [r.id, isoTime(r.created_at), `${r.entity_type} ${r.entity_id}`, r.previous_status ?? "-", r.status, r.reason_code])]));
-    return 0;
-  });
-}
+/** `li events owed --consumer NAME`. */
+export const owed = command({
+  description: "List the terminal events owed to a consumer: unacknowledged, oldest first",
+  examples: ["li events owed --consumer=ci", "li events owed --consumer=ci --json"],
+  ledger: "existing",
+  args: { consumer: { ...consumerFlag, required: true }, json },
+  run({ args, ledger }) {
+    words(args._, 0, "li events owed --consumer=NAME [--json]");
+    return printOwed(ledger(), args.consumer, Boolean(args.json));
+  },
+});
+
+/** `li events dead`. */
+export const dead = command({
+  description: "List the deliveries that failed every attempt (they are never retried silently)",
+  examples: ["li events dead", "li events dead --json"],
+  ledger: "existing",
+  args: { json },
+  run({ args, ledger }) {
+    words(args._, 0, "li events dead [--json]");
+    return printDead(ledger(), Boolean(args.json));
+  },
+});
+
+/** `li events --consumer NAME | --dead`: the spelling SPEC §9.6 promises, the same as `owed` / `dead`. */
+export const list = command({
+  description: "the same as li events owed --consumer=NAME, or li events dead with --dead",
+  examples: ["li events --consumer=ci --json", "li events --dead"],
+  ledger: "existing",
+  args: { consumer: consumerFlag, dead: { type: "boolean", description: "list dead deliveries (li events dead)" }, json },
+  run({ args, ledger }) {
+    words(args._, 0, "li events --consumer=NAME | --dead [--json]");
+    if ((args.consumer !== undefined) === Boolean(args.dead)) throw new UsageError("li events needs --consumer=NAME or --dead (or a subcommand; see li events --help)");
+    return args.dead ? printDead(ledger(), Boolean(args.json)) : printOwed(ledger(), args.consumer!, Boolean(args.json));
+  },
+});
 
 /** `li events ack --consumer NAME EVENT_ID…`. */
-function ack({ args, words, seen }: EventsCall): Promise<number> {
-  only(seen, ["consumer", "json"], "ack");
-  const consumer = args.consumer;
-  if (!consumer) throw new UsageError("li events ack needs --consumer NAME");
-  const ids = words.slice(1);
-  return withLedger(false, async (ledger) => {
-    const result = await ackEvents(ledger, consumer, ids);
-    if (args.json) writeJson({ consumer, ...result });
-    else writeNote(`acknowledged ${result.acked} event(s) for ${consumer}${result.already ? ` (${result.already} already acknowledged)` : ""}`);
+export const ack = command({
+  description: "Acknowledge events for a consumer; acknowledging twice is not an error",
+  examples: ["li events ack --consumer=ci EVENT_ID", "li events ack --consumer=ci --json EVENT_ID EVENT_ID"],
+  ledger: "existing",
+  args: { ids: { type: "positional", valueHint: "EVENT_ID…", description: "the events to acknowledge", required: false }, consumer: { ...consumerFlag, required: true }, json },
+  async run({ args, ledger }) {
+    const ids = args._.map(String);
+    if (ids.length === 0) throw new UsageError("li events ack needs at least one EVENT_ID");
+    const result = await ackEvents(ledger(), args.consumer, ids);
+    if (args.json) writeJson({ consumer: args.consumer, ...result });
+    else writeNote(`acknowledged ${result.acked} event(s) for ${args.consumer}${result.already ? ` (${result.already} already acknowledged)` : ""}`);
     return 0;
-  });
-}
+  },
+});
 
-/** `li events consumers add|retire NAME`. */
-function consumers({ args, words, seen }: EventsCall): Promise<number> {
-  only(seen, ["json"], "consumers");
-  const [, sub, name] = words;
-  if ((sub !== "add" && sub !== "retire") || name === undefined) throw new UsageError("usage: li events consumers add|retire NAME");
-  arity(words, 3, "consumers add|retire NAME");
-  return withLedger(sub === "add", async (ledger) => {
-    if (sub === "add") {
-      const added = await addConsumer(ledger, name);
-      if (args.json) writeJson(added);
-      else writeNote(added.created ? `consumer ${name} registered at seq ${added.watermark}` : `consumer ${name} is already registered (seq ${added.watermark})`);
-    } else {
-      const retired = await retireConsumer(ledger, name);
-      if (args.json) writeJson(retired);
-      else writeNote(`consumer ${name} retired; ${retired.released} owed event(s) released`);
-    }
+const consumerName = { type: "positional", valueHint: "NAME", description: "the consumer's name", required: true } as const;
+
+/** `li events consumers add NAME`. */
+export const consumersAdd = command({
+  description: "Register a consumer: it is owed every terminal event committed from now on, until it acknowledges each",
+  examples: ["li events consumers add ci", "li events consumers add ci --json"],
+  ledger: "create",
+  args: { name: consumerName, json },
+  async run({ args, ledger }) {
+    const [name] = words(args._, 1, "li events consumers add NAME [--json]");
+    assertPlainConsumer(name!); // before opening: a refused name must not create the ledger
+    const added = await addConsumer(ledger(), name!);
+    if (args.json) writeJson(added);
+    else writeNote(added.created ? `consumer ${name} registered at seq ${added.watermark}` : `consumer ${name} is already registered (seq ${added.watermark})`);
     return 0;
-  });
-}
+  },
+});
+
+/** `li events consumers retire NAME`. */
+export const consumersRetire = command({
+  description: "Retire a consumer, releasing the events it was still owed",
+  examples: ["li events consumers retire ci", "li events consumers retire ci --json"],
+  ledger: "existing",
+  args: { name: consumerName, json },
+  async run({ args, ledger }) {
+    const [name] = words(args._, 1, "li events consumers retire NAME [--json]");
+    const retired = await retireConsumer(ledger(), name!);
+    if (args.json) writeJson(retired);
+    else writeNote(`consumer ${name} retired; ${retired.released} owed event(s) released`);
+    return 0;
+  },
+});
+
+const handlerName = { type: "positional", valueHint: "NAME", description: "the handler's name", required: true } as const;
 
 /** `li events handlers add NAME [--kind K…] [--id ID…] -- ARGV…`. */
-function addStandingHandler({ args, rawArgs, words, seen }: EventsCall): Promise<number> {
-  only(seen, ["kind", "id", "json"], "handlers add");
-  arity(words, 3, "handlers add NAME [--kind K…] [--id ID…] -- ARGV…");
-  const argv = cliContext.passthrough ?? [];
-  if (argv.length === 0) throw new UsageError("li events handlers add needs the handler's command after --");
-  return withLedger(true, async (ledger) => {
-    const row = await addHandler(ledger, { name: words[2]!, kinds: repeatedFlag(rawArgs, "kind"), ids: repeatedFlag(rawArgs, "id"), argv, hostId: handlerHost() });
+export const handlersAdd = command({
+  description: "Add a standing handler: ARGV runs on every matching terminal event, on this host only (the host that added it)",
+  examples: ["li events handlers add notify-ci --kind=session -- ./notify-ci {entity_id} {status}", "li events handlers add page --id=SESSION_ID -- /usr/local/bin/page {status}"],
+  ledger: "create",
+  takesCommand: true,
+  args: {
+    name: handlerName,
+    kind: { type: "string", valueHint: "KIND", complete: "kinds", repeatable: true, description: "fire only on this execution kind (repeatable)" },
+    id: { type: "string", valueHint: "ID", repeatable: true, description: "fire only on this entity id (repeatable)" },
+    json,
+  },
+  async run({ args, rawArgs, passthrough, ledger }) {
+    const [name] = words(args._, 1, "li events handlers add NAME [--kind=KIND…] [--id=ID…] -- ARGV…");
+    if (!passthrough || passthrough.length === 0) throw new UsageError("li events handlers add needs the handler's command after --");
+    const input = { name: name!, kinds: repeatedFlag(rawArgs, "kind"), ids: repeatedFlag(rawArgs, "id"), argv: passthrough };
+    checkHandlerInput(input); // before opening: a refused handler must not create the ledger
+    const row = await addHandler(ledger(), { ...input, hostId: handlerHost() });
     if (args.json) writeJson(handlerJson(row));
     else writeNote(`handler ${row.name} added on this host: ${describeArgv(JSON.parse(row.argv) as string[])}`);
     return 0;
-  });
-}
+  },
+});
 
 /** `li events handlers rm NAME`. */
-function removeStandingHandler({ args, words, seen }: EventsCall): Promise<number> {
-  only(seen, ["json"], "handlers rm");
-  arity(words, 3, "handlers rm NAME");
-  const name = words[2]!;
-  return withLedger(false, async (ledger) => {
-    const removed = await removeHandler(ledger, name);
+export const handlersRm = command({
+  description: "Remove a standing handler, releasing the events it was still owed",
+  examples: ["li events handlers rm notify-ci", "li events handlers rm notify-ci --json"],
+  ledger: "existing",
+  args: { name: handlerName, json },
+  async run({ args, ledger }) {
+    const [name] = words(args._, 1, "li events handlers rm NAME [--json]");
+    const removed = await removeHandler(ledger(), name!);
     if (args.json) writeJson({ name, ...removed });
     else writeNote(`handler ${name} removed; ${removed.released} owed event(s) released`);
     return 0;
-  });
-}
+  },
+});
 
 /** `li events handlers ls`. */
-function listStandingHandlers({ args, words, seen }: EventsCall): Promise<number> {
-  only(seen, ["json"], "handlers ls");
-  arity(words, 2, "handlers ls");
-  return withLedger(false, async (ledger) => {
-    const rows = await listHandlers(ledger);
+export const handlersLs = command({
+  description: "List the standing handlers; argument values are previewed, never printed in full",
+  examples: ["li events handlers ls", "li events handlers ls --json"],
+  ledger: "existing",
+  args: { json },
+  async run({ args, ledger }) {
+    words(args._, 0, "li events handlers ls [--json]");
+    const rows = await listHandlers(ledger());
     if (args.json) {
       writeJson(rows.map(handlerJson));
       return 0;
@@ -194,15 +213,18 @@ function listStandingHandlers({ args, words, seen }: EventsCall): Promise<number
       ]),
     );
     return 0;
-  });
-}
+  },
+});
 
 /** `li events deliver`: one delivery pass. */
-function deliver({ args, words, seen }: EventsCall): Promise<number> {
-  only(seen, ["json"], "deliver");
-  arity(words, 1, "deliver");
-  return withLedger(false, async (ledger) => {
-    const { outcomes, ...counts } = await deliverOnce(ledger, { liHome: cliPaths().home });
+export const deliver = command({
+  description: "Deliver what this host's handlers are owed, once (what li watch does on every change)",
+  examples: ["li events deliver", "li events deliver --json"],
+  ledger: "existing",
+  args: { json },
+  async run({ args, ledger }) {
+    words(args._, 0, "li events deliver [--json]");
+    const { outcomes, ...counts } = await deliverOnce(ledger(), { liHome: cliPaths().home });
     if (args.json) {
       writeJson({ ...counts, outcomes: outcomes.map((o) => ({ event_id: o.transitionId, consumer: o.consumer, state: o.state, error: o.result.ok ? null : o.result.error })) });
       return 0;
@@ -210,34 +232,5 @@ function deliver({ args, words, seen }: EventsCall): Promise<number> {
     for (const o of outcomes) if (!o.result.ok) writeNote(`handler ${o.consumer} on event ${o.transitionId}: ${o.result.error} (${o.state})`);
     writeOut(`delivered ${counts.delivered}, failed ${counts.failed}, dead ${counts.dead}, skipped (claimed elsewhere) ${counts.skipped_claimed}\n`);
     return 0;
-  });
-}
-
-const HANDLER_VERBS: ReadonlyMap<string, (call: EventsCall) => Promise<number>> = new Map([
-  ["add", addStandingHandler],
-  ["rm", removeStandingHandler],
-  ["ls", listStandingHandlers],
-]);
-
-export default defineCommand({
-  meta: { name: "events", description: USAGE },
-  args: ARGS,
-  async run({ args, rawArgs }) {
-    const words = (args._ ?? []).map(String);
-    const [verb, sub] = words;
-    if (cliContext.passthrough !== null && !(verb === "handlers" && sub === "add")) {
-      throw new UsageError(`'li events${verb ? " " + [verb, sub].filter(Boolean).join(" ") : ""}' takes no command after -- (only 'li events handlers add' does)`);
-    }
-    const call: EventsCall = { args, rawArgs, words, seen: present(rawArgs) };
-    if (verb === undefined) return listEvents(call);
-    if (verb === "ack") return ack(call);
-    if (verb === "consumers") return consumers(call);
-    if (verb === "deliver") return deliver(call);
-    if (verb === "handlers") {
-      const run = sub === undefined ? undefined : HANDLER_VERBS.get(sub);
-      if (!run) throw new UsageError("usage: li events handlers add|rm|ls");
-      return run(call);
-    }
-    throw new UsageError(`unknown command 'events ${verb}' (see li events --help)`);
   },
 });

@@ -1,77 +1,67 @@
 // `li kill ID` and `li kill --all-stale` (SPEC §12.2): thin over src/sweeps/kill.ts and the stale-kill sweep.
-import { defineCommand } from "citty";
+import { command } from "../command.ts";
 import { pushTerminal } from "../../notify/push.ts";
 import { killSession, KILL_DEFAULTS } from "../../sweeps/kill.ts";
 import { staleKill, staleKillLine } from "../../sweeps/stale-kill.ts";
 import { parseDuration } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
-import { cliLedger } from "../context.ts";
 import { writeJson } from "../output.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 import { safeText } from "../text.ts";
 
-export default defineCommand({
-  meta: {
-    name: "kill",
-    description: "Cancel a running session: SIGTERM its leg and wait (--grace), then force. Exit 0 killed or written, 1 refused or not found",
-  },
+export default command({
+  description: "Cancel a running session: SIGTERM its leg and wait (--grace), then force. Exit 0 killed or written, 1 refused or not found",
+  examples: ["li kill 1a2b3c4d --grace=10 --reason=\"stuck on input\"", "li kill --all-stale --threshold=2h --dry-run"],
+  ledger: "existing",
   args: {
-    id: { type: "positional", description: "the session id (or a unique prefix)", required: false },
-    grace: { type: "string", description: "seconds to wait for the leg to finalize itself after SIGTERM (default 5)" },
-    reason: { type: "string", description: "a note recorded with the cancellation" },
-    allStale: { type: "boolean", description: "cancel every running session whose leg is stale and whose supervisor is dead" },
-    threshold: { type: "string", description: "with --all-stale: the age a leg must pass (default 3600 s)" },
-    dryRun: { type: "boolean", description: "with --all-stale: report, change nothing" },
+    id: { type: "positional", valueHint: "ID", description: "the session id (or a unique prefix)", required: false },
+    grace: { type: "string", valueHint: "DURATION", description: "seconds to wait for the leg to finalize itself after SIGTERM (default 5)" },
+    reason: { type: "string", valueHint: "TEXT", description: "a note recorded with the cancellation" },
+    "all-stale": { type: "boolean", description: "cancel every running session whose leg is stale and whose supervisor is dead" },
+    threshold: { type: "string", valueHint: "DURATION", description: "with --all-stale: the age a leg must pass (default 3600 s)" },
+    "dry-run": { type: "boolean", description: "with --all-stale: report, change nothing" },
     json: { type: "boolean", description: "print JSON" },
   },
-  async run({ args }) {
+  async run({ args, ledger: open }) {
     const extra = args._.map(String).slice(args.id === undefined ? 0 : 1);
     if (extra.length > 0) throw new UsageError(`li kill takes one id; unexpected '${extra[0]}'`);
-    if (args.allStale) {
+    if (args["all-stale"]) {
       if (args.id !== undefined) throw new UsageError("li kill: give an id or --all-stale, not both");
       if (args.grace !== undefined || args.reason !== undefined) throw new UsageError("li kill --all-stale: --grace and --reason apply to one id only");
       const options = staleKill.validate({
-        dryRun: Boolean(args.dryRun),
+        dryRun: Boolean(args["dry-run"]),
         ...(args.threshold !== undefined ? { thresholdSeconds: parseDuration(args.threshold, "--threshold") } : {}),
       });
-      const ledger = cliLedger({ create: false });
-      try {
-        // A bulk sweep: it writes transitions and leaves their notices to durable delivery (§9.4).
-        const summary = await staleKill.runOnce(ledger, ledger.now(), options);
-        if (args.json) {
-          const { transitions: _t, ...rest } = summary;
-          writeJson(rest);
-          return 0;
-        }
-        for (const a of summary.actions) {
-          const verb = options.dryRun ? "would cancel" : a.applied ? "cancelled" : `left (${a.conflict})`;
-          writeOut(`${verb} ${safeText(a.session_id)} (leg idle ${Math.round(a.age_seconds)}s)${a.killed ? " and killed its orphaned command" : ""}\n`);
-        }
-        writeOut(staleKillLine(summary) + "\n");
+      const ledger = open();
+      // A bulk sweep: it writes transitions and leaves their notices to durable delivery (§9.4).
+      const summary = await staleKill.runOnce(ledger, ledger.now(), options);
+      if (args.json) {
+        const { transitions: _t, ...rest } = summary;
+        writeJson(rest);
         return 0;
-      } finally {
-        ledger.close();
       }
+      for (const a of summary.actions) {
+        const verb = options.dryRun ? "would cancel" : a.applied ? "cancelled" : `left (${a.conflict})`;
+          writeOut(`${verb} ${safeText(a.session_id)} (leg idle ${Math.round(a.age_seconds)}s)${a.killed ? " and killed its orphaned command" : ""}\n`);
+      }
+      writeOut(staleKillLine(summary) + "\n");
+      return 0;
     }
     if (args.id === undefined) throw new UsageError("li kill: a session id is required (or --all-stale)");
-    if (args.threshold !== undefined || args.dryRun) throw new UsageError("li kill: --threshold and --dry-run go with --all-stale");
+    if (args.threshold !== undefined || args["dry-run"]) throw new UsageError("li kill: --threshold and --dry-run go with --all-stale");
     const graceSeconds = args.grace === undefined ? KILL_DEFAULTS.graceSeconds : parseDuration(args.grace, "--grace");
-    const ledger = cliLedger({ create: false });
-    try {
-      const result = await killSession(ledger, args.id, { graceSeconds, ...(args.reason !== undefined ? { reason: args.reason } : {}) }, {
-        pushTerminal: (l, event) => pushTerminal(l, event),
-      });
-      if (args.json) {
-        const { transition: _t, ...rest } = result;
-        writeJson(rest);
-      } else if (result.action === "lost_race") {
+    const ledger = open();
+    const result = await killSession(ledger, args.id, { graceSeconds, ...(args.reason !== undefined ? { reason: args.reason } : {}) }, {
+      pushTerminal: (l, event) => pushTerminal(l, event),
+    });
+    if (args.json) {
+      const { transition: _t, ...rest } = result;
+      writeJson(rest);
+    } else if (result.action === "lost_race") {
         writeNote(`session ${result.session_id} changed while killing it: now ${result.status}${result.reason_code ? ` (${result.reason_code})` : ""}`);
-      } else {
+    } else {
         writeOut(`${safeText(result.session_id)}: ${result.status} (${safeText(result.reason_code ?? "unknown")})\n`);
-      }
-      return result.action === "lost_race" && result.status === "running" ? 1 : 0;
-    } finally {
-      ledger.close();
     }
+    return result.action === "lost_race" && result.status === "running" ? 1 : 0;
   },
 });

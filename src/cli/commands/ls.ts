@@ -1,11 +1,9 @@
 // `li ls`: recent entities, newest first, with the current leg's age and duration (§13).
-import { defineCommand } from "citty";
+import { command } from "../command.ts";
 import { canonicalKind, ENTITY_KINDS, isTerminal, POLICIES, SUCCESS_STATUS, type EntityKind } from "../../lifecycle/policy.ts";
 import type { RecentRow } from "../../ledger/reads.ts";
 import { formatDuration, parseDuration, parsePositiveNumber } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
-import { openReads } from "../../ledger/open-reads.ts";
-import { cliPaths } from "../paths.ts";
 import { useColour, type Colour } from "../colour.ts";
 import { table, writeJson } from "../output.ts";
 import { writeOut } from "../io.ts";
@@ -52,16 +50,18 @@ function statusColour(kind: EntityKind, status: string): Colour | null {
   return status === SUCCESS_STATUS[kind] ? "green" : "red";
 }
 
-export default defineCommand({
-  meta: { name: "ls", description: "List recent entities, newest first (by last update)" },
+export default command({
+  description: "List recent entities, newest first (by last update)",
+  examples: ["li ls --kind=session --status=running", "li ls --since=2h --limit=10 --json"],
+  ledger: "reads",
   args: {
-    status: { type: "string", description: "only this status" },
-    kind: { type: "string", description: `only this kind (${ENTITY_KINDS.join(", ")})` },
-    since: { type: "string", description: "only entities updated within this DURATION (30m, 2h, 7d)" },
-    limit: { type: "string", description: "at most N rows (default 50)" },
+    status: { type: "string", valueHint: "STATUS", complete: "statuses", description: "only this status" },
+    kind: { type: "string", valueHint: "KIND", complete: "kinds", description: `only this kind (${ENTITY_KINDS.join(", ")})` },
+    since: { type: "string", valueHint: "DURATION", description: "only entities updated within this DURATION (30m, 2h, 7d)" },
+    limit: { type: "string", valueHint: "N", description: "at most N rows (default 50)" },
     json: { type: "boolean", description: "print JSON" },
   },
-  async run({ args }) {
+  async run({ args, ledger: open }) {
     if (args._.length > 0) throw new UsageError(`li ls takes no ids; unexpected '${String(args._[0])}' (li show ID shows one)`);
     let kinds: readonly EntityKind[] = ENTITY_KINDS;
     if (args.kind !== undefined) {
@@ -76,60 +76,56 @@ export default defineCommand({
     if (!Number.isInteger(limit)) throw new UsageError(`--limit: ${JSON.stringify(args.limit)} is not a whole number`);
     const sinceSeconds = args.since === undefined ? undefined : parseDuration(args.since, "--since");
 
-    const ledger = openReads(cliPaths());
-    try {
-      const now = Date.now() / 1000;
-      const reads = ledger.reads;
-      const rows = await reads.listRecent({
-        kinds,
-        limit,
-        ...(args.status !== undefined ? { status: args.status } : {}),
-        ...(sinceSeconds !== undefined ? { since: now - sinceSeconds } : {}),
-      });
-      const entries: LsEntry[] = [];
-      for (const row of rows) {
-        const shared = await reads.sharedPrefixLength(row.id);
-        const { age, duration } = legTimes(row, now);
-        entries.push({ row, shortId: row.id.slice(0, Math.max(MIN_PREFIX, shared + 1)), ageSeconds: age, durationSeconds: duration, argv: parseArgv(row.leg_command) });
-      }
-      if (args.json) {
-        writeJson({
-          entities: entries.map((e) => ({
-            id: e.row.id,
-            short_id: e.shortId,
-            kind: e.row.kind,
-            status: e.row.status,
-            reason: e.row.reason,
-            created_at: e.row.created_at,
-            updated_at: e.row.updated_at,
-            age_seconds: e.ageSeconds,
-            duration_seconds: e.durationSeconds,
-            legs: e.row.leg_count,
-            command: e.argv,
-          })),
-        });
-        return 0;
-      }
-      const colour = useColour();
-      const header = ["ID", "KIND", "STATUS", "REASON", "AGE", "DURATION", "LEGS", "COMMAND"].map((h) => ({ text: h, colour: "bold" as const }));
-      writeOut(
-        table([
-          header,
-          ...entries.map((e) => [
-            e.shortId,
-            e.row.kind,
-            { text: e.row.status, colour: statusColour(e.row.kind, e.row.status) },
-            e.row.reason ?? "-",
-            formatDuration(e.ageSeconds),
-            e.durationSeconds === null ? "-" : formatDuration(e.durationSeconds),
-            e.row.leg_count === null ? "-" : String(e.row.leg_count),
-            e.argv ? showArgv(e.argv) : "-",
-          ]),
-        ], { colour }),
-      );
-      return 0;
-    } finally {
-      ledger.close();
+    const ledger = open();
+    const now = Date.now() / 1000;
+    const reads = ledger.reads;
+    const rows = await reads.listRecent({
+      kinds,
+      limit,
+      ...(args.status !== undefined ? { status: args.status } : {}),
+      ...(sinceSeconds !== undefined ? { since: now - sinceSeconds } : {}),
+    });
+    const entries: LsEntry[] = [];
+    for (const row of rows) {
+      const shared = await reads.sharedPrefixLength(row.id);
+      const { age, duration } = legTimes(row, now);
+      entries.push({ row, shortId: row.id.slice(0, Math.max(MIN_PREFIX, shared + 1)), ageSeconds: age, durationSeconds: duration, argv: parseArgv(row.leg_command) });
     }
+    if (args.json) {
+      writeJson({
+        entities: entries.map((e) => ({
+          id: e.row.id,
+          short_id: e.shortId,
+          kind: e.row.kind,
+          status: e.row.status,
+          reason: e.row.reason,
+          created_at: e.row.created_at,
+          updated_at: e.row.updated_at,
+          age_seconds: e.ageSeconds,
+          duration_seconds: e.durationSeconds,
+          legs: e.row.leg_count,
+          command: e.argv,
+        })),
+      });
+      return 0;
+    }
+    const colour = useColour();
+      const header = ["ID", "KIND", "STATUS", "REASON", "AGE", "DURATION", "LEGS", "COMMAND"].map((h) => ({ text: h, colour: "bold" as const }));
+    writeOut(
+      table([
+        header,
+        ...entries.map((e) => [
+          e.shortId,
+          e.row.kind,
+            { text: e.row.status, colour: statusColour(e.row.kind, e.row.status) },
+          e.row.reason ?? "-",
+          formatDuration(e.ageSeconds),
+          e.durationSeconds === null ? "-" : formatDuration(e.durationSeconds),
+          e.row.leg_count === null ? "-" : String(e.row.leg_count),
+          e.argv ? showArgv(e.argv) : "-",
+        ]),
+        ], { colour }),
+    );
+    return 0;
   },
 });

@@ -1,12 +1,14 @@
 // `li reasons`: the reason-code vocabulary and which entities accept each domain.
-import { defineCommand } from "citty";
+import { command } from "../command.ts";
 import { ENTITY_KINDS } from "../../lifecycle/policy.ts";
 import { REASONS, reasonRefusal } from "../../lifecycle/reasons.ts";
 import { table, writeJson } from "../output.ts";
 import { writeOut } from "../io.ts";
 
-export default defineCommand({
-  meta: { name: "reasons", description: "List the registered reason codes" },
+export default command({
+  description: "List the registered reason codes, the kinds that accept each, and what each means",
+  examples: ["li reasons", "li reasons --json"],
+  ledger: "none",
   args: { json: { type: "boolean", description: "print JSON" } },
   run({ args }) {
     const rows = Object.entries(REASONS).map(([code, meaning]) => ({

@@ -1,46 +1,41 @@
 // `li state prune` (SPEC §12.5): thin over the prune sweep.
-import { defineCommand } from "citty";
+import { command } from "../command.ts";
 import { prune, pruneLine } from "../../sweeps/prune.ts";
 import { parseNonNegativeInt } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
-import { cliLedger, cliPaths } from "../context.ts";
+import { cliPaths } from "../paths.ts";
 import { writeJson } from "../output.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 import { safeText } from "../text.ts";
 
-export default defineCommand({
-  meta: {
-    name: "prune",
-    description: "Delete terminal sessions last updated more than --keep-days ago, with their history; sessions still owed to a consumer are kept",
-  },
+export default command({
+  description: "Delete terminal sessions last updated more than --keep-days ago, with their history; sessions still owed to a consumer are kept",
+  examples: ["li state prune --keep-days=30 --dry-run", "li state prune --keep-days=90 --files"],
+  ledger: "existing",
   args: {
-    keepDays: { type: "string", description: "retention in days (default 30)" },
-    dryRun: { type: "boolean", description: "print the counts a real run would delete; change nothing" },
+    "keep-days": { type: "string", valueHint: "DAYS", description: "retention in days (default 30)" },
+    "dry-run": { type: "boolean", description: "print the counts a real run would delete; change nothing" },
     files: { type: "boolean", description: "also remove the pruned legs' run directories inside RUNS_ROOT (never a --save-dir)" },
     json: { type: "boolean", description: "print the counts as JSON" },
   },
-  async run({ args }) {
+  async run({ args, ledger: open }) {
     if (args._.length > 0) throw new UsageError(`li state prune takes no ids; unexpected '${String(args._[0])}'`);
     const options = prune.validate({
-      dryRun: Boolean(args.dryRun),
+      dryRun: Boolean(args["dry-run"]),
       files: Boolean(args.files),
-      ...(args.keepDays !== undefined ? { keepDays: parseNonNegativeInt(args.keepDays, "--keep-days") } : {}),
+      ...(args["keep-days"] !== undefined ? { keepDays: parseNonNegativeInt(args["keep-days"], "--keep-days") } : {}),
     });
-    const ledger = cliLedger({ create: false });
-    try {
-      const summary = await prune.runOnce(ledger, ledger.now(), options, { runsRoot: cliPaths().runsRoot });
-      if (args.json) {
-        writeJson(summary);
-        return 0;
-      }
+    const ledger = open();
+    const summary = await prune.runOnce(ledger, ledger.now(), options, { runsRoot: cliPaths().runsRoot });
+    if (args.json) {
+      writeJson(summary);
+      return 0;
+    }
       for (const path of summary.files?.removed ?? []) writeOut(`${options.dryRun ? "would remove" : "removed"} ${safeText(path)}\n`);
       for (const s of summary.files?.skipped ?? []) if (s.why !== "missing") writeNote(`kept ${s.path} (${s.why.replace(/_/g, " ")})`);
       if (summary.rolled_back > 0) writeNote(`${summary.rolled_back} batch(es) rolled back: a candidate survived its deletes`);
       if (options.dryRun) writeNote("dry run: nothing was deleted");
-      writeOut(pruneLine(summary) + "\n");
-      return 0;
-    } finally {
-      ledger.close();
-    }
+    writeOut(pruneLine(summary) + "\n");
+    return 0;
   },
 });

@@ -1,36 +1,33 @@
 // `li wait ID…`: block until each target is terminal and print the frozen line per target (§11).
 // Its imports stay free of drizzle and zod: a script calls it in a loop, so start-up time matters.
-import { defineCommand } from "citty";
-import { openReads } from "../../ledger/open-reads.ts";
+import { command } from "../command.ts";
 import { ambiguityMessage } from "../../ledger/resolve.ts";
 import { parseDuration } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { parseWaitIds } from "../../wait/ids.ts";
 import { formatWaitLine, waitJson } from "../../wait/line.ts";
 import { resolveTargets, waitExitCode, waitForTerminal } from "../../wait/waiter.ts";
-import { cliPaths } from "../paths.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 
-export default defineCommand({
-  meta: {
-    name: "wait",
-    description:
+export default command({
+  description:
       "Wait until each id (session, invocation, play, schedule_run, branch or run id; or a unique prefix) is terminal; print one line per target as it finishes. Exit 0 all succeeded, 1 any unsuccessful, 2 any not found, 3 interrupted or --timeout",
-  },
+  examples: ["li wait 1a2b3c4d", "li wait --timeout=10m --json $(li agent --detach -- make test)"],
+  // Not the write path (drizzle, zod): a script calls li wait in a loop, so start-up time matters.
+  ledger: "reads",
   args: {
-    ids: { type: "positional", description: "ids, space- or comma-separated", required: true },
-    interval: { type: "string", description: "DURATION of the safety poll (default 1.0 s); commits wake li wait at once anyway" },
-    timeout: { type: "string", description: "give up after this DURATION (90, 1.5, 500ms, 10m, 2h) with exit 3" },
+    ids: { type: "positional", valueHint: "ID…", description: "ids, space- or comma-separated", required: true },
+    interval: { type: "string", valueHint: "DURATION", description: "the safety poll (default 1.0 s); commits wake li wait at once anyway" },
+    timeout: { type: "string", valueHint: "DURATION", description: "give up after this long (90, 1.5, 500ms, 10m, 2h) with exit 3" },
     json: { type: "boolean", description: "one JSON object per finished target instead of the line" },
   },
-  async run({ args }) {
+  async run({ args, ledger: open }) {
     const intervalMs = args.interval === undefined ? 1000 : parseDuration(args.interval, "--interval") * 1000;
     const timeoutMs = args.timeout === undefined ? undefined : parseDuration(args.timeout, "--timeout") * 1000;
     const inputs = parseWaitIds(args._.map(String));
     if (inputs.length === 0) throw new UsageError("li wait needs at least one id");
 
-    // Not via ../context.ts: that module loads the write path (drizzle, zod) this command never needs.
-    const ledger = openReads(cliPaths());
+    const ledger = open();
     const watchPath = process.env.LI_WATCH_FILES === "0" ? null : ledger.watchPath;
     const stop = new AbortController();
     const onSignal = () => stop.abort();
@@ -62,7 +59,6 @@ export default defineCommand({
     } finally {
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
-      ledger.close();
     }
   },
 });

@@ -1,5 +1,5 @@
 // `li watch` (SPEC §12.6): flags over settings, the single-instance lock, signals, then the watch loop.
-import { defineCommand } from "citty";
+import { command } from "../command.ts";
 import { pollingOnly, watchSqliteFile } from "../../ledger/sqlite/wake.ts";
 import { loadSettings } from "../../settings/settings.ts";
 import { parseDuration, parsePositiveNumber } from "../../util/duration.ts";
@@ -7,24 +7,23 @@ import { ExitCode, UsageError } from "../../util/errors.ts";
 import { acquireWatchLock, lockPathFor, WatcherAlreadyRunningError, type WatchLock } from "../../watch/lock.ts";
 import { createLog, LOG_FORMATS, type LogFormat } from "../../watch/log.ts";
 import { runWatch, type WatchConfig } from "../../watch/service.ts";
-import { cliLedger, cliPaths } from "../context.ts";
+import { cliPaths } from "../paths.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 
-export default defineCommand({
-  meta: {
-    name: "watch",
-    description:
+export default command({
+  description:
       "The long-lived service: delivers owed notices on every ledger change, reaps phantom sessions and finalizes linked ones every sweep interval, prunes only with --prune-keep-days. One per ledger per host",
-  },
+  examples: ["li watch", "li watch --once --log-format=json"],
+  ledger: "create",
   args: {
     once: { type: "boolean", description: "run one pass of everything and exit (for cron): exit 1 when the pass logged errors, 78 when the ledger could not be written" },
-    "sweep-interval": { type: "string", description: "DURATION between sweeps (default 30s; settings watch.sweep_interval)" },
-    "phantom-grace": { type: "string", description: "DURATION after a dead leg's last heartbeat before it is reaped (default 60; 0 = as soon as its supervisor is positively dead; watch.phantom_grace)" },
-    "phantom-hours": { type: "string", description: "hours before a session with no process markers is reaped (default 1; watch.phantom_hours)" },
-    "prune-keep-days": { type: "string", description: "also prune terminal sessions older than N days (default: never; watch.prune_keep_days). Never removes files" },
-    "log-format": { type: "string", description: "text (default) or json: one line per action" },
+    "sweep-interval": { type: "string", valueHint: "DURATION", description: "between sweeps (default 30s; settings watch.sweep_interval)" },
+    "phantom-grace": { type: "string", valueHint: "DURATION", description: "after a dead leg's last heartbeat before it is reaped (default 60; 0 = as soon as its supervisor is positively dead; watch.phantom_grace)" },
+    "phantom-hours": { type: "string", valueHint: "HOURS", description: "hours before a session with no process markers is reaped (default 1; watch.phantom_hours)" },
+    "prune-keep-days": { type: "string", valueHint: "DAYS", description: "also prune terminal sessions older than N days (default: never; watch.prune_keep_days). Never removes files" },
+    "log-format": { type: "string", valueHint: "text|json", description: "text (default) or json: one line per action" },
   },
-  async run({ args }) {
+  async run({ args, ledger: open }) {
     if (args._.length > 0) throw new UsageError(`li watch takes no arguments; unexpected '${String(args._[0])}'`);
     const format = (args["log-format"] ?? "text") as LogFormat;
     if (!LOG_FORMATS.includes(format)) throw new UsageError(`--log-format: ${JSON.stringify(args["log-format"])} is not one of ${LOG_FORMATS.join(", ")}`);
@@ -46,7 +45,7 @@ export default defineCommand({
     };
 
     const paths = cliPaths();
-    const ledger = cliLedger({ create: true });
+    const ledger = open();
     let lock: WatchLock | null = null;
     const log = createLog(format, (line) => writeOut(line));
     const stop = new AbortController();
@@ -94,7 +93,6 @@ export default defineCommand({
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
       lock?.release();
-      ledger.close();
     }
   },
 });

@@ -1,0 +1,88 @@
+// The command tree: every command's words, one-line summary and lazy module. Subcommands load lazily so
+// start-up pays only for the command it runs; help, completion and the tree test walk this one list.
+
+import type { LiCommand } from "./command.ts";
+
+export type Command = { summary: string; load: () => Promise<LiCommand> };
+export type Group = {
+  description: string;
+  examples: readonly string[];
+  commands: Record<string, Command | Group>;
+  /** What `li GROUP --flag…` runs when no subcommand word is given (kept where SPEC promises that spelling). */
+  fallback?: Command;
+};
+
+type Loaded = LiCommand<any, any>;
+
+/** A command: its summary (for the group's help, without loading it) and the export that declares it. */
+function cmd<M>(summary: string, load: () => Promise<M>, pick: (m: M) => Loaded): Command {
+  return { summary, load: () => load().then((m) => pick(m) as LiCommand) };
+}
+const events = () => import("./commands/events.ts");
+
+export const TREE: Group = {
+  description: "li — a run ledger for build and agent machines",
+  examples: ["li agent -- make test", "li wait $(li agent --detach -- make e2e)"],
+  commands: {
+    agent: cmd("run a command as a tracked leg: li agent [options] -- <command…>", () => import("./commands/agent.ts"), (m) => m.default),
+    wait: cmd("block until runs are terminal; one frozen line per run", () => import("./commands/wait.ts"), (m) => m.default),
+    ls: cmd("list recent sessions and other entities", () => import("./commands/ls.ts"), (m) => m.default),
+    show: cmd("one entity with its legs, history, verification and notices", () => import("./commands/show.ts"), (m) => m.default),
+    kill: cmd("stop a running leg (or every stale one) and record it cancelled", () => import("./commands/kill.ts"), (m) => m.default),
+    watch: cmd("the service: durable delivery, phantom reaping, linked finalizing, optional prune", () => import("./commands/watch.ts"), (m) => m.default),
+    events: {
+      description: "terminal events: consumers, acknowledgements, standing handlers, delivery",
+      examples: ["li events consumers add ci", "li events owed --consumer=ci --json"],
+      fallback: cmd("list events owed to a consumer, or dead deliveries", events, (m) => m.list),
+      commands: {
+        consumers: {
+          description: "register or retire a consumer that acknowledges by hand",
+          examples: ["li events consumers add ci", "li events consumers retire ci"],
+          commands: {
+            add: cmd("register NAME: owed every terminal event committed from now on", events, (m) => m.consumersAdd),
+            retire: cmd("retire NAME, releasing what it was still owed", events, (m) => m.consumersRetire),
+          },
+        },
+        handlers: {
+          description: "standing handlers: a command run on every matching terminal event, on the host that added it",
+          examples: ["li events handlers add notify-ci --kind=session -- ./notify {status}", "li events handlers ls"],
+          commands: {
+            add: cmd("add a standing handler: li events handlers add NAME [--kind K…] [--id ID…] -- ARGV…", events, (m) => m.handlersAdd),
+            rm: cmd("remove a standing handler, releasing what it was owed", events, (m) => m.handlersRm),
+            ls: cmd("list the standing handlers", events, (m) => m.handlersLs),
+          },
+        },
+        owed: cmd("the events owed to a consumer (unacknowledged, oldest first)", events, (m) => m.owed),
+        ack: cmd("acknowledge events for a consumer (idempotent)", events, (m) => m.ack),
+        dead: cmd("deliveries that failed every attempt", events, (m) => m.dead),
+        deliver: cmd("deliver what this host's handlers are owed, once", events, (m) => m.deliver),
+      },
+    },
+    reasons: cmd("the reason-code vocabulary", () => import("./commands/reasons.ts"), (m) => m.default),
+    state: {
+      description: "create, repair and inspect ledger entities",
+      examples: ["li state create play", "li state prune --keep-days=30 --dry-run"],
+      commands: {
+        create: cmd("create an invocation, play, schedule_run, show or team", () => import("./commands/state-create.ts"), (m) => m.default),
+        "set-status": cmd("move an entity through the guarded write (audited repairs)", () => import("./commands/state-set-status.ts"), (m) => m.default),
+        transitions: cmd("the status history of one entity", () => import("./commands/state-transitions.ts"), (m) => m.default),
+        doctor: cmd("sweep running sessions whose current leg is stale and dead", () => import("./commands/state-doctor.ts"), (m) => m.default),
+        prune: cmd("delete terminal sessions past retention", () => import("./commands/state-prune.ts"), (m) => m.default),
+      },
+    },
+  },
+};
+
+export function isGroup(node: Command | Group): node is Group {
+  return "commands" in node;
+}
+
+/** Every command's words, walked from the tree (tests drive every command from this). */
+export function commandPaths(group: Group = TREE, prefix: string[] = []): string[][] {
+  return Object.entries(group.commands).flatMap(([name, node]) => (isGroup(node) ? commandPaths(node, [...prefix, name]) : [[...prefix, name]]));
+}
+
+/** Every group's words (the tree itself is `[]`), for tests and completion. */
+export function groupPaths(group: Group = TREE, prefix: string[] = []): string[][] {
+  return [prefix, ...Object.entries(group.commands).flatMap(([name, node]) => (isGroup(node) ? groupPaths(node, [...prefix, name]) : []))];
+}
