@@ -6,6 +6,7 @@ import type { EntityKind } from "../lifecycle/policy.ts";
 import type { SweepReads, SweepWrites } from "./sweep-store.ts";
 import type { LedgerReads } from "./reads.ts";
 import type { NotifyStore } from "./notify-store.ts";
+import type { LedgerUnavailableError } from "../util/errors.ts";
 
 export type Awaitable<T> = T | Promise<T>;
 
@@ -179,5 +180,10 @@ export interface Backend extends SweepReads {
   /** A session's messages, oldest first. */
   listMessages(sessionId: string): Promise<MessageRow[]>;
   sessionLegState(sessionId: string): Promise<SessionLegState | null>;
+  /**
+   * This backend's failure behind `error` (disk full, read-only, not a li ledger…) as the exit-78 error
+   * naming the ledger, or null when `error` is not about the ledger. The adapter owns the classification.
+   */
+  ledgerError(error: unknown): LedgerUnavailableError | null;
   close(): void;
 }

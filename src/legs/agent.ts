@@ -3,7 +3,7 @@
 import fs from "node:fs";
 import { validateContract } from "../contracts/artifacts.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-import { UsageError } from "../util/errors.ts";
+import { ExitCode, UsageError } from "../util/errors.ts";
 import { randomId } from "../util/ids.ts";
 import { checkCompletionEvidence, type CompletionEvidence, type EvidenceOptions } from "./evidence.ts";
 import { runLeg, type LegIo, type LegOptions } from "./leg.ts";
@@ -63,7 +63,7 @@ export async function allocateFirstRun(req: AgentRequest, deps: AgentDeps, inher
     throw new UsageError(`run id ${runId} is already used by another leg`);
   }
   const saveDir = req.saveDir ?? inherited?.artifactRoot ?? undefined;
-  const run = allocateRun({ runsRoot: deps.runsRoot, saveDir, runId, env: {}, ...(deps.now ? { now: deps.now() } : {}) });
+  const run = allocateRun({ runsRoot: deps.runsRoot, saveDir, runId, env: {}, tolerateUnwritable: true, ...(deps.now ? { now: deps.now() } : {}) });
   try {
     validateContract(inherited ? inherited.contract : req.contract, run.artifactRoot);
   } catch (error) {
@@ -131,13 +131,15 @@ export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<Agen
       ...(deps.requirePersistence ? { requirePersistence: true } : {}),
     });
     if (outcome.result.persisted !== "deferred") {
-      return { plan, result: outcome.result, exit: liExitCode(outcome.result.status), legs };
+      // An outcome the ledger could not take is a failure to write the ledger (78, §18), whatever it was.
+      const exit = outcome.result.persisted === "unrecorded" ? ExitCode.unavailable : liExitCode(outcome.result.status);
+      return { plan, result: outcome.result, exit, legs };
     }
     // A resume may have started a new session (its old one was removed): the next leg continues that one.
     sessionId = plan.sessionId;
     previousLegId = plan.legId;
     // The next leg continues the same branch and session in a new run directory, with the session's artifact root.
-    run = allocateRun({ runsRoot: deps.runsRoot, saveDir: run.artifactRoot, env: {}, now: now() });
+    run = allocateRun({ runsRoot: deps.runsRoot, saveDir: run.artifactRoot, env: {}, now: now(), tolerateUnwritable: true });
   }
 }
 

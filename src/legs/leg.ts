@@ -6,6 +6,7 @@ import { isWithin } from "../contracts/artifacts.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { CompletionEvidence, EvidenceOptions } from "./evidence.ts";
 import { pump, drainPumps, Tail, type Sink } from "./capture.ts";
+import { removeRunDir } from "./rundir.ts";
 import { commandEnv } from "./env.ts";
 import { startHeartbeat } from "./heartbeat.ts";
 import { commandExitCode, naturalTermination, type Termination } from "./outcome.ts";
@@ -106,23 +107,10 @@ export async function runLeg(plan: LegPlan, mode: LegMode, o: LegOptions): Promi
     return { result: { ...own, persisted: "winner", own, exitCode: null, transition: null }, termination: "timeout", stoppedBy: stopped, persisted: true, resumed };
   }
   const escalateFile = `${plan.run.stateRoot}/escalations.jsonl`;
-  plan.run.writeManifest({
-    session_id: plan.sessionId,
-    branch_id: plan.branchId,
-    leg_id: plan.legId,
-    command: plan.argv,
-    cwd: plan.cwd,
-    started_at: plan.startedAt,
-    persisted: ledger !== null,
-    escalate_file: escalateFile,
-    ...(plan.invocationId !== null ? { invocation_id: plan.invocationId } : {}),
-  });
-  writeBranchSnapshot(plan);
-  ensureOwnArtifactRoot(plan, o.io.log);
+  const streamFd = prepareRunFiles(plan, ledger !== null, escalateFile, o.io.log);
   await o.onStarted?.(plan, ledger !== null);
 
-  const streamFd = fs.openSync(plan.run.streamPath(plan.branchId), "a", 0o600);
-  const toStream: Sink = (chunk) => void fs.writeSync(streamFd, chunk);
+  const toStream = streamSink(streamFd, plan.run.streamPath(plan.branchId), o.io.log);
   const tail = new Tail(o.tailBytes);
   let child: SpawnedCommand | null = null;
   let failure: string | null = null;
@@ -169,7 +157,7 @@ export async function runLeg(plan: LegPlan, mode: LegMode, o: LegOptions): Promi
   } finally {
     running = false;
     stopHeartbeat();
-    fs.closeSync(streamFd);
+    if (streamFd !== null) fs.closeSync(streamFd);
   }
   try {
     const result = await runTeardown({
@@ -202,6 +190,57 @@ export async function runLeg(plan: LegPlan, mode: LegMode, o: LegOptions): Promi
   } finally {
     untrap();
   }
+}
+
+/**
+ * The run directory's files, before the command starts; returns the stream file to copy the output
+ * into. A disk that refuses them (full, read-only) never stops the leg (§16): one warning, the
+ * directory li just made is removed (it holds nothing), and the command runs with its output passing
+ * through, not kept (null).
+ */
+function prepareRunFiles(plan: LegPlan, persisted: boolean, escalateFile: string, log: (line: string) => void): number | null {
+  const unwritable = (why: string) => {
+    removeRunDir(plan.run.stateRoot);
+    log(`warning: cannot write the run directory ${plan.run.stateRoot} (${why}); the command runs, its output is not kept there`);
+    return null;
+  };
+  if (plan.run.unwritable !== null) return unwritable(plan.run.unwritable);
+  try {
+    plan.run.writeManifest({
+      session_id: plan.sessionId,
+      branch_id: plan.branchId,
+      leg_id: plan.legId,
+      command: plan.argv,
+      cwd: plan.cwd,
+      started_at: plan.startedAt,
+      persisted,
+      escalate_file: escalateFile,
+      ...(plan.invocationId !== null ? { invocation_id: plan.invocationId } : {}),
+    });
+    writeBranchSnapshot(plan);
+    ensureOwnArtifactRoot(plan, log);
+    return fs.openSync(plan.run.streamPath(plan.branchId), "a", 0o600);
+  } catch (error) {
+    return unwritable(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/**
+ * The stream file's copy of the output. When the file cannot take more (disk full), the copy stops
+ * with one warning; the passthrough and the captured tail go on, so the command never blocks or dies
+ * because li's copy failed.
+ */
+function streamSink(fd: number | null, file: string, log: (line: string) => void): Sink {
+  let broken = fd === null;
+  return (chunk) => {
+    if (broken) return;
+    try {
+      for (let at = 0; at < chunk.byteLength; ) at += fs.writeSync(fd!, chunk, at);
+    } catch (error) {
+      broken = true;
+      log(`warning: cannot write the stream file ${file} (${error instanceof Error ? error.message : String(error)}); the output still passes through, the rest is not kept`);
+    }
+  };
 }
 
 /**

@@ -3,6 +3,7 @@
 // The registration module pulls in the settings module (~6 ms), so it loads only when a notice is
 // possible, and the push modules only after the final write.
 
+import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Tx } from "../ledger/backend.ts";
 import type { Ledger } from "../ledger/ledger.ts";
@@ -107,7 +108,8 @@ export class LegNotifier {
         artifactRoot: plan.run.artifactRoot,
       });
       const ran = await runUndurable(notify.argv, envelope, {
-        stderrPath: path.join(plan.run.stateRoot, "notify-undurable.stderr"),
+        // A run directory removed for want of space is not made again for the handler's stderr.
+        stderrPath: existsSync(plan.run.stateRoot) ? path.join(plan.run.stateRoot, "notify-undurable.stderr") : null,
         exitCode: result.exitCode,
         ...(this.o.budgetMs !== undefined ? { budgetMs: this.o.budgetMs } : {}),
       });

@@ -25,6 +25,8 @@ export class RunDir {
     readonly runId: string,
     readonly stateRoot: string,
     readonly artifactRoot: string,
+    /** Why the directory could not be made (a full or read-only disk): the leg runs without it. */
+    readonly unwritable: string | null = null,
   ) {
     this.manifestPath = path.join(stateRoot, "run.json");
     this.checkpointPath = path.join(stateRoot, "checkpoint.json");
@@ -96,6 +98,11 @@ export interface AllocateRunOptions {
   randomHex?: () => string;
   /** Home directory for `~` in saveDir; defaults to os.homedir(). */
   homeDir?: string;
+  /**
+   * A leg runs even when its directory cannot be made (§16): instead of throwing on a full or
+   * read-only disk, removes what it made and returns the run marked `unwritable`.
+   */
+  tolerateUnwritable?: boolean;
 }
 
 /**
@@ -109,18 +116,35 @@ export function allocateRun(options: AllocateRunOptions): RunDir {
   const stateRoot = path.join(runsRoot, runId);
   const artifactRoot = options.saveDir !== undefined ? resolveSaveDir(options.saveDir, options.homeDir) : path.join(stateRoot, "artifacts");
 
-  fs.mkdirSync(runsRoot, { recursive: true, mode: STATE_DIR_MODE });
+  let claimed = false;
   try {
-    // Non-recursive on purpose: the mkdir itself is the atomic claim of the run id.
-    fs.mkdirSync(stateRoot, { mode: STATE_DIR_MODE });
+    fs.mkdirSync(runsRoot, { recursive: true, mode: STATE_DIR_MODE });
+    try {
+      // Non-recursive on purpose: the mkdir itself is the atomic claim of the run id.
+      fs.mkdirSync(stateRoot, { mode: STATE_DIR_MODE });
+      claimed = true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new UsageError(`run id ${runId} is already used (${stateRoot} exists)`);
+      throw err;
+    }
+    const run = new RunDir(runId, stateRoot, artifactRoot);
+    fs.mkdirSync(run.branchesDir, { mode: STATE_DIR_MODE });
+    fs.mkdirSync(run.streamDir, { mode: STATE_DIR_MODE });
+    return run;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new UsageError(`run id ${runId} is already used (${stateRoot} exists)`);
-    throw err;
+    if (err instanceof UsageError || !options.tolerateUnwritable) throw err;
+    if (claimed) removeRunDir(stateRoot);
+    return new RunDir(runId, stateRoot, artifactRoot, err instanceof Error ? err.message : String(err));
   }
-  const run = new RunDir(runId, stateRoot, artifactRoot);
-  fs.mkdirSync(run.branchesDir, { mode: STATE_DIR_MODE });
-  fs.mkdirSync(run.streamDir, { mode: STATE_DIR_MODE });
-  return run;
+}
+
+/** Removes a run directory li made and could not fill (nothing in it is worth keeping); never throws. */
+export function removeRunDir(stateRoot: string): void {
+  try {
+    fs.rmSync(stateRoot, { recursive: true, force: true });
+  } catch {
+    // A directory that cannot even be removed stays; prune --files may take it later.
+  }
 }
 
 /** Rebuilds the RunDir of an existing leg from its recorded paths; creates nothing. */

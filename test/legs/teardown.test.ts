@@ -476,3 +476,36 @@ describe("step 10 and failures", () => {
     expect(logged).toEqual(["teardown step explode failed: boom"]);
   });
 });
+
+describe("a ledger that fails during teardown", () => {
+  /** Caps the ledger at its current size: the next write that needs a page fails with SQLITE_FULL. */
+  function fillLedger(ledger: Ledger): void {
+    const db = (ledger.backend as unknown as { db: import("bun:sqlite").Database }).db;
+    db.run(`PRAGMA max_page_count = ${db.query<{ page_count: number }, []>("PRAGMA page_count").get()!.page_count}`);
+  }
+
+  test("a full ledger at the final write: the outcome is computed, reported unrecorded with the ledger's error, and nothing is pushed", async () => {
+    const leg = await startedLeg();
+    fillLedger(leg.ledger);
+    const pushed: unknown[] = [];
+    const logged: string[] = [];
+    // A long assistant message makes the final write need new pages.
+    const result = await runTeardown(leg.input({ assistantText: "x".repeat(200_000), afterCommit: [(r) => void pushed.push(r)], log: (l) => void logged.push(l) }));
+    expect(result).toMatchObject({ status: "completed", reasonCode: "run.completed.ok", persisted: "unrecorded", exitCode: 0 });
+    expect(result.ledgerError).toMatchObject({ path: leg.ledger.location, unreachable: true });
+    expect(result.ledgerError!.message).toContain("disk full");
+    expect(pushed).toEqual([]);
+    expect(logged).toEqual([]);
+    expect((await leg.session()).status).toBe("running");
+    expect((await leg.leg()).ended_at).toBeNull();
+  });
+
+  test("a ledger that fails at the first read: the steps still compute the leg's own outcome (not run.failed.exception)", async () => {
+    const leg = await startedLeg();
+    const failing = { ...TEARDOWN_STEPS[1]!, run: async () => leg.ledger.backend.transaction(() => { throw Object.assign(new Error("disk I/O error"), { code: "SQLITE_IOERR_READ" }); }) };
+    const steps = TEARDOWN_STEPS.map((s, i) => (i === 1 ? failing : s));
+    const result = await runTeardown(leg.input({ termination: "exited_nonzero", exitCode: 4 }), steps);
+    expect(result).toMatchObject({ status: "failed", reasonCode: "run.failed.exit_nonzero", persisted: "unrecorded", exitCode: 4 });
+    expect(result.ledgerError!.message).toStartWith(`ledger ${leg.ledger.location}: I/O error`);
+  });
+});

@@ -4,7 +4,7 @@ import path from "node:path";
 import { command } from "../command.ts";
 import { ExitCode, LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
-import { runAgent, type AgentDeps } from "../../legs/agent.ts";
+import { runAgent, type AgentDeps, type AgentOutcome } from "../../legs/agent.ts";
 import { startDetached, writeReady } from "../../legs/detach.ts";
 import { SUPERVISOR_ENV } from "../../legs/env.ts";
 import { PersistenceSetupError, type LegIo } from "../../legs/leg.ts";
@@ -44,7 +44,7 @@ function refuseUnknownBranchBeforeCreating(resume: string | null): void {
 
 export default command({
   description:
-      `Run a command as a tracked leg: li agent [options] -- <command…>. Exit ${exitCodesByStatus()}, ${ExitCode.unavailable} cannot start, ${ExitCode.usage} usage. When li's stdin is a terminal the command reads /dev/null.`,
+      `Run a command as a tracked leg: li agent [options] -- <command…>. Exit ${exitCodesByStatus()}, ${ExitCode.unavailable} cannot start or the outcome could not be recorded, ${ExitCode.usage} usage. When li's stdin is a terminal the command reads /dev/null.`,
   examples: ["li agent --timeout=30m --artifact=report=out/report.json -- make test", "li agent -r BRANCH_ID -- make test"],
   // Opened by the leg only when it persists: a foreground leg still runs when the ledger cannot be opened (§8.4).
   ledger: "create",
@@ -105,7 +105,7 @@ export default command({
     const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
     const outcome = await runAgent(req, { ...deps(ledger, io, workdir, stdinMode(isTerminal(0), false)), notifier: await notifier(req.notify, settings, note) });
     const { plan, result } = outcome;
-    note(`${result.status} (${result.reasonCode || "-"}) session ${plan.sessionId} branch ${plan.branchId}${result.persisted === "none" ? " (not recorded)" : ""}`);
+    note(summaryLine(outcome));
     if (req.json) {
       writeJson({
         session_id: plan.sessionId,
@@ -115,13 +115,24 @@ export default command({
         status: result.status,
         reason_code: result.reasonCode,
         exit_code: result.exitCode,
-        persisted: result.persisted !== "none",
+        persisted: result.persisted !== "none" && result.persisted !== "unrecorded",
+        ...(result.ledgerError ? { ledger_error: result.ledgerError.message } : {}),
         legs: outcome.legs,
       });
     }
     return outcome.exit;
   },
 });
+
+/**
+ * The leg's last line. An outcome the ledger could not take says so plainly, with the ledger and the
+ * reason, and nothing in it reads as if it were recorded.
+ */
+function summaryLine({ plan, result }: AgentOutcome): string {
+  const outcome = `${result.status} (${result.reasonCode || "-"}) session ${plan.sessionId} branch ${plan.branchId}`;
+  if (result.ledgerError) return `the outcome was NOT recorded: ${result.ledgerError.message}; it was ${outcome}, which the ledger still shows running`;
+  return `${outcome}${result.persisted === "none" ? " (not recorded)" : ""}`;
+}
 
 /**
  * The settings (§15), resolved once per process from `--cwd` (else the working directory); null when
@@ -176,7 +187,11 @@ function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit
 async function supervise(args: AgentArgs, passthrough: string[] | null, readyFile: string, open: () => Ledger): Promise<number> {
   let logFile: string | null = null;
   const log = (line: string) => {
-    if (logFile) fs.appendFileSync(logFile, `li: ${line}\n`);
+    try {
+      if (logFile) fs.appendFileSync(logFile, `li: ${line}\n`);
+    } catch {
+      // A full disk or a removed run directory: the ledger still holds the outcome.
+    }
   };
   let reported = false;
   const fail = (exit: number, message: string) => {
@@ -206,7 +221,7 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, readyFil
         reported = true;
       },
     });
-    log(`${outcome.result.status} (${outcome.result.reasonCode || "-"}) session ${outcome.plan.sessionId} branch ${outcome.plan.branchId}`);
+    log(summaryLine(outcome));
     return outcome.exit;
   } catch (error) {
     if (error instanceof PersistenceSetupError) return fail(ExitCode.unavailable, error.message);

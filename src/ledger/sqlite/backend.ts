@@ -5,6 +5,7 @@ import type { Database } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { AdminEventRow, Backend, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, StatusRow, StatusSet, TransitionRow, Tx } from "../backend.ts";
 import * as legStore from "./legs.ts";
+import type { LedgerUnavailableError } from "../../util/errors.ts";
 import { asLedgerError } from "./errors.ts";
 import { withBusyRetry } from "./migrate.ts";
 import { SqliteReads } from "./reads.ts";
@@ -120,6 +121,10 @@ export class SqliteBackend implements Backend {
 
   async afterBulkBatch(): Promise<void> {
     sweeps.passiveCheckpoint(this.db);
+  }
+
+  ledgerError(error: unknown): LedgerUnavailableError | null {
+    return asLedgerError(error, this.location);
   }
 
   /** After a failed statement; a ROLLBACK that fails too (an I/O error) must not hide the first error. */

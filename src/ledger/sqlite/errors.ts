@@ -18,6 +18,8 @@ export interface SqliteFault {
 /** Primary result codes (bun:sqlite reports extended ones, e.g. SQLITE_IOERR_WRITE, with the same prefix). */
 const FAULTS: readonly { prefix: string; reason: string; unreachable: boolean }[] = [
   { prefix: "SQLITE_FULL", reason: "disk full", unreachable: true },
+  // The shared-memory file (-shm) could not grow: on a full disk, the first thing a new connection meets.
+  { prefix: "SQLITE_IOERR_SHMSIZE", reason: "disk full", unreachable: true },
   { prefix: "SQLITE_BUSY", reason: "locked by another process past the busy timeout", unreachable: true },
   { prefix: "SQLITE_LOCKED", reason: "locked by another process past the busy timeout", unreachable: true },
   { prefix: "SQLITE_READONLY", reason: "read-only", unreachable: false },

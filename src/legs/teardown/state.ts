@@ -4,6 +4,7 @@ import type { ArtifactContract, VerificationResult } from "../../contracts/artif
 import type { Ledger } from "../../ledger/ledger.ts";
 import type { AppliedTransition } from "../../ledger/transition.ts";
 import type { MessageRow } from "../../ledger/backend.ts";
+import type { LedgerUnavailableError } from "../../util/errors.ts";
 import type { CompletionEvidence, EvidenceOptions } from "../evidence.ts";
 import type { Termination } from "../outcome.ts";
 
@@ -13,12 +14,18 @@ export type Evidence = Record<string, unknown>;
 export interface TeardownResult {
   status: string;
   reasonCode: string;
-  /** written: our guarded write applied; winner: another writer's terminal status stands; skipped: not current or not terminal; none: no ledger; deferred: auto-resume; failed: teardown itself failed. */
-  persisted: "written" | "winner" | "skipped" | "none" | "deferred" | "failed";
+  /**
+   * written: our guarded write applied; winner: another writer's terminal status stands; skipped: not
+   * current or not terminal; none: no ledger; deferred: auto-resume; failed: teardown itself failed;
+   * unrecorded: the ledger failed (disk full, read-only…) and the outcome is NOT in it (`ledgerError`).
+   */
+  persisted: "written" | "winner" | "skipped" | "none" | "deferred" | "failed" | "unrecorded";
   /** The leg's own computed outcome, whatever was persisted. */
   own: { status: string; reasonCode: string };
   exitCode: number | null;
   transition: AppliedTransition | null;
+  /** Why the outcome is not in the ledger (persisted = unrecorded): names the ledger and the reason. */
+  ledgerError?: LedgerUnavailableError;
 }
 
 /** Runs after the guarded write committed (step 10): callbacks are pushed from here. */
@@ -73,6 +80,8 @@ export interface TeardownState extends TeardownInput {
   verification: VerificationResult | null;
   /** Step 5 took the status from the linked session: the evidence gate stays out. */
   linkedSupplied: boolean;
+  /** The ledger failed during teardown: `ledger` is then null and the outcome is computed in memory only. */
+  ledgerError: LedgerUnavailableError | null;
   result: TeardownResult | null;
 }
 
@@ -89,6 +98,7 @@ export function initialState(input: TeardownInput): TeardownState {
     snapshot: null,
     verification: null,
     linkedSupplied: false,
+    ledgerError: null,
     result: null,
   };
 }

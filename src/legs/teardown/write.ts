@@ -53,7 +53,8 @@ export async function guardedWrite(s: TeardownState): Promise<void> {
   const base = { own, exitCode: s.exitCode, transition: null };
   const ledger = s.ledger;
   if (!ledger) {
-    s.result = { ...own, persisted: "none", ...base };
+    // No ledger at all (none), or one that failed earlier in this teardown (the runner reports it unrecorded).
+    if (!s.ledgerError) s.result = { ...own, persisted: "none", ...base };
     return;
   }
   const snapshot = s.snapshot ?? { status: null, currentLegId: null, killRequested: false };

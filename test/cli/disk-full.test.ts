@@ -1,0 +1,243 @@
+// The disk-full matrix (issue 10, §16–§18) on a real 2 MiB tmpfs: full before setup, during the
+// command's output, and at teardown. Each case asserts the command's exit code, li's exit code and
+// message, and the ledger: integrity check ok, every status equal to its newest history row, no orphan
+// legs. The disk is filled precisely (a filler file sized from statfs, or written until ENOSPC), never
+// by timing; the ledger and the run directories are put on different disks to isolate each case.
+
+import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { li, type LiResult } from "../helpers/cli.ts";
+import { checkHistoryInvariants, tempDir } from "../helpers/ledger.ts";
+import { RECORD, recorded } from "../notify/helpers.ts";
+
+
+let mountPoint: string | null = null;
+const scratch: string[] = [];
+
+/** Why this file cannot run here, or null. Under CI it must run: not being able to is a failure. */
+function mountTmpfs(): string | null {
+  if (process.getuid?.() !== 0) return "mounting a tmpfs needs root";
+  const dir = tempDir("li-diskfull-");
+  const mount = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", dir]);
+  if (mount.exitCode !== 0) return `mount -t tmpfs failed: ${mount.stderr.toString().trim()}`;
+  mountPoint = dir;
+  return null;
+}
+
+let cannotRun: string | null = null;
+beforeAll(() => {
+  cannotRun = mountTmpfs();
+  if (cannotRun && process.env.CI !== "true") {
+    console.error(`\n*** the disk-full matrix DID NOT RUN: ${cannotRun} (under CI=true this is a failure) ***\n`);
+  }
+});
+afterAll(() => {
+  if (mountPoint) {
+    Bun.spawnSync(["umount", mountPoint]);
+    rmSync(mountPoint, { recursive: true, force: true });
+  }
+  scratch.forEach((d) => rmSync(d, { recursive: true, force: true }));
+});
+
+/** The tmpfs, emptied, or null when the matrix cannot run here (failing under CI). */
+function disk(): string | null {
+  if (cannotRun) {
+    if (process.env.CI === "true") throw new Error(`the disk-full matrix cannot run: ${cannotRun}`);
+    return null;
+  }
+  for (const entry of readdirSync(mountPoint!)) rmSync(join(mountPoint!, entry), { recursive: true, force: true });
+  return mountPoint;
+}
+
+function elsewhere(): string {
+  const dir = tempDir("li-diskfull-other-");
+  scratch.push(dir);
+  return dir;
+}
+
+/** Fills `dir`'s filesystem so that exactly `leaveBytes` (rounded down to blocks) stay free. */
+function fillLeaving(dir: string, leaveBytes: number): string {
+  const { bavail, bsize } = statfsSync(dir);
+  const filler = join(dir, "filler");
+  const fd = openSync(filler, "w");
+  try {
+    const block = Buffer.alloc(bsize, 1);
+    const blocks = Math.max(0, Number(bavail) - Math.ceil(leaveBytes / bsize));
+    for (let i = 0; i < blocks; i++) writeSync(fd, block);
+  } finally {
+    closeSync(fd);
+  }
+  return filler;
+}
+
+/** The ledger after the fact: SQLite's integrity check, §5's history invariants, legs that belong somewhere. */
+function expectLedgerSound(dbPath: string): void {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    expect(db.query<{ integrity_check: string }, []>("PRAGMA integrity_check").all().map((r) => r.integrity_check)).toEqual(["ok"]);
+    expect(db.query("SELECT l.id FROM legs l LEFT JOIN sessions s ON s.id = l.session_id WHERE s.id IS NULL").all()).toEqual([]);
+    expect(db.query("SELECT s.id FROM sessions s LEFT JOIN legs l ON l.id = s.current_leg_id WHERE s.current_leg_id IS NOT NULL AND l.id IS NULL").all()).toEqual([]);
+  } finally {
+    db.close();
+  }
+  expect(checkHistoryInvariants(dbPath)).toEqual([]);
+}
+
+function sessions(dbPath: string): { id: string; status: string; exit_code: number | null }[] {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    return db.query<{ id: string; status: string; exit_code: number | null }, []>("SELECT id, status, exit_code FROM sessions ORDER BY started_at").all();
+  } finally {
+    db.close();
+  }
+}
+
+const lines = (r: LiResult) => r.stderr.trimEnd().split("\n");
+
+describe("disk full before setup (the ledger and the run directories on the full disk)", () => {
+  test("a foreground leg warns, still runs its command, exits by its outcome, fires --notify once undurable, and leaves no empty run directory", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = join(tmpfs, "home");
+    // A ledger that already holds one leg, so there is something to keep intact.
+    const first = await li(["agent", "--", "true"], { home });
+    expect(first.code).toBe(0);
+    const runsBefore = readdirSync(join(home, "runs"));
+    const filler = fillLeaving(tmpfs, 0);
+    const notices = join(elsewhere(), "notices");
+
+    const r = await li(["agent", "--notify", `${RECORD} ${notices}`, "--", "sh", "-c", "echo RAN; exit 3"], { home });
+
+    expect(r.stdout).toBe("RAN\n");
+    expect(r.code).toBe(1); // the command's outcome (failed), not 2 and not 78
+    expect(r.stderr).toContain(`ledger ${join(home, "state.db")}: disk full`);
+    expect(r.stderr).toMatch(/warning: cannot write the run directory \S+ \(ENOSPC/);
+    expect(lines(r).at(-1)).toMatch(/^li: failed \(run\.failed\.exit_nonzero\) session \S+ branch \S+ \(not recorded\)$/);
+    expect(readdirSync(join(home, "runs"))).toEqual(runsBefore);
+    // Once, undurable: no event id (nothing was recorded to de-duplicate against).
+    expect(recorded(notices)).toEqual([expect.stringMatching(/^ failed session \S+ ?$/)]);
+    expect(JSON.parse(readFileSync(`${notices}.stdin`, "utf8"))).toMatchObject({ durable: false, terminal_status: "failed" });
+
+    rmSync(filler);
+    expectLedgerSound(join(home, "state.db"));
+    expect(sessions(join(home, "state.db")).map((s) => s.status)).toEqual(["completed"]);
+  });
+
+  test("a detached leg exits 78 naming the ledger, runs nothing and leaves no run directory", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = join(tmpfs, "home");
+    expect((await li(["agent", "--", "true"], { home })).code).toBe(0);
+    const runsBefore = readdirSync(join(home, "runs"));
+    const marker = join(elsewhere(), "ran");
+    const filler = fillLeaving(tmpfs, 0);
+
+    const r = await li(["agent", "--detach", "--", "sh", "-c", `touch ${marker}`], { home });
+
+    expect(r.code).toBe(78);
+    expect(r.stdout).toBe("");
+    expect(lines(r)).toEqual([expect.stringContaining(`ledger ${join(home, "state.db")}: disk full`)]);
+    expect(existsSync(marker)).toBe(false);
+    expect(readdirSync(join(home, "runs"))).toEqual(runsBefore);
+    rmSync(filler);
+    expectLedgerSound(join(home, "state.db"));
+  });
+
+  test("only the run directories on the full disk: the leg is recorded, its command runs, the empty run directory is removed", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = elsewhere();
+    const runs = join(tmpfs, "runs");
+    mkdirSync(runs);
+    const filler = fillLeaving(tmpfs, 0);
+
+    const r = await li(["agent", "--", "sh", "-c", "echo RAN"], { home, env: { LI_RUNS_ROOT: runs } });
+
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("RAN\n");
+    expect(r.stderr).toMatch(/warning: cannot write the run directory \S+ \(ENOSPC/);
+    expect(lines(r).at(-1)).toMatch(/^li: completed \(run\.completed\.ok\) session \S+ branch \S+$/);
+    expect(readdirSync(runs)).toEqual([]);
+    rmSync(filler);
+    expectLedgerSound(join(home, "state.db"));
+    expect(sessions(join(home, "state.db"))).toEqual([expect.objectContaining({ status: "completed", exit_code: 0 })]);
+  });
+});
+
+describe("disk full during the command's output (the run directory on the full disk, the ledger elsewhere)", () => {
+  test("the stream file stops with one warning; passthrough goes on, the command neither blocks nor dies, and its outcome is recorded", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = elsewhere();
+    const runs = join(tmpfs, "runs");
+    mkdirSync(runs);
+    // Room for the run directory's small files, not for the output.
+    const filler = fillLeaving(tmpfs, 64 * 1024);
+    const lineCount = 200_000; // ~2.2 MB of "line N\n"
+
+    const r = await li(["agent", "--", "sh", "-c", `seq -f 'line %.0f' 1 ${lineCount}; echo DONE; exit 3`], { home, env: { LI_RUNS_ROOT: runs } });
+
+    const out = r.stdout.split("\n");
+    expect(out.length).toBe(lineCount + 2);
+    expect(out.at(-2)).toBe("DONE");
+    expect(out[lineCount - 1]).toBe(`line ${lineCount}`);
+    expect(r.code).toBe(1);
+    expect(r.stderr.match(/warning: cannot write the stream file/g)).toHaveLength(1);
+    expect(r.stderr).toContain("ENOSPC");
+    expect(lines(r).at(-1)).toMatch(/^li: failed \(run\.failed\.exit_nonzero\) session \S+ branch \S+$/);
+    // The stream file stays for the record, with what fitted.
+    const [runDir] = readdirSync(runs);
+    const streamDir = join(runs, runDir!, "stream");
+    const [stream] = readdirSync(streamDir);
+    expect(readFileSync(join(streamDir, stream!), "utf8")).toStartWith("line 1\nline 2\n");
+    rmSync(filler);
+    expectLedgerSound(join(home, "state.db"));
+    expect(sessions(join(home, "state.db"))).toEqual([expect.objectContaining({ status: "failed", exit_code: 3 })]);
+  });
+});
+
+describe("disk full at teardown (the ledger on the full disk, the run directory elsewhere)", () => {
+  test("li says plainly the outcome was NOT recorded, naming the ledger and the reason, prints no summary, and exits 78", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = join(tmpfs, "home");
+    const runs = join(elsewhere(), "runs");
+    const filler = join(tmpfs, "filler");
+    // The command itself fills the disk to the last block after setup committed (dd stops at ENOSPC):
+    // the final write is the first to need space. No timing involved.
+    const command = `dd if=/dev/zero of=${filler} bs=4096 2>/dev/null; echo FILLED`;
+
+    const r = await li(["agent", "--", "sh", "-c", command], { home, env: { LI_RUNS_ROOT: runs } });
+
+    expect(r.stdout).toBe("FILLED\n");
+    expect(r.code).toBe(78);
+    const dbPath = join(home, "state.db");
+    const said = lines(r);
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(new RegExp(`^li: the outcome was NOT recorded: ledger ${dbPath}: disk full: .*SQLITE_FULL.*; it was completed \\(run\\.completed\\.ok\\) session \\S+`));
+    expect(r.stderr).not.toMatch(/^li: completed/m);
+    // The stream file and the run directory stay for the record.
+    const [runDir] = readdirSync(runs);
+    const streamDir = join(runs, runDir!, "stream");
+    expect(readFileSync(join(streamDir, readdirSync(streamDir)[0]!), "utf8")).toBe("FILLED\n");
+    rmSync(filler);
+    // The ledger is whole; the session is still running (the reaper will call it a phantom) and its history agrees.
+    expectLedgerSound(dbPath);
+    expect(sessions(dbPath)).toEqual([expect.objectContaining({ status: "running", exit_code: null })]);
+  });
+
+  test("--json says persisted: false with the ledger error", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = join(tmpfs, "home");
+    const filler = join(tmpfs, "filler");
+    const r = await li(["agent", "--json", "--", "sh", "-c", `dd if=/dev/zero of=${filler} bs=4096 2>/dev/null; true`], { home, env: { LI_RUNS_ROOT: join(elsewhere(), "runs") } });
+    expect(r.code).toBe(78);
+    const record = JSON.parse(r.stdout);
+    expect(record).toMatchObject({ status: "completed", persisted: false, ledger_error: expect.stringContaining(`ledger ${join(home, "state.db")}: disk full`) });
+    rmSync(filler);
+    expectLedgerSound(join(home, "state.db"));
+  });
+});
