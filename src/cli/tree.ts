@@ -19,6 +19,7 @@ function cmd<M>(summary: string, load: () => Promise<M>, pick: (m: M) => Loaded)
   return { summary, load: () => load().then((m) => pick(m) as LiCommand) };
 }
 const events = () => import("./commands/events.ts");
+const completion = () => import("./commands/completion.ts");
 
 export const TREE: Group = {
   description: "li — a run ledger for build and agent machines",
@@ -68,6 +69,15 @@ export const TREE: Group = {
         transitions: cmd("the status history of one entity", () => import("./commands/state-transitions.ts"), (m) => m.default),
         doctor: cmd("sweep running sessions whose current leg is stale and dead", () => import("./commands/state-doctor.ts"), (m) => m.default),
         prune: cmd("delete terminal sessions past retention", () => import("./commands/state-prune.ts"), (m) => m.default),
+      },
+    },
+    completion: {
+      description: "print a shell completion script generated from this command tree",
+      examples: ["source <(li completion bash)", "li completion fish > ~/.config/fish/completions/li.fish"],
+      commands: {
+        bash: cmd("the bash completion script", completion, (m) => m.bash),
+        zsh: cmd("the zsh completion script", completion, (m) => m.zsh),
+        fish: cmd("the fish completion script", completion, (m) => m.fish),
       },
     },
   },

@@ -64,7 +64,7 @@ describe("the command tree's declarations", () => {
       for (const example of cmd.examples) {
         // The command's own words: before its `--`, without a `$(…)` that runs another command.
         const own = example.replace(/\$\([^)]*\)/g, "").split(" -- ")[0]!;
-        if (!own.startsWith(where)) problems.push(`${where}: example '${example}' is not this command`);
+        if (!own.includes(where)) problems.push(`${where}: example '${example}' is not this command`);
         for (const flag of own.match(/(?<=\s)--[a-z][a-z0-9-]*/g) ?? []) if (!declared.has(flag.slice(2))) problems.push(`${where}: example uses undeclared ${flag}`);
       }
     }

@@ -1,0 +1,83 @@
+// `li completion bash|zsh|fish`: scripts generated from the command tree, checked by the shells themselves;
+// bash completion driven as bash drives it (COMP_WORDS/COMP_CWORD, the function, COMPREPLY).
+import { beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ENTITY_KINDS, POLICIES } from "../../src/lifecycle/policy.ts";
+import { commandPaths, isGroup, TREE } from "../../src/cli/tree.ts";
+import { li } from "../helpers/cli.ts";
+import { tempDir } from "../helpers/ledger.ts";
+
+const dir = tempDir("li-completion-");
+const scripts: Record<"bash" | "zsh" | "fish", string> = { bash: "", zsh: "", fish: "" };
+
+beforeAll(async () => {
+  for (const shell of ["bash", "zsh", "fish"] as const) {
+    const r = await li(["completion", shell]);
+    expect({ shell, code: r.code, stderr: r.stderr }).toEqual({ shell, code: 0, stderr: "" });
+    scripts[shell] = join(dir, `li.${shell}`);
+    writeFileSync(scripts[shell], r.stdout);
+  }
+});
+
+/** Which of the shells to check: those this machine has; all of them under .ci/run, which installs them. */
+const has = (shell: string) => Bun.which(shell) !== null || process.env.LI_REQUIRE_SHELLS === "1";
+
+function syntaxCheck(shell: string, file: string) {
+  const r = Bun.spawnSync([shell, "-n", file], { stderr: "pipe" });
+  return { code: r.exitCode, stderr: r.stderr.toString() };
+}
+
+/** What bash completion offers for the words typed so far (the last one is the word being completed). */
+function bashComplete(words: string[]): string[] {
+  const program = 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _li; printf "%s\\n" "${COMPREPLY[@]}"';
+  const r = Bun.spawnSync(["bash", "-c", program, "_", scripts.bash, ...words], { stdout: "pipe", stderr: "pipe", cwd: dir });
+  if (r.exitCode !== 0) throw new Error(`bash completion failed: ${r.stderr.toString()}`);
+  return r.stdout.toString().split("\n").filter(Boolean).sort();
+}
+
+describe("li completion", () => {
+  test("the bash script passes bash -n", () => {
+    expect(syntaxCheck("bash", scripts.bash)).toEqual({ code: 0, stderr: "" });
+  });
+
+  test.skipIf(!has("zsh"))("the zsh script passes zsh -n", () => {
+    expect(syntaxCheck("zsh", scripts.zsh)).toEqual({ code: 0, stderr: "" });
+  });
+
+  test.skipIf(!has("fish"))("the fish script passes fish -n, and fish completes a subcommand and a flag from it", () => {
+    expect(syntaxCheck("fish", scripts.fish)).toEqual({ code: 0, stderr: "" });
+    const r = Bun.spawnSync(["fish", "-c", `source ${scripts.fish}; complete -C "li state pr"; complete -C "li state prune --ke"`], { stdout: "pipe", stderr: "pipe" });
+    expect(r.stderr.toString()).toBe("");
+    expect(r.stdout.toString().split("\n").map((l) => l.split("\t")[0])).toEqual(expect.arrayContaining(["prune", "--keep-days"]));
+  });
+
+  test("bash completes a command, a subcommand, a flag, and the registry's kinds and statuses", () => {
+    expect(bashComplete(["li", "sta"])).toEqual(["state"]);
+    expect(bashComplete(["li", "events", "handlers", ""])).toEqual(["add", "ls", "rm"]);
+    expect(bashComplete(["li", "state", "prune", "--ke"])).toEqual(["--keep-days"]);
+    const kinds = [...ENTITY_KINDS].sort();
+    expect(bashComplete(["li", "ls", "--kind", ""])).toEqual(kinds);
+    expect(bashComplete(["li", "ls", "--kind", "=", "sch"])).toEqual(["schedule_run"]); // --kind=sch, as bash splits it
+    expect(bashComplete(["li", "state", "create", ""])).toEqual(kinds);
+    expect(bashComplete(["li", "ls", "--status", "completed"])).toEqual(["completed", "completed_empty"]);
+    expect(POLICIES.session.statuses.has("completed_empty")).toBe(true);
+  });
+
+  test("every flag of every command is offered by bash (generated from the tree, nothing hand-written)", async () => {
+    const missing: string[] = [];
+    for (const path of commandPaths()) {
+      let node = TREE as Parameters<typeof isGroup>[0];
+      for (const word of path) node = (node as typeof TREE).commands[word]!;
+      if (isGroup(node)) continue;
+      const cmd = await node.load();
+      const offered = new Set(bashComplete(["li", ...path, "--"]));
+      for (const [name, def] of Object.entries(cmd.args)) {
+        if (def.type === "positional") continue;
+        const spelled = def.type === "boolean" && def.default === true ? `--no-${name}` : `--${name}`;
+        if (!offered.has(spelled)) missing.push(`li ${path.join(" ")} ${spelled}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  }, 30_000);
+});
