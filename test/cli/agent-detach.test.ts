@@ -6,7 +6,8 @@ import path from "node:path";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { probeProcess } from "../../src/legs/proc.ts";
-import { agentHome, readIf, rows, sessionRow, waitFor } from "../legs/agent-harness.ts";
+import { agentHome, readIf, rows, sessionRow } from "../legs/agent-harness.ts";
+import { pidFromFile, signalPid, until } from "../helpers/until.ts";
 
 describe("--detach", () => {
   test("the id comes back before the command ends, the row already shows the supervisor's markers, and later the outcome", async () => {
@@ -23,12 +24,12 @@ describe("--detach", () => {
     expect(JSON.parse(s.node_metadata).supervisor_pid).toBe(leg!.pid);
     expect(probeProcess(leg!.pid, leg!.pid_start_ticks)).toBe("alive");
     fs.writeFileSync(go, "");
-    await waitFor("the detached leg to finish", () => sessionRow(home.db, record.session_id).status !== "running");
+    await until("the detached leg to finish", () => sessionRow(home.db, record.session_id).status !== "running");
     const done = sessionRow(home.db, record.session_id);
     expect([done.status, done.exit_code]).toEqual(["failed", 3]);
     const stream = fs.readFileSync(path.join(home.runs, record.run_id, "stream", `${record.branch_id}.log`), "utf8");
     expect(stream).toBe("finished\n");
-    await waitFor("the supervisor's summary", () => readIf(path.join(home.runs, record.run_id, "stream", "li.log"))?.includes("failed"));
+    await until("the supervisor's summary", () => readIf(path.join(home.runs, record.run_id, "stream", "li.log"))?.includes("failed"));
   }, 30_000);
 
   test("the leg survives the terminal it was started from closing, and finalizes with the command's outcome", async () => {
@@ -45,7 +46,7 @@ describe("--detach", () => {
     const [started] = rows<Record<string, any>>(home.db, "SELECT * FROM sessions");
     expect(started!.status).toBe("running");
     fs.writeFileSync(go, "");
-    await waitFor("the detached leg to finish", () => sessionRow(home.db, started!.id).status !== "running");
+    await until("the detached leg to finish", () => sessionRow(home.db, started!.id).status !== "running");
     const done = sessionRow(home.db, started!.id);
     expect([done.status, done.status_reason_code, done.exit_code]).toEqual(["failed", "run.failed.exit_nonzero", 4]);
   }, 30_000);
@@ -55,7 +56,7 @@ describe("--detach", () => {
     const r = await li(["agent", "--detach", "--", "true"], { home: home.home });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^[0-9a-f-]{36}\n$/);
-    await waitFor("the leg to finish", () => sessionRow(home.db, r.stdout.trim()).status === "completed");
+    await until("the leg to finish", () => sessionRow(home.db, r.stdout.trim()).status === "completed");
   }, 30_000);
 
   test("a detached start without persistence fails with 78", async () => {
@@ -134,8 +135,7 @@ describe("--linked-session", () => {
     const { r, s, home } = await linked(async (home) => (await li(["agent", "--detach", "--", fixture("forever"), pidFile(home)], { home: home.home })).stdout.trim());
     expect(r.code).toBe(1);
     expect([s.status, s.status_reason_code, s.ended_at]).toEqual(["running", "session.running.linked_pending", null]);
-    const engine = Number(await waitFor("the engine's pid", () => readIf(pidFile(home))));
-    process.kill(engine, "SIGKILL");
+    signalPid(await pidFromFile(pidFile(home), "the engine's pid"), "SIGKILL", { what: "the engine" });
   }, 30_000);
 
   test("a missing linked session leaves failed", async () => {

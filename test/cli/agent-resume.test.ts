@@ -6,7 +6,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { li, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
-import { agentHome, rows, sessionRow, spawnLi, waitFor, type AgentHome } from "../legs/agent-harness.ts";
+import { agentHome, rows, sessionRow, spawnLi, type AgentHome } from "../legs/agent-harness.ts";
+import { until } from "../helpers/until.ts";
 import { recorded, RECORD } from "../notify/helpers.ts";
 
 async function agent(home: AgentHome, args: string[], opts: { cwd?: string } = {}) {
@@ -128,7 +129,7 @@ describe("--detach -r", () => {
     expect(sessionRow(home.db, a.record.session_id).status).toBe("running");
     expect(history(home.db, a.record.session_id).at(-1)).toMatchObject({ previous_status: "completed", status: "running" });
     fs.writeFileSync(release, "");
-    await waitFor("the notice", () => recorded(out).length === 1);
+    await until("the notice", () => recorded(out).length === 1);
     expect(sessionRow(home.db, a.record.session_id).status).toBe("completed");
   }, 30_000);
 });
@@ -140,7 +141,7 @@ describe("two legs on one session (a resume racing a live leg)", () => {
     const outB = path.join(home.scratch, "b");
     const releaseA = path.join(home.scratch, "release-a");
     const older = spawnLi(["agent", "--json", ...notify(outA), "--", ...untilFile(releaseA, 3)], home);
-    const branch = await waitFor("the first leg's branch", () => fs.existsSync(home.db) && rows<{ id: string; session_id: string }>(home.db, "SELECT id, session_id FROM branches")[0]);
+    const branch = await until("the first leg's branch", () => fs.existsSync(home.db) && rows<{ id: string; session_id: string }>(home.db, "SELECT id, session_id FROM branches")[0]);
     const b = await agent(home, ["-r", branch.id, ...notify(outB), "--", "true"]);
     expect(b.record).toMatchObject({ session_id: branch.session_id, status: "completed" });
     expect(recorded(outB)).toHaveLength(1);

@@ -6,7 +6,8 @@ import path from "node:path";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { probeProcess } from "../../src/legs/proc.ts";
-import { agentHome, isAlive, readIf, rows, runningSession, sessionRow, spawnLi, waitFor } from "../legs/agent-harness.ts";
+import { agentHome, readIf, rows, runningSession, sessionRow, spawnLi } from "../legs/agent-harness.ts";
+import { isAlive, pidFromFile, pidInFile, signalPid, until, untilGone } from "../helpers/until.ts";
 
 const lines = (file: string) => (readIf(file) ?? "").split("\n").filter(Boolean);
 
@@ -47,7 +48,7 @@ describe("signals to li", () => {
       const seen = path.join(home.scratch, "signals");
       const ready = path.join(home.scratch, "ready");
       const run = spawnLi(["agent", "--", fixture("count-signals"), seen, ready], home);
-      await waitFor("the command to trap signals", () => fs.existsSync(ready));
+      await until("the command to trap signals", () => fs.existsSync(ready));
       run.proc.kill(signal);
       const r = await run.out;
       expect(r.code).toBe(code);
@@ -63,22 +64,20 @@ describe("the command's process group", () => {
   test("a timeout kills a grandchild too", async () => {
     const home = agentHome();
     const pidFile = path.join(home.scratch, "grandchild.pid");
-    const r = await li(["agent", "--timeout", "500ms", "--", "sh", "-c", `${fixture("forever")} ${pidFile} & wait`], { home: home.home });
+    // A deadline the grandchild is sure to outlive until it has written its pid.
+    const r = await li(["agent", "--timeout", "2s", "--", "sh", "-c", `${fixture("forever")} ${pidFile} & wait`], { home: home.home });
     expect(r.code).toBe(124);
-    const grandchild = Number(readIf(pidFile));
-    expect(grandchild).toBeGreaterThan(1);
-    await waitFor("the grandchild to die", () => !isAlive(grandchild));
+    await untilGone(pidInFile(pidFile, "the grandchild's pid"), "the grandchild to die");
   }, 30_000);
 
   test("a timeout SIGKILLs a grandchild that ignores SIGTERM after the grace, though the command itself already exited", async () => {
     const home = agentHome();
     const pidFile = path.join(home.scratch, "grandchild.pid");
-    const r = await li(["agent", "--timeout", "300ms", "--", "sh", "-c", `sh -c 'trap "" TERM; echo $$ > ${pidFile}; exec sleep 60' & wait`], { home: home.home });
+    // A deadline the grandchild is sure to outlive until it has trapped SIGTERM and written its pid.
+    const r = await li(["agent", "--timeout", "2s", "--", "sh", "-c", `sh -c 'trap "" TERM; echo $$ > ${pidFile}; exec sleep 60' & wait`], { home: home.home });
     expect(r.code).toBe(124);
-    const grandchild = Number(readIf(pidFile));
-    expect(grandchild).toBeGreaterThan(1);
     // li has exited, and the group's SIGKILL went out before it did (the sleep would otherwise live a minute).
-    await waitFor("the grandchild to die", () => !isAlive(grandchild), 10_000);
+    await untilGone(pidInFile(pidFile, "the grandchild's pid"), "the grandchild to die", { timeoutMs: 10_000 });
   }, 30_000);
 
   test("li never signals its caller's group: a sibling in the caller's group survives a timeout", async () => {
@@ -90,9 +89,10 @@ describe("the command's process group", () => {
     const out = await new Response(proc.stdout).text();
     await proc.exited;
     expect(out.trim()).toBe("li=124");
-    const sibling = Number(readIf(siblingPid));
+    // The sibling may write its pid after li is done; whenever it does, it must still be alive.
+    const sibling = await until("the sibling's pid", () => pidInFile(siblingPid, "the sibling's pid"));
     expect(isAlive(sibling)).toBe(true);
-    process.kill(sibling, "SIGKILL");
+    signalPid(sibling, "SIGKILL", { what: "the sibling" });
   }, 30_000);
 });
 
@@ -122,9 +122,9 @@ describe("races with other writers", () => {
     const pidFile = path.join(home.scratch, "cmd.pid");
     const run = spawnLi(["agent", "--", fixture("forever"), pidFile], home);
     const sid = await runningSession(home.db);
-    await waitFor("the command", () => fs.existsSync(pidFile));
+    await pidFromFile(pidFile, "the command's pid");
     const [before] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
-    await waitFor("the command's markers", () => rows<{ command_pid: number | null }>(home.db, "SELECT command_pid FROM legs")[0]?.command_pid);
+    await until("the command's markers", () => rows<{ command_pid: number | null }>(home.db, "SELECT command_pid FROM legs")[0]?.command_pid);
     run.proc.kill("SIGKILL");
     await run.out;
     const s = sessionRow(home.db, sid);
@@ -144,6 +144,6 @@ describe("races with other writers", () => {
       host_id: leg!.host_id,
     });
     expect(rows(home.db, "PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);
-    process.kill(-leg!.command_pid, "SIGKILL");
+    signalPid(leg!.command_pid, "SIGKILL", { group: true, what: "the orphaned command" });
   }, 30_000);
 });

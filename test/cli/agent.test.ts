@@ -5,7 +5,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { li } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
-import { agentHome, rows, runningSession, sessionRow, spawnLi, waitFor } from "../legs/agent-harness.ts";
+import { agentHome, rows, runningSession, sessionRow, spawnLi } from "../legs/agent-harness.ts";
+import { signalPid, until, validPid } from "../helpers/until.ts";
 
 const summary = (stderr: string) => stderr.trim().split("\n").at(-1) ?? "";
 
@@ -42,7 +43,8 @@ describe("outcomes and exit codes (§8.1)", () => {
   });
 
   test("--timeout ends a command that ignores SIGTERM with SIGKILL after the grace: timed_out, li exits 124", async () => {
-    const r = await agent(["--timeout", "300ms", "--", fixture("ignore-sigterm")]);
+    // A deadline the fixture is sure to outlive until its trap is installed (a SIGTERM before that kills it).
+    const r = await agent(["--timeout", "2s", "--", fixture("ignore-sigterm")]);
     expect(r.code).toBe(124);
     const s = sessionRow(r.home.db, r.record.session_id);
     expect([s.status, s.status_reason_code, s.exit_code]).toEqual(["timed_out", "run.timed_out.deadline", 137]);
@@ -69,8 +71,7 @@ describe("outcomes and exit codes (§8.1)", () => {
     const r = await agent(["--", fixture("grandchild-holds-pipes")]);
     expect(r.code).toBe(0);
     expect(r.record.status).toBe("completed");
-    const grandchild = Number(/grandchild (\d+)/.exec(r.stderr)![1]);
-    process.kill(grandchild, "SIGKILL");
+    signalPid(validPid(/grandchild (\d+)/.exec(r.stderr)?.[1], "the grandchild"), "SIGKILL", { what: "the grandchild" });
   });
 
   test("a command that cannot be started is failed (run.failed.exception) with no exit code", async () => {
@@ -179,7 +180,7 @@ describe("the persisted rows for one leg", () => {
     const go = path.join(home.scratch, "go");
     const run = spawnLi(["agent", "--run-id", "open-1", "--", "sh", "-c", `while [ ! -e ${go} ]; do sleep 0.05; done`], home);
     const sid = await runningSession(home.db);
-    await waitFor("the command's markers", () => rows<{ command_pid: number | null }>(home.db, "SELECT command_pid FROM legs")[0]?.command_pid);
+    await until("the command's markers", () => rows<{ command_pid: number | null }>(home.db, "SELECT command_pid FROM legs")[0]?.command_pid);
     const s = sessionRow(home.db, sid);
     const [leg] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
     expect([s.status, s.status_reason_code, s.current_leg_id, s.ended_at, s.exit_code]).toEqual(["running", "run.started.ok", leg!.id, null, null]);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
@@ -8,6 +8,7 @@ import { openLedger } from "../../src/ledger/open.ts";
 import { resolvePaths } from "../../src/ledger/location.ts";
 import { reaper } from "../../src/sweeps/reaper.ts";
 import { li } from "../helpers/cli.ts";
+import { isAlive, signalPid, until, untilGone } from "../helpers/until.ts";
 
 function db(home: string): Database {
   const d = new Database(join(home, "state.db"));
@@ -15,14 +16,12 @@ function db(home: string): Database {
   return d;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
+/** The leg of a detached session once its supervisor has recorded the command's markers (just after li printed the id). */
+function legWithCommand(home: string, id: string): Promise<{ pid: number; command_pid: number }> {
+  return until(`the command markers of session ${id}`, () => {
+    const leg = db(home).query<{ pid: number; command_pid: number | null }, [string]>("SELECT pid, command_pid FROM legs WHERE session_id = ?").get(id);
+    return leg?.command_pid != null ? { pid: leg.pid, command_pid: leg.command_pid } : null;
+  });
 }
 
 describe("li kill (end to end with li agent)", () => {
@@ -31,7 +30,7 @@ describe("li kill (end to end with li agent)", () => {
     const started = await li(["agent", "--detach", "--", fixture("forever")], { home });
     expect(started.code).toBe(0);
     const id = started.stdout.trim();
-    const leg = db(home).query<{ command_pid: number | null; pid: number }, [string]>("SELECT command_pid, pid FROM legs WHERE session_id = ?").get(id)!;
+    const leg = await legWithCommand(home, id);
 
     const killed = await li(["kill", id.slice(0, 8)], { home });
 
@@ -39,9 +38,8 @@ describe("li kill (end to end with li agent)", () => {
     expect(killed.stdout).toBe(`${id}: cancelled (run.cancelled.manual_kill)\n`);
     const row = db(home).query<{ status: string; status_reason_code: string }, [string]>("SELECT status, status_reason_code FROM sessions WHERE id = ?").get(id)!;
     expect(row).toEqual({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
-    for (let i = 0; i < 100 && (isAlive(leg.pid) || (leg.command_pid !== null && isAlive(leg.command_pid))); i++) await Bun.sleep(20);
-    expect(isAlive(leg.pid)).toBe(false);
-    if (leg.command_pid !== null) expect(isAlive(leg.command_pid)).toBe(false);
+    await untilGone(leg.pid, "the supervisor to be gone");
+    await untilGone(leg.command_pid, "the command to be gone");
 
     const again = await li(["kill", id], { home });
     expect(again.code).toBe(1);
@@ -67,6 +65,7 @@ describe("li kill --all-stale, li state doctor, li state prune (end to end)", ()
     expect(done.code).toBe(0);
     const running = await li(["agent", "--detach", "--", fixture("forever")], { home });
     const liveId = running.stdout.trim();
+    await legWithCommand(home, liveId);
     // A crashed leg: a running session whose supervisor pid is gone, last seen two days ago.
     const d = db(home);
     const two = Date.now() / 1000 - 2 * 86400;
@@ -102,9 +101,9 @@ describe("stray arguments", () => {
     await li(["agent", "--", fixture("exit-with"), "0"], { home });
     const running = (await li(["agent", "--detach", "--", fixture("forever")], { home })).stdout.trim();
     // Old enough that a prune that ignored the stray word would delete it.
-    const d = db(home);
     // The detached supervisor records its command's markers just after it prints the id: let that land first.
-    for (let i = 0; i < 500 && (d.query("SELECT command_pid FROM legs WHERE session_id = ?").get(running) as { command_pid: number | null } | null)?.command_pid == null; i++) await Bun.sleep(10);
+    await legWithCommand(home, running);
+    const d = db(home);
     d.run("UPDATE sessions SET updated_at = ? WHERE status = 'completed'", [Date.now() / 1000 - 400 * 86400]);
     const dump = () => JSON.stringify(["sessions", "legs", "status_transitions", "admin_events"].map((t) => d.query(`SELECT * FROM ${t} ORDER BY rowid`).all()));
     const before = dump();
@@ -125,21 +124,16 @@ describe("stray arguments", () => {
   });
 });
 
-/** Waits until `check` holds (bounded, so a regression fails instead of hanging). */
-async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !check(); i++) await Bun.sleep(20);
-}
-
 describe("notices around li kill and the prune (end to end)", () => {
   test("li kill on a live leg: cancelled/run.cancelled.manual_kill, and its --notify fires exactly once", async () => {
     const home = tempDir();
     const marks = tempDir();
     const started = await li(["agent", "--detach", "--notify", `touch ${marks}/fired-{status}-{reason}-{event_id}`, "--", fixture("forever")], { home });
     const id = started.stdout.trim();
-    const leg = db(home).query<{ pid: number }, [string]>("SELECT pid FROM legs WHERE session_id = ?").get(id)!;
+    const leg = await legWithCommand(home, id);
     expect((await li(["kill", id], { home })).code).toBe(0);
     // The leg pushes after its own commit; once its supervisor is gone nothing else will fire it.
-    await until(() => !isAlive(leg.pid));
+    await untilGone(leg.pid, "the supervisor to be gone");
     const fired = readdirSync(marks);
     expect(fired.length).toBe(1);
     expect(fired[0]).toStartWith("fired-cancelled-run.cancelled.manual_kill-");
@@ -166,15 +160,17 @@ describe("notices around li kill and the prune (end to end)", () => {
   test("a leg whose command ignores SIGTERM ends run.cancelled.force_kill after the grace, its processes are gone, and the notice fires once", async () => {
     const home = tempDir();
     const marks = tempDir();
-    const started = await li(["agent", "--detach", "--notify", `touch ${marks}/fired-{reason}`, "--", fixture("ignore-sigterm")], { home });
+    const ready = join(tempDir(), "ready");
+    const started = await li(["agent", "--detach", "--notify", `touch ${marks}/fired-{reason}`, "--", fixture("ignore-sigterm"), ready], { home });
     const id = started.stdout.trim();
-    let leg: { pid: number; command_pid: number | null } | null = null;
-    await until(() => (leg = db(home).query<{ pid: number; command_pid: number | null }, [string]>("SELECT pid, command_pid FROM legs WHERE session_id = ?").get(id))?.command_pid != null);
+    const leg = await legWithCommand(home, id);
+    // Only once its trap is installed does the command really ignore li kill's SIGTERM.
+    await until("the command to ignore SIGTERM", () => existsSync(ready));
     const killed = await li(["kill", "--grace", "0.5", id], { home });
     expect(killed.code).toBe(0);
     expect(killed.stdout).toBe(`${id}: cancelled (run.cancelled.force_kill)\n`);
-    await until(() => !isAlive(leg!.pid) && !isAlive(leg!.command_pid!));
-    expect([isAlive(leg!.pid), isAlive(leg!.command_pid!)]).toEqual([false, false]);
+    await untilGone(leg.pid, "the supervisor to be gone");
+    await untilGone(leg.command_pid, "the command to be gone");
     expect(readdirSync(marks)).toEqual(["fired-run.cancelled.force_kill"]);
   });
 });
@@ -185,11 +181,10 @@ describe("crash recovery with real processes (the reaper's pass; li watch will s
     const marks = tempDir();
     const started = await li(["agent", "--detach", "--notify", `touch ${marks}/fired-{status}-{reason}`, "--", fixture("forever")], { home });
     const id = started.stdout.trim();
-    let leg: { pid: number; command_pid: number | null } | null = null;
-    await until(() => (leg = db(home).query<{ pid: number; command_pid: number | null }, [string]>("SELECT pid, command_pid FROM legs WHERE session_id = ?").get(id))?.command_pid != null);
-    process.kill(leg!.pid, "SIGKILL");
-    await until(() => !isAlive(leg!.pid));
-    expect(isAlive(leg!.command_pid!)).toBe(true);
+    const leg = await legWithCommand(home, id);
+    signalPid(leg.pid, "SIGKILL", { what: "the leg's li" });
+    await untilGone(leg.pid, "the leg's li to be gone");
+    expect(isAlive(leg.command_pid)).toBe(true);
 
     const ledger = openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: false });
     try {
@@ -199,8 +194,7 @@ describe("crash recovery with real processes (the reaper's pass; li watch will s
     } finally {
       ledger.close();
     }
-    await until(() => !isAlive(leg!.command_pid!));
-    expect(isAlive(leg!.command_pid!)).toBe(false);
+    await untilGone(leg.command_pid, "the orphaned command to be gone");
     const row = db(home).query<{ status: string; status_reason_code: string }, [string]>("SELECT status, status_reason_code FROM sessions WHERE id = ?").get(id);
     expect(row).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
     // The sweep pushed nothing; durable delivery runs the registration.

@@ -1,7 +1,7 @@
 // `li watch` end to end through dist/li: the lock, signals, --once, the prune default, and crash recovery with real processes.
 
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { openLedger } from "../../src/ledger/open.ts";
@@ -12,7 +12,7 @@ import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { deadPid, insertSession, query } from "../helpers/sweep-fixtures.ts";
-import { isAlive } from "../helpers/until.ts";
+import { isAlive, NeverHappens, pidFromFile, until, untilGone } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 
 const spawned: Subprocess[] = [];
@@ -45,24 +45,17 @@ function startWatcher(home: string, args: string[] = []): Watcher {
   return {
     proc,
     lines,
-    async line(text, ms = 15_000) {
-      const end = Date.now() + ms;
-      for (;;) {
+    line(text, ms = 15_000) {
+      return until(`a watcher line with ${JSON.stringify(text)}`, () => {
         const found = lines.find((l) => l.includes(text));
         if (found) return found;
-        if (Date.now() > end || proc.exitCode !== null) throw new Error(`watcher printed no line with ${JSON.stringify(text)}; lines: ${lines.join(" | ")}`);
-        await Bun.sleep(10);
-      }
+        if (proc.exitCode !== null) throw new NeverHappens(`the watcher exited ${proc.exitCode}; lines: ${lines.join(" | ")}`);
+        return null;
+      }, { timeoutMs: ms }).catch((error: Error) => {
+        throw new Error(`${error.message}; lines: ${lines.join(" | ")}`);
+      });
     },
   };
-}
-
-async function until(check: () => boolean, what: string, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
-    await Bun.sleep(20);
-  }
 }
 
 function statusOf(home: string, id: string): string | undefined {
@@ -184,21 +177,20 @@ describe("li watch", () => {
     const pidFile = join(home, "command.pid");
     const agent = Bun.spawn([LI_BINARY, "agent", "--notify", `${RECORD} ${out}`, "--", fixture("forever"), pidFile], { env: liEnv(home), stdin: "ignore", stdout: "ignore", stderr: "pipe" });
     spawned.push(agent);
-    await until(() => existsSync(pidFile), "the command to start", 15_000);
-    const commandPid = Number(readFileSync(pidFile, "utf8"));
+    const commandPid = await pidFromFile(pidFile, "the command's pid");
     const ledger = ledgerIn(home);
-    await until(() => query(ledger, "SELECT 1 FROM legs WHERE command_pid IS NOT NULL").length === 1, "the leg's markers", 15_000);
+    await until("the leg's markers", () => query(ledger, "SELECT 1 FROM legs WHERE command_pid IS NOT NULL").length === 1, { timeoutMs: 15_000 });
 
     agent.kill("SIGKILL");
     await agent.exited;
     expect(isAlive(commandPid)).toBe(true);
 
     const w = startWatcher(home, ["--sweep-interval", "0.2", "--phantom-grace", "1"]);
-    await until(() => recorded(out).length >= 1, "the notice");
+    await until("the notice", () => recorded(out).length >= 1);
     w.proc.kill("SIGTERM");
     expect(await w.proc.exited).toBe(0);
 
-    await until(() => !isAlive(commandPid), "the orphan to die", 5_000);
+    await untilGone(commandPid, "the orphan to die", { timeoutMs: 5_000 });
     const [session] = query<{ id: string; status: string; status_reason_code: string }>(ledger, "SELECT id, status, status_reason_code FROM sessions");
     expect(session).toMatchObject({ status: "failed", status_reason_code: "session.phantom.process_dead" });
     expect(recorded(out).map((l) => l.split(" ").slice(1, 4).join(" "))).toEqual([`failed session ${session!.id}`]);
@@ -241,7 +233,7 @@ describe("li watch", () => {
     const delivered = () => new Set(recorded(out).map((l) => l.split(" ")[0]!));
 
     const first = startWatcher(home);
-    await until(() => recorded(out).length > 0, "the first deliveries");
+    await until("the first deliveries", () => recorded(out).length > 0);
     first.proc.kill("SIGKILL");
     await first.proc.exited;
     const before = delivered().size;
@@ -251,7 +243,7 @@ describe("li watch", () => {
     // it delivers at once. Done means every owed row acknowledged, not merely every id seen once.
     const open = () => query<{ n: number }>(ledger, "SELECT COUNT(*) AS n FROM terminal_deliveries WHERE consumer = 'handler:count' AND state = 'acked'")[0]!.n;
     const second = startWatcher(home);
-    await until(() => open() === 200, "every event acknowledged", 90_000);
+    await until("every event acknowledged", () => open() === 200, { timeoutMs: 90_000 });
     second.proc.kill("SIGTERM");
     expect(await second.proc.exited).toBe(0);
 

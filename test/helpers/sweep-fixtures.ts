@@ -9,7 +9,7 @@ import type { Ledger } from "../../src/ledger/ledger.ts";
 import { hostId, readStartTicks } from "../../src/legs/proc.ts";
 import { fixture, type FixtureName } from "./fixtures.ts";
 import { tempDir } from "./ledger.ts";
-import { isAlive, signalPid, until } from "./until.ts";
+import { NeverHappens, signalPid, until } from "./until.ts";
 
 export const HERE = hostId();
 export const ELSEWHERE = "another-machine:another-boot";
@@ -137,7 +137,7 @@ export async function startFixture(name: FixtureName = "forever", args: string[]
   const readyFile = args.length === 0 && ANNOUNCES_READINESS.has(name) ? join(tempDir("li-fixture-"), "ready") : null;
   const proc = Bun.spawn([fixture(name), ...(readyFile ? [readyFile] : args)], { stdin: "ignore", stdout: "ignore", stderr: "ignore", detached: opts.ownGroup ?? true });
   const startTicks = await until(`fixture ${name} (pid ${proc.pid}) to start`, () => {
-    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`fixture ${name} exited early (${proc.exitCode ?? proc.signalCode})`);
+    if (proc.exitCode !== null || proc.signalCode !== null) throw new NeverHappens(`it exited early (${proc.exitCode ?? proc.signalCode})`);
     if (readyFile && !existsSync(readyFile)) return null;
     return readStartTicks(proc.pid);
   });

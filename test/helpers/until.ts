@@ -11,9 +11,13 @@ export interface UntilOptions {
   intervalMs?: number;
 }
 
+/** Thrown by a probe when what it awaits can no longer happen (the process that would do it exited): fails at once. */
+export class NeverHappens extends Error {}
+
 /**
  * Polls `probe` until it returns a truthy value and returns that value. A probe that throws counts as
  * "not yet" (a database still being created, a file half written); the last error is named at the deadline.
+ * A probe that throws NeverHappens fails the wait at once.
  */
 export async function until<T>(what: string, probe: () => T | null | undefined | false | Promise<T | null | undefined | false>, options: UntilOptions = {}): Promise<T> {
   const timeoutMs = options.timeoutMs ?? 20_000;
@@ -25,6 +29,7 @@ export async function until<T>(what: string, probe: () => T | null | undefined |
       const value = await probe();
       if (value) return value;
     } catch (error) {
+      if (error instanceof NeverHappens) throw new Error(`waiting for ${what}: ${error.message}`);
       lastError = error;
     }
     if (Date.now() >= deadline) {
@@ -36,9 +41,11 @@ export async function until<T>(what: string, probe: () => T | null | undefined |
 }
 
 /**
- * Every process this test run starts inherits this variable (liEnv copies process.env, li passes it on to
- * legs and supervisors), so a process that has left our tree (a detached supervisor, a reparented
- * grandchild) can still be recognised as ours from its /proc environ.
+ * Processes this test run starts carry this variable, so a process that has left our tree (a detached
+ * supervisor, a reparented grandchild) can still be recognised as ours from its /proc environ. It is set
+ * in process.env here; liEnv copies process.env, li passes its environment on to legs and supervisors.
+ * Bun.spawn without `env` uses the environment the runner started with, not process.env: a test whose
+ * child may be orphaned passes `env: process.env` (validPid says so loudly when one forgets).
  */
 export const OWNER_VARIABLE = "LITEST_RUN_OWNER";
 const OWNER_TOKEN = (process.env[OWNER_VARIABLE] ??= `${process.pid}-${crypto.randomUUID()}`);
@@ -117,6 +124,21 @@ export function validPid(raw: string | number | null | undefined, what = "pid"):
   if (!isAlive(pid)) throw new Error(`${what} ${pid} is not a live process`);
   if (!isOurs(pid)) throw new Error(`${what} ${pid} is not a process this test run started`);
   return pid;
+}
+
+/**
+ * The pid a file holds now, written whole (for a file that must already exist, e.g. after the process that
+ * wrote it has exited); throws naming the file otherwise. No liveness check: the process may be gone.
+ */
+export function pidInFile(file: string, what = `the pid in ${file}`): number {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    throw new Error(`${what}: ${file} was never written`);
+  }
+  if (!/^[1-9][0-9]*\s*$/.test(text)) throw new Error(`${what}: ${file} holds no whole positive pid: ${JSON.stringify(text)}`);
+  return Number(text.trim());
 }
 
 /** Waits until `file` holds a valid pid (written whole, live, ours) and returns it. */

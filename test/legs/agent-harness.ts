@@ -1,10 +1,11 @@
-// Helpers for end-to-end tests of `li agent`: a temp LI_HOME, the ledger's rows, waiting for files and rows.
+// Helpers for end-to-end tests of `li agent`: a temp LI_HOME, the ledger's rows, the one running session.
 
 import { Database } from "bun:sqlite";
 import fs from "node:fs";
 import path from "node:path";
 import { tempDir } from "../helpers/ledger.ts";
 import { LI_BINARY, liEnv } from "../helpers/cli.ts";
+import { until } from "../helpers/until.ts";
 
 export interface AgentHome {
   home: string;
@@ -39,21 +40,6 @@ export function sessionRow(db: string, id: string): Record<string, any> {
   return row as Record<string, any>;
 }
 
-export async function waitFor<T>(what: string, probe: () => T | null | undefined | false, timeoutMs = 20_000): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    let value: T | null | undefined | false = null;
-    try {
-      value = probe();
-    } catch {
-      // Not there yet (a database still being created, a file half written).
-    }
-    if (value) return value;
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
-
 export function readIf(file: string): string | null {
   try {
     return fs.readFileSync(file, "utf8");
@@ -77,16 +63,5 @@ export function spawnLi(args: string[], home: AgentHome, opts: { cwd?: string; e
 
 /** The one running session's id, once it appears. */
 export async function runningSession(db: string): Promise<string> {
-  return waitFor("a running session", () => fs.existsSync(db) && rows<{ id: string }>(db, "SELECT id FROM sessions WHERE status = 'running'")[0]?.id);
-}
-
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  const stat = readIf(`/proc/${pid}/stat`);
-  const state = stat?.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-  return state !== "Z";
+  return until("a running session", () => fs.existsSync(db) && rows<{ id: string }>(db, "SELECT id FROM sessions WHERE status = 'running'")[0]?.id);
 }

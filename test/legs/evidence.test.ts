@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { checkCompletionEvidence, hasEvidence, type CompletionEvidence } from "../../src/legs/evidence.ts";
-import { probeProcess } from "../../src/legs/proc.ts";
+import { pidInFile, untilGone } from "../helpers/until.ts";
 
 const GIT_ENV = {
   ...process.env,
@@ -223,8 +223,7 @@ describe("no opinion", () => {
     const evidence = await checkCompletionEvidence(dir, { git: hanging, timeoutMs: 1000 });
     expectNoOpinion(evidence);
     expect(evidence.reason).toContain("timed out");
-    const pid = Number(fs.readFileSync(pidFile, "utf8").trim());
-    while (probeProcess(pid, null) !== "dead") await Bun.sleep(10);
+    await untilGone(pidInFile(pidFile, "the hanging git's pid"), "the hanging git to be killed");
   });
 
   test("a git that cannot be started gives no opinion", async () => {

@@ -16,6 +16,7 @@ import {
   type SignalSender,
 } from "../../src/legs/proc.ts";
 import { fixture } from "../helpers/fixtures.ts";
+import { pidFromFile, until, validPid } from "../helpers/until.ts";
 
 const started: Subprocess[] = [];
 
@@ -55,14 +56,6 @@ function statLine(pid: number, comm: string, fields: { state?: string; pgrp?: nu
   tail[8 - 3] = String(fields.tpgid ?? -1);
   tail[22 - 3] = String(fields.startTicks ?? 0);
   return `${pid} (${comm}) ${tail.join(" ")}\n`;
-}
-
-async function waitFor<T>(read: () => T | null | undefined): Promise<T> {
-  for (;;) {
-    const value = read();
-    if (value !== null && value !== undefined) return value;
-    await Bun.sleep(10);
-  }
 }
 
 describe("reading /proc", () => {
@@ -154,13 +147,16 @@ describe("probing a recorded process", () => {
   });
 
   test("a zombie is dead although the pid still answers signals", async () => {
-    // `sleep` never reaps, so the `true` it inherits from the shell stays a zombie while sleep runs.
-    const parent = spawn(["sh", "-c", 'true & echo "$!"; exec sleep 30']);
-    const reader = parent.stdout as ReadableStream<Uint8Array>;
-    const { value } = await reader.getReader().read();
-    const zombie = Number(new TextDecoder().decode(value).trim());
-    expect(zombie).toBeGreaterThan(0);
-    await waitFor(() => (readProcState(zombie) === "Z" ? true : null));
+    // The shell's background child blocks on a FIFO until the shell has become `sleep`, which never
+    // reaps: released only then, the child is certain to stay a zombie (a shell might reap it itself).
+    const fifo = path.join(tempDir(), "release");
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+    const parent = spawn(["sh", "-c", '{ read _ < "$1"; } & echo "$!"; exec sleep 30', "sh", fifo]);
+    const { value } = await (parent.stdout as ReadableStream<Uint8Array>).getReader().read();
+    const zombie = validPid(new TextDecoder().decode(value), "the shell's background child");
+    await until("the shell to become sleep", () => fs.readFileSync(`/proc/${parent.pid}/comm`, "utf8").trim() === "sleep");
+    fs.writeFileSync(fifo, "go\n");
+    await until(`the background child ${zombie} to become a zombie`, () => readProcState(zombie) === "Z");
     expect(process.kill(zombie, 0)).toBe(true);
     expect(probeProcess(zombie, null)).toBe("dead");
     expect(probeProcess(zombie, readStartTicks(zombie))).toBe("dead");
@@ -221,7 +217,7 @@ describe("signalling a process group", () => {
     const log = path.join(dir, "signals");
     const ready = path.join(dir, "ready");
     const child = spawn([fixture("count-signals"), log, ready], true);
-    await waitFor(() => (fs.existsSync(ready) ? true : null));
+    await until("the fixture to be ready", () => fs.existsSync(ready));
     expect(killGroup(child.pid, "SIGTERM")).toBe(true);
     expect(await child.exited).toBe(0);
     expect(fs.readFileSync(log, "utf8")).toBe("TERM\n");
@@ -231,7 +227,7 @@ describe("signalling a process group", () => {
     const dir = tempDir();
     const ready = path.join(dir, "ready");
     const child = spawn([fixture("ignore-sigterm"), ready], true);
-    await waitFor(() => (fs.existsSync(ready) ? true : null));
+    await until("the fixture to be ready", () => fs.existsSync(ready));
     const ticks = readStartTicks(child.pid);
     expect(killGroup(child.pid, "SIGTERM")).toBe(true);
     expect(probeProcess(child.pid, ticks)).toBe("alive");
@@ -255,8 +251,7 @@ describe("signalling a process group", () => {
     const dir = tempDir();
     const pidFile = path.join(dir, "pid");
     const child = spawn([fixture("forever"), pidFile], true);
-    const written = await waitFor(() => (fs.existsSync(pidFile) ? fs.readFileSync(pidFile, "utf8").trim() : null));
-    expect(Number(written)).toBe(child.pid);
+    expect(await pidFromFile(pidFile, "the forever fixture's pid")).toBe(child.pid);
     expect(killGroup(child.pid, "SIGTERM")).toBe(true);
     await child.exited;
     expect(probeProcess(child.pid, null)).toBe("dead");

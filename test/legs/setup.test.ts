@@ -7,6 +7,7 @@ import { processIdentity } from "../../src/legs/proc.ts";
 import { allocateRun } from "../../src/legs/rundir.ts";
 import { recordCommandMarkers, setupContinuation, setupNewSession, type LegPlan } from "../../src/legs/setup.ts";
 import { fakeClock, sequentialIds, tempDir, tempLedger } from "../helpers/ledger.ts";
+import { until } from "../helpers/until.ts";
 
 function planFor(legId = "leg-1"): LegPlan {
   const run = allocateRun({ runsRoot: path.join(tempDir(), "runs"), env: {} });
@@ -98,13 +99,15 @@ describe("leg bookkeeping", () => {
   test("the heartbeat refreshes heartbeat_at on its interval, and stops", async () => {
     const t = tempLedger();
     await setupNewSession(t.ledger, planFor());
-    let now = 1_800_000_000;
-    const stop = startHeartbeat(t.ledger.backend, "leg-1", { intervalMs: 10, now: () => (now += 15) });
-    await Bun.sleep(100);
+    // Each beat asks the clock once, so `beats` counts the beats started.
+    let beats = 0;
+    const stop = startHeartbeat(t.ledger.backend, "leg-1", { intervalMs: 10, now: () => 1_800_000_000 + 15 * ++beats });
+    const heartbeat = async () => (await t.ledger.backend.getLeg("leg-1"))!.heartbeat_at ?? 0;
+    await until("three heartbeats to be written", async () => (await heartbeat()) >= 1_800_000_045);
     stop();
-    const beat = (await t.ledger.backend.getLeg("leg-1"))!.heartbeat_at!;
-    expect(beat).toBeGreaterThan(1_800_000_000);
-    await Bun.sleep(50);
-    expect((await t.ledger.backend.getLeg("leg-1"))!.heartbeat_at).toBe(beat);
+    const started = beats;
+    await Bun.sleep(50); // a window of five intervals in which a beat would start: none may
+    expect(beats).toBe(started);
+    expect(await heartbeat()).toBe(1_800_000_000 + 15 * started);
   });
 });

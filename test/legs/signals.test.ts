@@ -7,7 +7,7 @@ import { GroupTerminator } from "../../src/legs/signals.ts";
 import { spawnCommand } from "../../src/legs/spawn.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
-import { isAlive, waitFor } from "./agent-harness.ts";
+import { isAlive, pidFromFile, signalPid, until, untilGone } from "../helpers/until.ts";
 
 const env = () => Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
 
@@ -17,7 +17,7 @@ describe("GroupTerminator", () => {
     const seen = path.join(dir, "seen");
     const ready = path.join(dir, "ready");
     const child = spawnCommand([fixture("count-signals"), seen, ready], { cwd: dir, env: env(), stdin: "ignore" });
-    await waitFor("ready", () => fs.existsSync(ready));
+    await until("the command to be ready", () => fs.existsSync(ready));
     const t = new GroupTerminator(child.pid, 10_000);
     t.stop("sigint", "SIGINT");
     t.stop("timeout", "SIGTERM");
@@ -32,7 +32,7 @@ describe("GroupTerminator", () => {
     const dir = tempDir();
     const ready = path.join(dir, "ready");
     const child = spawnCommand([fixture("ignore-sigterm"), ready], { cwd: dir, env: env(), stdin: "ignore" });
-    await waitFor("ready", () => fs.existsSync(ready));
+    await until("the command to be ready", () => fs.existsSync(ready));
     const t = new GroupTerminator(child.pid, 100);
     t.stop("timeout", "SIGTERM");
     expect(await child.exited).toEqual({ exitCode: null, signalCode: "SIGKILL" });
@@ -42,13 +42,13 @@ describe("GroupTerminator", () => {
     const dir = tempDir();
     const pidFile = path.join(dir, "grandchild.pid");
     const child = spawnCommand(["sh", "-c", `sh -c 'trap "" TERM; echo $$ > ${pidFile}; exec sleep 30' & wait`], { cwd: dir, env: env(), stdin: "ignore" });
-    const grandchild = Number(await waitFor("the grandchild", () => fs.readFileSync(pidFile, "utf8").trim()));
+    const grandchild = await pidFromFile(pidFile, "the grandchild's pid");
     const t = new GroupTerminator(child.pid, 1000);
     t.stop("timeout", "SIGTERM");
     expect((await child.exited).signalCode).toBe("SIGTERM");
     expect(isAlive(grandchild)).toBe(true);
     await t.settle();
-    await waitFor("the grandchild to die", () => !isAlive(grandchild));
+    await untilGone(grandchild, "the grandchild to die");
   });
 
   test("a command that ended on its own leaves its group alone: settle neither waits nor signals", async () => {
@@ -56,12 +56,14 @@ describe("GroupTerminator", () => {
     const pidFile = path.join(dir, "background.pid");
     const child = spawnCommand(["sh", "-c", `${fixture("forever")} ${pidFile} >/dev/null 2>&1 & exit 0`], { cwd: dir, env: env(), stdin: "ignore" });
     await child.exited;
-    const background = Number(await waitFor("the background process", () => fs.readFileSync(pidFile, "utf8").trim()));
-    const t = new GroupTerminator(child.pid, 100);
+    const background = await pidFromFile(pidFile, "the background process's pid");
+    // Every signal the terminator sends, or probes with, goes through this recorder.
+    const sent: Array<[number, NodeJS.Signals | number]> = [];
+    const t = new GroupTerminator(child.pid, 100, (pid, signal) => (sent.push([pid, signal]), process.kill(pid, signal)));
     await t.settle();
-    await Bun.sleep(200);
+    expect(sent).toEqual([]);
     expect(isAlive(background)).toBe(true);
-    process.kill(-child.pid, "SIGKILL");
+    signalPid(background, "SIGKILL", { what: "the background process" });
   });
 
   test("the command leads a process group of its own, not the caller's", async () => {
@@ -72,7 +74,7 @@ describe("GroupTerminator", () => {
     expect(pgrp).toBe(child.pid);
     const own = fs.readFileSync("/proc/self/stat", "utf8");
     expect(Number(own.slice(own.lastIndexOf(")") + 2).split(" ")[2])).not.toBe(pgrp);
-    process.kill(-child.pid, "SIGKILL");
+    signalPid(child.pid, "SIGKILL", { group: true, what: "the command" });
     await child.exited;
   });
 });

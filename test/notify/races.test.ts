@@ -1,46 +1,78 @@
 // Claimers racing as separate processes (§9.5): one run per handler per event, and a dead claimer replaced.
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { killGroup, probeProcess } from "../../src/legs/proc.ts";
 import { deliverOnce } from "../../src/notify/deliver.ts";
+import { isAlive, NeverHappens, overlapMs, pidFromFile, signalPid, until } from "../helpers/until.ts";
 import { complete, HOST, notifyWorld, RECORD, recorded, runningSession, standing } from "./helpers.ts";
 
 const WORKER = join(import.meta.dir, "workers/notify-worker.ts");
 
-function worker(args: string[]) {
-  return Bun.spawn([process.execPath, WORKER, ...args], { stdout: "pipe", stderr: "pipe" });
+interface RaceResult {
+  delivered: number;
+  skipped: number;
+  enteredAt: number;
+  leftAt: number;
 }
 
-async function finish(proc: ReturnType<typeof worker>) {
+function worker(args: string[]) {
+  // process.env explicitly (Bun.spawn's default is the environment we started with): it carries the
+  // owner token, so a handler orphaned by a killed worker is still recognised as ours.
+  return Bun.spawn([process.execPath, WORKER, ...args], { env: process.env, stdout: "pipe", stderr: "pipe" });
+}
+
+async function finish(proc: ReturnType<typeof worker>): Promise<RaceResult> {
   const [out, err, code] = await Promise.all([new Response(proc.stdout as ReadableStream).text(), new Response(proc.stderr as ReadableStream).text(), proc.exited]);
   if (code !== 0) throw new Error(`worker failed (${code}): ${err}`);
-  return JSON.parse(out) as { delivered: number; skipped: number };
+  return JSON.parse(out) as RaceResult;
+}
+
+const count = (dir: string, prefix: string) => readdirSync(dir).filter((f) => f.startsWith(`${prefix}.`)).length;
+
+/**
+ * Runs the contenders as one race: every one has opened the ledger before the start line is drawn, and
+ * the handlers (started with `--after=<release>`) are held until every contender has entered, so no
+ * contender can finish before the last one started. The test fails unless the intervals overlapped.
+ */
+async function race(raceDir: string, contenders: string[][]): Promise<RaceResult[]> {
+  const procs = contenders.map(worker);
+  const all = async (prefix: string) => {
+    if (count(raceDir, prefix) === procs.length) return true;
+    const gone = procs.find((p) => p.exitCode !== null);
+    if (gone) throw new NeverHappens(`a contender exited (${gone.exitCode}): ${await new Response(gone.stderr as ReadableStream).text()}`);
+    return false;
+  };
+  await until(`all ${procs.length} contenders to open the ledger`, () => all("ready"));
+  writeFileSync(join(raceDir, "start"), "go");
+  await until(`all ${procs.length} contenders to enter`, () => all("entered"));
+  writeFileSync(join(raceDir, "release"), "");
+  const results = await Promise.all(procs.map(finish));
+  const overlap = overlapMs(results);
+  if (!(overlap > 0)) throw new Error(`the contenders did not race (overlap ${overlap} ms): ${JSON.stringify(results)}`);
+  return results;
 }
 
 describe("racing claimers (real processes)", () => {
   test("a pusher and two deliverers racing run each handler once per event", async () => {
     const w = notifyWorld();
     const { ledger } = w;
-    // Slow handlers, so the racers overlap while a claim is held.
-    await standing(ledger, "a", [RECORD, "--sleep=0.2", w.out("a")]);
-    await standing(ledger, "b", [RECORD, "--sleep=0.2", w.out("b")]);
+    const dir = w.out("race");
+    mkdirSync(dir);
+    // Held handlers, so the racers overlap while a claim is held.
+    await standing(ledger, "a", [RECORD, `--after=${dir}/release`, w.out("a")]);
+    await standing(ledger, "b", [RECORD, `--after=${dir}/release`, w.out("b")]);
     const events: string[] = [];
     for (const id of ["s1", "s2", "s3", "s4"]) {
       await runningSession(ledger, id);
       const outcome = await ledger.transition("session", id, complete());
       if (outcome.result === "applied") events.push(outcome.transition.transitionId);
     }
-    const start = w.out("start");
-    const racers = [
-      worker([w.dbPath, "push", HOST, start, events[0]!]),
-      worker([w.dbPath, "deliver", HOST, start]),
-      worker([w.dbPath, "deliver", HOST, start]),
-      worker([w.dbPath, "push", HOST, start, events[3]!]),
-    ];
-    await Bun.sleep(300); // let every racer open the ledger and wait at the start line
-    writeFileSync(start, "go");
-    const results = await Promise.all(racers.map(finish));
+    const results = await race(dir, [
+      [w.dbPath, "push", HOST, dir, events[0]!],
+      [w.dbPath, "deliver", HOST, dir],
+      [w.dbPath, "deliver", HOST, dir],
+      [w.dbPath, "push", HOST, dir, events[3]!],
+    ]);
 
     expect(results.reduce((n, r) => n + r.delivered, 0)).toBe(8);
     for (const handler of ["a", "b"]) {
@@ -57,17 +89,15 @@ describe("racing claimers (real processes)", () => {
     test(`${who} racing run each handler once per event`, async () => {
       const w = notifyWorld();
       const { ledger } = w;
-      await standing(ledger, "a", [RECORD, "--sleep=0.2", w.out("a")]);
-      await standing(ledger, "b", [RECORD, "--sleep=0.2", w.out("b")]);
+      const dir = w.out("race");
+      mkdirSync(dir);
+      await standing(ledger, "a", [RECORD, `--after=${dir}/release`, w.out("a")]);
+      await standing(ledger, "b", [RECORD, `--after=${dir}/release`, w.out("b")]);
       await runningSession(ledger, "s1");
       const outcome = await ledger.transition("session", "s1", complete());
       if (outcome.result !== "applied") throw new Error("not applied");
       const event = outcome.transition.transitionId;
-      const start = w.out("start");
-      const racers = roles.map((role) => worker([w.dbPath, role, HOST, start, ...(role === "push" ? [event] : [])]));
-      await Bun.sleep(300); // let both racers open the ledger and wait at the start line
-      writeFileSync(start, "go");
-      const results = await Promise.all(racers.map(finish));
+      const results = await race(dir, roles.map((role) => [w.dbPath, role, HOST, dir, ...(role === "push" ? [event] : [])]));
 
       expect(results.reduce((n, r) => n + r.delivered, 0)).toBe(2);
       expect(recorded(w.out("a")).map((line) => line.split(" ")[0])).toEqual([event]);
@@ -91,13 +121,14 @@ describe("racing claimers (real processes)", () => {
     await runningSession(ledger, "s1");
     const outcome = await ledger.transition("session", "s1", complete());
     if (outcome.result !== "applied") throw new Error("not applied");
-    const start = w.out("start");
-    writeFileSync(start, "go");
-    const pusher = worker([w.dbPath, "push", HOST, start, outcome.transition.transitionId]);
-    while (!existsSync(out)) await Bun.sleep(10);
+    const dir = w.out("race");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "start"), "go");
+    const pusher = worker([w.dbPath, "push", HOST, dir, outcome.transition.transitionId]);
+    // The handler's first line is its pid: once that is whole, the handler runs and holds the claim.
+    const firstPid = await pidFromFile(out, "the first handler run's pid");
     pusher.kill("SIGKILL");
     await pusher.exited;
-    const firstPid = Number(readFileSync(out, "utf8").trim());
     try {
       expect(w.sql("SELECT state, attempts FROM terminal_deliveries")).toEqual([{ state: "claimed", attempts: 1 }]);
       // The dead pusher's claim has not expired: nobody else runs the handler.
@@ -115,7 +146,7 @@ describe("racing claimers (real processes)", () => {
       expect(readFileSync(out, "utf8").trim().split("\n")).toHaveLength(2);
     } finally {
       // The orphaned first run is in its own process group: end it.
-      if (probeProcess(firstPid, null) === "alive") killGroup(firstPid, "SIGKILL");
+      if (isAlive(firstPid)) signalPid(firstPid, "SIGKILL", { group: true, what: "the first handler run" });
     }
   }, 30_000);
 });

@@ -4,6 +4,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pollingOnly, watchSqliteFile } from "../../src/ledger/sqlite/wake.ts";
 import { tempDir } from "../helpers/ledger.ts";
+import { until } from "../helpers/until.ts";
 
 function walDatabase(dir: string): Database {
   const db = new Database(join(dir, "state.db"));
@@ -37,7 +38,7 @@ describe("watchSqliteFile", () => {
     try {
       const seen = wake.generation;
       db.run("INSERT INTO t VALUES (1)");
-      while (wake.generation === seen) await Bun.sleep(1); // the event arrives before we start waiting
+      await until("the commit's file event, before we start waiting", () => wake.generation !== seen, { intervalMs: 1 });
       await wake.changed(seen, 60_000); // returns at once rather than waiting for the next event
       expect(wake.generation).not.toBe(seen);
     } finally {

@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { pollingOnly, watchSqliteFile } from "../../src/ledger/sqlite/wake.ts";
+import { pollingOnly, watchSqliteFile, type ChangeWake } from "../../src/ledger/sqlite/wake.ts";
 import type { LogEntry } from "../../src/watch/log.ts";
 import { runWatch, type WatchConfig } from "../../src/watch/service.ts";
 import { tempLedger } from "../helpers/ledger.ts";
 import { deadPid, insertSession, query, startFixture } from "../helpers/sweep-fixtures.ts";
-import { isAlive } from "../helpers/until.ts";
+import { isAlive, until } from "../helpers/until.ts";
 import { HOST, legRegistration, RECORD, recorded, standing } from "../notify/helpers.ts";
 
 const now = () => Date.now() / 1000;
@@ -27,12 +27,22 @@ async function phantom(w: ReturnType<typeof world>, id: string) {
   await legRegistration(w.ledger, { sessionId: id, legId: `${id}-leg`, argv: [RECORD, w.out] });
 }
 
-async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
-    await Bun.sleep(10);
-  }
+/** A wake that counts how often the loop has finished a pass and begun to wait: the loop's own progress, observed. */
+function counted(wake: ChangeWake): { wake: ChangeWake; waits: () => number } {
+  let waits = 0;
+  return {
+    wake: {
+      get generation() {
+        return wake.generation;
+      },
+      get watching() {
+        return wake.watching;
+      },
+      changed: (since, ms) => (waits++, wake.changed(since, ms)),
+      close: () => wake.close(),
+    },
+    waits: () => waits,
+  };
 }
 
 describe("the watch loop", () => {
@@ -76,15 +86,16 @@ describe("the watch loop", () => {
   test("a commit wakes delivery at once, without waiting for the safety poll", async () => {
     const w = world();
     await standing(w.ledger, "h", [RECORD, w.out]);
-    const wake = watchSqliteFile(w.dbPath);
+    const { wake, waits } = counted(watchSqliteFile(w.dbPath));
     const stop = new AbortController();
     // A poll and a sweep interval far longer than the test's timeout: only the file wake-up can deliver in time.
     const running = runWatch({ ledger: w.ledger, wake, log: w.log, signal: stop.signal, delivery: { hostId: HOST } }, config({ once: false, pollSeconds: 3600, sweepIntervalSeconds: 3600 }));
-    await Bun.sleep(50);
+    // The first pass is over and the loop waits, so the notice can only come from the commit's wake-up.
+    await until("the first pass to end", () => waits() >= 1);
     await w.ledger.createEntity("session", { id: "s" });
     await w.ledger.updateStatus("session", "s", { newStatus: "completed", reasonCode: "run.completed.ok" });
 
-    await until(() => recorded(w.out).length === 1, "the notice");
+    await until("the notice", () => recorded(w.out).length === 1);
     stop.abort();
     const report = await running;
     wake.close();
@@ -95,18 +106,20 @@ describe("the watch loop", () => {
     const w = world();
     let clock = 0;
     const stop = new AbortController();
+    const { wake, waits } = counted(pollingOnly());
     const running = runWatch(
-      { ledger: w.ledger, wake: pollingOnly(), log: w.log, signal: stop.signal, delivery: { hostId: HOST }, clockMs: () => clock },
+      { ledger: w.ledger, wake, log: w.log, signal: stop.signal, delivery: { hostId: HOST }, clockMs: () => clock },
       config({ once: false, pollSeconds: 0.01, sweepIntervalSeconds: 60 }),
     );
-    await Bun.sleep(30);
+    await until("the first pass (with its sweep) to end", () => waits() >= 1);
     await phantom(w, "p");
-    await Bun.sleep(100); // several polls, no sweep due
+    const before = waits();
+    await until("three more passes, with no sweep due", () => waits() >= before + 3);
     expect(w.status("p")?.status).toBe("running");
 
     clock += 60_000;
-    await until(() => w.status("p")?.status === "failed", "the reaper");
-    await until(() => recorded(w.out).length === 1, "the notice");
+    await until("the reaper", () => w.status("p")?.status === "failed");
+    await until("the notice", () => recorded(w.out).length === 1);
     stop.abort();
     expect(await running).toMatchObject({ sweeps: 2, reaped: 1 });
   });
