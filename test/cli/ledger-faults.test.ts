@@ -69,12 +69,17 @@ describe("someone else's SQLite file", () => {
   });
 });
 
-test("a zero-length state.db is refused by a read-only command with 78 and stays zero-length", async () => {
+test("a zero-length state.db is refused with 78 by every command that does not create ledgers, and stays zero-length", async () => {
   const dir = home();
   const path = join(dir, "state.db");
   writeFileSync(path, "");
-  for (const args of [["ls"], ["wait", "abc"], ["show", "abc"]]) expectRefused(await li(args, { home: dir }), path, /empty file/);
+  const commands = [["ls"], ["wait", "abc"], ["show", "abc"], ["state", "transitions", "abc"], ["events", "owed", "--consumer", "ci"], ["events", "handlers", "ls"], ["kill", "abc"], ["state", "doctor", "--dry-run"]];
+  for (const args of commands) expectRefused(await li(args, { home: dir }), path, /empty file, not a li ledger yet/);
   expect(readFileSync(path).length).toBe(0);
+  // A command that records turns it into a ledger, as it would create a missing one.
+  const created = await li(["state", "create", "play"], { home: dir });
+  expect(created.code).toBe(0);
+  expect((await li(["ls"], { home: dir })).code).toBe(0);
 });
 
 /**
@@ -130,5 +135,33 @@ describe("a read-only ledger", () => {
     expect(leg.stderr).toContain(`ledger ${path}: read-only`);
     expect(leg.stderr).toContain("(not recorded)");
     expect(bytes(path)).toBe(before);
+  });
+});
+
+describe("a ledger on a read-only mount", () => {
+  test("readers and writers exit 78 saying why SQLite could not open it; a foreground leg still runs its command", async () => {
+    if (process.getuid?.() !== 0) {
+      if (process.env.CI === "true") throw new Error("this test needs root to mount a tmpfs read-only");
+      console.error("*** a ledger on a read-only mount: NOT RUN (needs root) ***");
+      return;
+    }
+    const mountPoint = home();
+    expect(Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint]).exitCode).toBe(0);
+    try {
+      const liHome = join(mountPoint, "home");
+      expect((await li(["agent", "--", "true"], { home: liHome })).code).toBe(0);
+      expect(Bun.spawnSync(["mount", "-o", "remount,ro", mountPoint]).exitCode).toBe(0);
+      const path = join(liHome, "state.db");
+      const why = /cannot be opened: its directory \S+ is not writable \(EROFS\)/;
+      expectRefused(await li(["ls"], { home: liHome }), path, why);
+      expectRefused(await li(["state", "create", "play"], { home: liHome }), path, why);
+      const leg = await li(["agent", "--", "sh", "-c", "echo RAN"], { home: liHome });
+      expect(leg.code).toBe(0);
+      expect(leg.stdout).toBe("RAN\n");
+      expect(leg.stderr).toMatch(why);
+      expect(leg.stderr).toContain("(not recorded)");
+    } finally {
+      Bun.spawnSync(["umount", mountPoint]);
+    }
   });
 });

@@ -33,6 +33,17 @@ describe("classifySqliteError", () => {
     expect(classifySqliteError(errorOf(() => db.run("INSERT INTO t VALUES (1)")))).toEqual({ reason: expect.stringMatching(/^read-only: .*SQLITE_READONLY/), unreachable: false });
   });
 
+  test("a lock held past the busy timeout is unreachable", () => {
+    const path = join(tempDir(), "b.db");
+    const holder = new Database(path);
+    holder.run("CREATE TABLE t (x)");
+    holder.run("BEGIN EXCLUSIVE");
+    const waiter = new Database(path);
+    waiter.run("PRAGMA busy_timeout = 0");
+    expect(classifySqliteError(errorOf(() => waiter.run("INSERT INTO t VALUES (1)")))).toEqual({ reason: expect.stringMatching(/^locked by another process past the busy timeout: .*SQLITE_BUSY/), unreachable: true });
+    holder.run("ROLLBACK");
+  });
+
   test("a missing li table means someone else's file", () => {
     const db = new Database(":memory:");
     expect(classifySqliteError(errorOf(() => db.query("SELECT * FROM sessions").all()))?.reason).toBe("not a li ledger (it has no table sessions)");

@@ -58,6 +58,9 @@ export function classifySqliteError(error: unknown): SqliteFault | null {
   return { reason: `${fault.reason}: ${message} (${code})`, unreachable: fault.unreachable };
 }
 
+/** A zero-length (or table-less) file met by a command that does not create ledgers: nothing to read, and it is not li's to fill. */
+export const EMPTY_FILE = "empty file, not a li ledger yet (a command that records, such as li agent, creates one)";
+
 /**
  * Why an opened file is not a li ledger, or null when it is one li can use (or migrate). `version`
  * is its `user_version`; an empty database (no tables at all) is a new ledger for a writer to create.

@@ -4,7 +4,8 @@
 
 import { Database } from "bun:sqlite";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
-import { asLedgerError } from "./errors.ts";
+import { explained } from "./cantopen.ts";
+import { EMPTY_FILE } from "./errors.ts";
 import { applyPragmas, assertLiLedger, migrate, tableNames } from "./migrate.ts";
 import { MIGRATIONS } from "./migrations.gen.ts";
 
@@ -23,7 +24,7 @@ export function openSqliteForReads(path: string, busyTimeoutMs = 5000): Database
     if (version <= MIGRATIONS.length) assertLiLedger(db, path, version);
     if (version === 0 && tableNames(db).length === 0) {
       // A zero-length (or empty) file: there is nothing to read, and a reader never writes li's schema into it.
-      throw new LedgerUnavailableError(path, "empty file, not a li ledger yet (a command that records, such as li agent, creates one)");
+      throw new LedgerUnavailableError(path, EMPTY_FILE);
     } else if (version !== MIGRATIONS.length) {
       // An older ledger: brought up to date as any writer would; a newer one is refused by migrate.
       applyPragmas(db, busyTimeoutMs);
@@ -33,7 +34,7 @@ export function openSqliteForReads(path: string, busyTimeoutMs = 5000): Database
   } catch (error) {
     db.close();
     if (error instanceof UsageError) throw error;
-    throw asLedgerError(error, path) ?? new LedgerUnavailableError(path, (error as Error).message);
+    throw explained(error, path) ?? new LedgerUnavailableError(path, (error as Error).message);
   }
 }
 
@@ -41,5 +42,5 @@ function whyNotOpened(path: string, error: unknown): Error {
   const fs = require("node:fs") as typeof import("node:fs");
   if (!fs.existsSync(path)) return new UsageError(`nothing recorded yet: no ledger at ${path}`);
   if (fs.statSync(path).isDirectory()) return new LedgerUnavailableError(path, "is a directory, not a database file");
-  return asLedgerError(error, path) ?? new LedgerUnavailableError(path, `cannot open: ${(error as Error).message}`);
+  return explained(error, path) ?? new LedgerUnavailableError(path, `cannot open: ${(error as Error).message}`);
 }

@@ -4,8 +4,9 @@ import { Database } from "bun:sqlite";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
-import { asLedgerError } from "./errors.ts";
-import { applyPragmas, assertLiLedger, migrate, userVersion } from "./migrate.ts";
+import { explained } from "./cantopen.ts";
+import { EMPTY_FILE } from "./errors.ts";
+import { applyPragmas, assertLiLedger, migrate, tableNames, userVersion } from "./migrate.ts";
 
 export interface OpenSqliteOptions {
   /** Read-only commands must not create a ledger (§16): a missing file is "nothing recorded yet". */
@@ -48,18 +49,21 @@ export function openSqlite(path: string, opts: OpenSqliteOptions): Database {
   try {
     db = new Database(path, { create: opts.create, strict: true });
   } catch (error) {
-    throw asLedgerError(error, path) ?? new LedgerUnavailableError(path, `cannot open: ${(error as Error).message}`);
+    throw explained(error, path) ?? new LedgerUnavailableError(path, `cannot open: ${(error as Error).message}`);
   }
   try {
     const busyTimeoutMs = opts.busyTimeoutMs ?? 5000;
     db.run(`PRAGMA busy_timeout = ${Math.floor(busyTimeoutMs)}`);
     // Before the pragmas: switching to WAL rewrites the header of someone else's file.
-    assertLiLedger(db, path, userVersion(db));
+    const version = userVersion(db);
+    assertLiLedger(db, path, version);
+    // Only a command that creates ledgers may turn an empty file into one (§16: the others never create it).
+    if (!opts.create && version === 0 && tableNames(db).length === 0) throw new LedgerUnavailableError(path, EMPTY_FILE);
     applyPragmas(db, busyTimeoutMs);
     migrate(db, path);
   } catch (error) {
     db.close();
-    throw asLedgerError(error, path) ?? new LedgerUnavailableError(path, (error as Error).message);
+    throw explained(error, path) ?? new LedgerUnavailableError(path, (error as Error).message);
   }
   return db;
 }
