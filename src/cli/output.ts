@@ -46,7 +46,8 @@ export function table(rows: Cell[][], options: TableOptions = {}): string {
       line += typeof cell === "string" ? shown : paint(shown, cell.colour, options.colour === true);
       if (!last) (line += " ".repeat(widths[i]! - text.length)), (visible += widths[i]!);
     });
-    return line;
+    // An empty last cell would leave the column gap behind.
+    return line.trimEnd();
   });
   return lines.join("\n") + "\n";
 }

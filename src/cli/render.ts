@@ -31,3 +31,14 @@ export function describeEntity(row: EntityRow): string[] {
     .filter(([, v]) => v !== null && v !== undefined)
     .map(([k, v]) => `${k}: ${k.endsWith("_at") && typeof v === "number" ? `${isoTime(v)} (${v})` : safeText(v)}`);
 }
+
+/** Words shown as a shell user would read them (quoted where needed); display only, never executed. */
+export function shellWords(argv: readonly string[]): string {
+  return argv.map((w) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)).join(" ");
+}
+
+/** A stored argv column (JSON text) as an array, or null when it is not one. */
+export function argvOf(value: unknown): string[] | null {
+  const argv = parseJsonColumn(value);
+  return Array.isArray(argv) ? argv.map(String) : null;
+}

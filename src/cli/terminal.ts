@@ -13,3 +13,16 @@ export function isTerminal(fd: number): boolean {
     return false;
   }
 }
+
+/**
+ * The width rows must fit: $COLUMNS when it is a positive whole number, else the terminal's own width
+ * when stdout is one (asked of process.stdout only then: its first touch costs ~10 ms), else null
+ * (a pipe or a file: nothing to fit).
+ */
+export function terminalWidth(fd = 1): number | null {
+  const fromEnv = Number(process.env.COLUMNS);
+  if (Number.isInteger(fromEnv) && fromEnv > 0) return fromEnv;
+  if (!isTerminal(fd)) return null;
+  const columns = (fd === 2 ? process.stderr : process.stdout).columns;
+  return typeof columns === "number" && columns > 0 ? columns : null;
+}

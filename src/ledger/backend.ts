@@ -78,6 +78,8 @@ export interface LegRow {
   pid_start_ticks: number | null;
   boot_id: string | null;
   host_id: string | null;
+  /** The supervisor's host name (absent on legs recorded before li kept it). */
+  host_name?: string | null;
   command_pid: number | null;
   command_start_ticks: number | null;
   started_at: number;

@@ -2,7 +2,7 @@
 // Kept free of drizzle and zod so `li wait` can load it cheaply.
 
 import type { EntityKind } from "../lifecycle/policy.ts";
-import type { AdminEventRow, EntityRow, LegRow, TransitionRow } from "./backend.ts";
+import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow } from "./backend.ts";
 import type { CallbackRow, DeliveryRow } from "./notify-store.ts";
 
 /** Kinds an id is looked up in: the entity tables plus branch ids and run ids (legs.run_id), §11. */
@@ -41,6 +41,8 @@ export interface RecentRow {
   leg_ended_at: number | null;
   /** The current leg's argv as stored (JSON text). */
   leg_command: string | null;
+  /** A session's first branch (the id `li agent -r` resumes); null for other kinds. */
+  branch_id: string | null;
 }
 
 export interface LedgerReads {
@@ -67,4 +69,6 @@ export interface LedgerReads {
   adminEventsOf(kind: EntityKind, id: string): AdminEventRow[] | Promise<AdminEventRow[]>;
   /** A session's legs, first first. */
   legsOf(sessionId: string): LegRow[] | Promise<LegRow[]>;
+  /** A session's branches, oldest first (by the branches_session_idx index). */
+  branchesOf(sessionId: string): BranchRow[] | Promise<BranchRow[]>;
 }

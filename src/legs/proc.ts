@@ -18,6 +18,8 @@ export interface ProcessIdentity {
   startTicks: number | null;
   bootId: string;
   hostId: string;
+  /** The host's name, recorded beside hostId so views can name the host of a leg (§14). */
+  hostName: string;
 }
 
 /** `process.kill`'s shape: injectable so the EPERM path can be exercised without a second user. */
@@ -100,6 +102,12 @@ export function machineId(paths: readonly string[] = MACHINE_ID_PATHS): string {
   return os.hostname();
 }
 
+/** The machine part of a host id (`hostId()` is machine:boot; `machineId()` is the machine alone). */
+export function machineOf(host: string): string {
+  const colon = host.indexOf(":");
+  return colon === -1 ? host : host.slice(0, colon);
+}
+
 /** Machine id and boot id: a pid is only meaningful on the same host within the same boot. */
 export function hostId(options: HostIdOptions = {}): string {
   return `${machineId(options.machineIdPaths)}:${bootId(options.procRoot)}`;
@@ -113,6 +121,7 @@ export function processIdentity(options: HostIdOptions = {}): ProcessIdentity {
     startTicks: readStartTicks(process.pid, procRoot),
     bootId: bootId(procRoot),
     hostId: hostId(options),
+    hostName: os.hostname(),
   };
 }
 

@@ -61,6 +61,7 @@ export function legRow(plan: LegPlan, seq: number): LegRow {
     pid_start_ticks: plan.supervisor.startTicks,
     boot_id: plan.supervisor.bootId,
     host_id: plan.supervisor.hostId,
+    host_name: plan.supervisor.hostName,
     command_pid: null,
     command_start_ticks: null,
     started_at: plan.startedAt,

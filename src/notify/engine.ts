@@ -3,7 +3,7 @@
 import path from "node:path";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { EventContext, OwedDelivery } from "../ledger/notify-store.ts";
-import { machineId } from "../legs/proc.ts";
+import { machineId, machineOf } from "../legs/proc.ts";
 import { renderArgv } from "./argv.ts";
 import { envelopeFromContext, placeholderValues } from "./envelope.ts";
 import { DEFAULT_BUDGET_MS, runHandlers, type HandlerJob, type HandlerResult } from "./run.ts";
@@ -29,10 +29,7 @@ export function handlerHost(): string {
 }
 
 /** A handler's host from either form `hostId()` (machine:boot) or `machineId()` (machine): the machine part. */
-export function canonicalHost(host: string): string {
-  const colon = host.indexOf(":");
-  return colon === -1 ? host : host.slice(0, colon);
-}
+export const canonicalHost = machineOf;
 
 export interface EngineOptions {
   /** Defaults to handlerHost(). */

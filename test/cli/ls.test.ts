@@ -75,8 +75,9 @@ describe("li ls", () => {
     expect(entry!.duration_seconds).toBeGreaterThanOrEqual(2 * HOUR);
     const text = await li(["ls"], { home: t.paths.home });
     const row = text.stdout.split("\n")[1]!;
-    // Columns: ID KIND STATUS REASON AGE DURATION LEGS COMMAND (the random id must not be searched for "3d").
-    const [, , , , age, duration, legs, command] = row.split(/ {2,}/);
+    // Columns: ID KIND STATUS REASON AGE DURATION LEGS BRANCH COMMAND (the random id must not be searched for "3d").
+    const [, , , , age, duration, legs, branch, command] = row.split(/ {2,}/);
+    expect(s.branchId.startsWith(branch!)).toBe(true);
     expect([age, duration, legs]).toEqual(["2h00m", "2h00m", "2"]);
     expect(command).toBe("agent --task 'two words'");
   });
@@ -120,7 +121,7 @@ describe("li ls", () => {
     const { t } = backdated(1);
     await t.ledger.createEntity("invocation", { id: "inv-json" });
     const [entry] = await lsJson(t);
-    expect(Object.keys(entry!).sort()).toEqual(["age_seconds", "command", "created_at", "duration_seconds", "id", "kind", "legs", "reason", "short_id", "status", "updated_at"].sort());
+    expect(Object.keys(entry!).sort()).toEqual(["age_seconds", "branch_id", "command", "created_at", "duration_seconds", "id", "kind", "legs", "reason", "short_id", "status", "updated_at"].sort());
     expect(entry).toMatchObject({ id: "inv-json", short_id: "inv-json", kind: "invocation", status: "running", reason: "run.started.ok", legs: null, command: null });
   });
 
@@ -155,7 +156,50 @@ describe("li ls on real `li agent` legs", () => {
     expect(entities).toHaveLength(1);
     expect(entities[0]).toMatchObject({ id: first.session_id, kind: "session", status: "failed", reason: "run.failed.exit_nonzero", legs: 2, command: [fixture("exit-with"), "4"] });
     const text = await li(["ls"], { home: home.home });
-    const [id, kind, status, , , , legs, command] = text.stdout.split("\n")[1]!.split(/ {2,}/);
+    const [id, kind, status, , , , legs, , command] = text.stdout.split("\n")[1]!.split(/ {2,}/);
     expect([id, kind, status, legs, command]).toEqual([first.session_id.slice(0, 8), "session", "failed", "2", `${fixture("exit-with")} 4`]);
   }, 60_000);
+});
+
+describe("li ls: the branch and the terminal's width", () => {
+  async function sessionWithLongCommand() {
+    const { t } = backdated(1);
+    const s = await seedSession(t.ledger, { legs: [{ command: ["make", "--jobs", "8", "x".repeat(200)] }] });
+    return { t, s };
+  }
+
+  test("--json carries each session's branch id (null for other kinds)", async () => {
+    const { t, s } = await sessionWithLongCommand();
+    await t.ledger.createEntity("play", { id: "play-no-branch" });
+    const byId = Object.fromEntries((await lsJson(t)).map((e) => [e.id, e]));
+    expect(byId[s.id]!.branch_id).toBe(s.branchId);
+    expect(byId["play-no-branch"]!.branch_id).toBeNull();
+  });
+
+  test("under COLUMNS rows fit the width: the command is cut with …, never the id; BRANCH appears only when wide", async () => {
+    const { t, s } = await sessionWithLongCommand();
+    for (const columns of [80, 100, 200]) {
+      const r = await li(["ls"], { home: t.paths.home, env: { COLUMNS: String(columns) } });
+      expect(r.code).toBe(0);
+      const lines = r.stdout.trimEnd().split("\n");
+      for (const line of lines) expect(line.length).toBeLessThanOrEqual(columns);
+      expect(lines[1]!.startsWith(s.id.slice(0, 8))).toBe(true);
+      expect(lines[1]!.endsWith("…")).toBe(true);
+      expect(lines[0]!.includes("BRANCH")).toBe(columns >= 110);
+      expect(lines[1]!.includes(s.branchId.slice(0, 8))).toBe(columns >= 110);
+    }
+    // Into a pipe with no COLUMNS, nothing is cut and BRANCH is shown.
+    const piped = await li(["ls"], { home: t.paths.home, env: { COLUMNS: undefined } });
+    expect(piped.stdout).toContain("x".repeat(200));
+    expect(piped.stdout.split("\n")[0]).toContain("BRANCH");
+  });
+
+  test("on a pseudo-terminal the rows fit the terminal's own width", async () => {
+    const { t, s } = await sessionWithLongCommand();
+    const r = Bun.spawnSync(["script", "-qfec", `stty cols 90 rows 40; ${LI_BINARY} ls`, "/dev/null"], { env: liEnv(t.paths.home, { COLUMNS: undefined }), stdout: "pipe", stderr: "pipe" });
+    const lines = r.stdout.toString().replace(/\r/g, "").trimEnd().split("\n");
+    expect(lines[1]!.startsWith(s.id.slice(0, 8))).toBe(true);
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(90);
+    expect(lines[0]).not.toContain("BRANCH");
+  });
 });

@@ -2,7 +2,8 @@
 
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { li } from "../helpers/cli.ts";
+import { hostname } from "node:os";
+import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { agentHome, rows } from "../legs/agent-harness.ts";
 import { tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
@@ -55,7 +56,7 @@ describe("li show", () => {
     expect(out.deliveries).toEqual([expect.objectContaining({ transition_id: terminal.id, consumer: "cb:reg-1", state: "acked", attempts: 1 })]);
     expect(out.transitions.map((x: any) => x.status)).toEqual(["running", "completed"]);
     expect(Object.keys(out).sort()).toEqual(
-      ["kind", "entity", "run_dir", "artifact_dir", "artifact_contract", "artifact_verification", "evidence", "legs", "transitions", "admin_events", "callbacks", "deliveries"].sort(),
+      ["kind", "entity", "run_dir", "artifact_dir", "artifact_contract", "artifact_verification", "evidence", "branches", "legs", "transitions", "admin_events", "callbacks", "deliveries"].sort(),
     );
   });
 
@@ -72,7 +73,7 @@ describe("li show", () => {
     const { t, s } = await sessionWithEverything();
     const r = await li(["show", s.id], { home: t.paths.home });
     expect(r.code).toBe(0);
-    for (const section of ["legs:", "history:", "callbacks:", "deliveries:", "run_dir: /tmp/li-runs/run-two", "make test", "cb:reg-1", "acked"]) expect(r.stdout).toContain(section);
+    for (const section of ["legs:", "history:", "verification: passed", "evidence:", "callbacks:", "deliveries:", "run dir:    /tmp/li-runs/run-two", "make test", "cb:reg-1", "acked"]) expect(r.stdout).toContain(section);
   });
 
   test("other kinds have empty legs and callbacks, and an ambiguous prefix is a usage error", async () => {
@@ -116,7 +117,7 @@ describe("li show on a real `li agent` leg", () => {
     const home = agentHome();
     const r = await li(["agent", "--json", "--artifact", "report=r.md", "--artifact", "extra=x.md?", "--notify", "true {status}", "--", fixture("write-artifact"), "r.md"], { home: home.home });
     expect(r.code).toBe(0);
-    const record = JSON.parse(r.stdout) as { session_id: string; run_id: string };
+    const record = JSON.parse(r.stdout) as { session_id: string; branch_id: string; run_id: string };
     const out = JSON.parse((await li(["show", "--json", record.run_id], { home: home.home })).stdout);
     expect(out.entity.id).toBe(record.session_id);
     expect(out.resolved_from).toEqual({ kind: "run", id: record.run_id });
@@ -131,5 +132,65 @@ describe("li show on a real `li agent` leg", () => {
     expect(out.callbacks[0]).toMatchObject({ scope: "leg", argv: ["true", "{status}"], session_id: record.session_id });
     expect(out.deliveries).toEqual([expect.objectContaining({ consumer: out.callbacks[0].consumer, state: "acked", attempts: 1 })]);
     expect(out.transitions.map((x: any) => x.status)).toEqual(["running", "completed"]);
+    expect(out.branches).toEqual([{ id: record.branch_id, name: null, created_at: expect.any(Number) }]);
+    expect(out.legs[0]).toMatchObject({ host_id: expect.stringContaining(":"), host_name: hostname() });
+  }, 60_000);
+});
+
+describe("li show for people", () => {
+  test("the summary comes first: id, status and reason, the branch to resume, host, command, cwd, times, exit code, run and artifact dirs", async () => {
+    const home = agentHome();
+    const cwd = tempDir();
+    const r = await li(["agent", "--json", "--", "sh", "-c", "echo hi; exit 3"], { home: home.home, cwd });
+    expect(r.code).toBe(1);
+    const record = JSON.parse(r.stdout) as { session_id: string; branch_id: string; run_id: string };
+    const shown = await li(["show", record.session_id], { home: home.home });
+    expect(shown.code).toBe(0);
+    const [head, ...rest] = shown.stdout.split("\n\n");
+    expect(head!.split("\n")[0]).toBe(`session ${record.session_id}`);
+    for (const line of [
+      "status:     failed (run.failed.exit_nonzero)",
+      `resume:     li agent -r ${record.branch_id} -- …`,
+      `host:       ${hostname()} (`,
+      "command:    sh -c 'echo hi; exit 3'",
+      `cwd:        ${cwd}`,
+      "started:    20",
+      "ended:      20",
+      "duration:   ",
+      "exit code:  3",
+      `run dir:    ${join(home.runs, record.run_id)}`,
+      `artifacts:  ${join(home.runs, record.run_id, "artifacts")}`,
+    ]) {
+      expect(head).toContain(`  ${line}`);
+    }
+    expect(rest.join("\n\n")).toContain("legs:");
+    // Raw columns only under --raw.
+    expect(shown.stdout).not.toContain("node_metadata");
+    const raw = await li(["show", "--raw", record.session_id], { home: home.home });
+    expect(raw.stdout).toContain("\nraw:\n");
+    expect(raw.stdout).toContain("node_metadata: {");
+    expect(raw.stdout).toContain("last_msg_id: ");
+  }, 60_000);
+
+  test("an escalated leg names its escalation file", async () => {
+    const home = agentHome();
+    const r = await li(["agent", "--json", "--", fixture("escalate"), "needs a human"], { home: home.home });
+    expect(r.code).toBe(1);
+    const record = JSON.parse(r.stdout) as { session_id: string; run_id: string };
+    const shown = await li(["show", record.session_id], { home: home.home });
+    expect(shown.stdout).toContain(`  escalation: ${join(home.runs, record.run_id, "escalations.jsonl")}`);
+    expect(shown.stdout).toContain("summary:    escalated: needs a human");
+  }, 60_000);
+
+  test("status is coloured on a terminal, never into a pipe or with NO_COLOR", async () => {
+    const home = agentHome();
+    const r = await li(["agent", "--json", "--", "true"], { home: home.home });
+    const id = (JSON.parse(r.stdout) as { session_id: string }).session_id;
+    const green = "\u001b[32mcompleted\u001b[0m";
+    expect((await li(["show", id], { home: home.home, env: { NO_COLOR: undefined } })).stdout).not.toContain("\u001b[");
+    const underPty = (noColor: string | undefined) =>
+      Bun.spawnSync(["script", "-qfec", `${LI_BINARY} show ${id}`, "/dev/null"], { env: liEnv(home.home, { NO_COLOR: noColor, TERM: "xterm" }), stdout: "pipe", stderr: "pipe" }).stdout.toString();
+    expect(underPty(undefined)).toContain(green);
+    expect(underPty("1")).not.toContain("\u001b[");
   }, 60_000);
 });

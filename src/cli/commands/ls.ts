@@ -1,19 +1,26 @@
 // `li ls`: recent entities, newest first, with the current leg's age and duration (§13).
 import { command } from "../command.ts";
-import { canonicalKind, ENTITY_KINDS, isTerminal, POLICIES, SUCCESS_STATUS, type EntityKind } from "../../lifecycle/policy.ts";
+import { canonicalKind, ENTITY_KINDS, isTerminal, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { RecentRow } from "../../ledger/reads.ts";
 import { formatDuration, parseDuration, parsePositiveNumber } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
-import { useColour, type Colour } from "../colour.ts";
+import { statusColour, useColour } from "../colour.ts";
+import { terminalWidth } from "../terminal.ts";
 import { table, writeJson } from "../output.ts";
 import { writeOut } from "../io.ts";
+import { argvOf, shellWords } from "../render.ts";
 
 /** The shortest prefix a user can type for an id: unique across every id kind, 8 characters at least. */
 const MIN_PREFIX = 8;
 
+/** Columns from which a terminal counts as wide enough for the BRANCH column. */
+const WIDE = 110;
+
 interface LsEntry {
   row: RecentRow;
   shortId: string;
+  /** A session's branch by its shortest unique prefix (what `li agent -r` takes); null for other kinds. */
+  shortBranch: string | null;
   ageSeconds: number;
   durationSeconds: number | null;
   argv: string[] | null;
@@ -30,28 +37,9 @@ function legTimes(row: RecentRow, now: number): { age: number; duration: number 
   return { age: now - start, duration: end - start };
 }
 
-function parseArgv(text: string | null): string[] | null {
-  if (text === null) return null;
-  try {
-    const value: unknown = JSON.parse(text);
-    return Array.isArray(value) ? value.map(String) : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Words shown as a shell user would read them; display only, never executed. */
-function showArgv(argv: string[]): string {
-  return argv.map((w) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)).join(" ");
-}
-
-function statusColour(kind: EntityKind, status: string): Colour | null {
-  if (!isTerminal(kind, status)) return "yellow";
-  return status === SUCCESS_STATUS[kind] ? "green" : "red";
-}
 
 export default command({
-  description: "List recent entities, newest first (by last update)",
+  description: "List recent entities, newest first (by last update). Rows fit the terminal's width ($COLUMNS, else the terminal's own) by cutting the command; BRANCH is shown when there is room",
   examples: ["li ls --kind=session --status=running", "li ls --since=2h --limit=10 --json"],
   ledger: "reads",
   args: {
@@ -85,11 +73,12 @@ export default command({
       ...(args.status !== undefined ? { status: args.status } : {}),
       ...(sinceSeconds !== undefined ? { since: now - sinceSeconds } : {}),
     });
+    const shortest = async (id: string) => id.slice(0, Math.max(MIN_PREFIX, (await reads.sharedPrefixLength(id)) + 1));
     const entries: LsEntry[] = [];
     for (const row of rows) {
-      const shared = await reads.sharedPrefixLength(row.id);
       const { age, duration } = legTimes(row, now);
-      entries.push({ row, shortId: row.id.slice(0, Math.max(MIN_PREFIX, shared + 1)), ageSeconds: age, durationSeconds: duration, argv: parseArgv(row.leg_command) });
+      const shortBranch = row.branch_id === null ? null : await shortest(row.branch_id);
+      entries.push({ row, shortId: await shortest(row.id), shortBranch, ageSeconds: age, durationSeconds: duration, argv: argvOf(row.leg_command) });
     }
     if (args.json) {
       writeJson({
@@ -104,27 +93,33 @@ export default command({
           age_seconds: e.ageSeconds,
           duration_seconds: e.durationSeconds,
           legs: e.row.leg_count,
+          branch_id: e.row.branch_id,
           command: e.argv,
         })),
       });
       return 0;
     }
     const colour = useColour();
-      const header = ["ID", "KIND", "STATUS", "REASON", "AGE", "DURATION", "LEGS", "COMMAND"].map((h) => ({ text: h, colour: "bold" as const }));
+    // Rows fit a known width by cutting the command (the last column), never the id; BRANCH only where
+    // there is room for it. Into a pipe (no width known) nothing is cut and BRANCH is shown.
+    const width = terminalWidth();
+    const withBranch = width === null || width >= WIDE;
+    const header = ["ID", "KIND", "STATUS", "REASON", "AGE", "DURATION", "LEGS", ...(withBranch ? ["BRANCH"] : []), "COMMAND"].map((h) => ({ text: h, colour: "bold" as const }));
     writeOut(
       table([
         header,
         ...entries.map((e) => [
           e.shortId,
           e.row.kind,
-            { text: e.row.status, colour: statusColour(e.row.kind, e.row.status) },
+          { text: e.row.status, colour: statusColour(e.row.kind, e.row.status) },
           e.row.reason ?? "-",
           formatDuration(e.ageSeconds),
           e.durationSeconds === null ? "-" : formatDuration(e.durationSeconds),
           e.row.leg_count === null ? "-" : String(e.row.leg_count),
-          e.argv ? showArgv(e.argv) : "-",
+          ...(withBranch ? [e.shortBranch ?? "-"] : []),
+          e.argv ? shellWords(e.argv) : "-",
         ]),
-        ], { colour }),
+      ], { colour, ...(width !== null ? { maxWidth: width } : {}) }),
     );
     return 0;
   },

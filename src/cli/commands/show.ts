@@ -1,12 +1,16 @@
-// `li show ID`: one entity with its legs, history, verification, evidence, callbacks and deliveries (§13).
+// `li show ID`: one entity for people — a summary first, then legs, history, verification, evidence and
+// notices; the raw row under --raw; everything, exactly, under --json (§13, docs/json.md).
 import { command } from "../command.ts";
-import { resolveOneIn, VIEW_LOOKUP_ORDER } from "../../ledger/resolve.ts";
+import { resolveOneIn, VIEW_LOOKUP_ORDER, type ResolvedId } from "../../ledger/resolve.ts";
+import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow } from "../../ledger/backend.ts";
+import type { CallbackRow, DeliveryRow } from "../../ledger/notify-store.ts";
+import { formatDuration } from "../../util/duration.ts";
+import { UsageError } from "../../util/errors.ts";
+import { paint, statusColour, useColour } from "../colour.ts";
 import { parseJsonColumn, table, writeJson } from "../output.ts";
-import { adminEventJson, describeEntity, entityJson, isoTime, transitionJson } from "../render.ts";
+import { adminEventJson, argvOf, describeEntity, entityJson, isoTime, shellWords, transitionJson } from "../render.ts";
 import { writeOut } from "../io.ts";
 import { safeText } from "../text.ts";
-import { UsageError } from "../../util/errors.ts";
-import type { CallbackRow } from "../../ledger/notify-store.ts";
 
 /** Registration columns holding JSON text. */
 const CALLBACK_JSON = new Set(["argv", "filter_kinds", "filter_ids"]);
@@ -18,76 +22,187 @@ function callbackJson(row: CallbackRow): Record<string, unknown> {
 }
 
 function argvText(value: unknown): string {
-  const argv = parseJsonColumn(value);
-  return Array.isArray(argv) ? argv.map(String).join(" ") : String(value ?? "-");
+  const argv = argvOf(value);
+  return argv ? shellWords(argv) : String(value ?? "-");
+}
+
+/** Everything one `li show` reads, once. */
+interface Shown {
+  target: ResolvedId;
+  row: EntityRow;
+  transitions: TransitionRow[];
+  adminEvents: AdminEventRow[];
+  legs: LegRow[];
+  branches: BranchRow[];
+  callbacks: CallbackRow[];
+  deliveries: DeliveryRow[];
+  currentLeg: LegRow | null;
+}
+
+/** A leg's host as people read it: the recorded host name, else its id. */
+function hostText(leg: LegRow): string {
+  if (!leg.host_id && !leg.host_name) return "-";
+  return leg.host_name ? `${leg.host_name} (${leg.host_id ?? "no host id"})` : (leg.host_id ?? "-");
+}
+
+/** The escalation file of the leg whose outcome used it (evidence or metadata holding escalations), if any. */
+function escalationFile(s: Shown): string | null {
+  const used = s.transitions.filter((t) => {
+    const evidence = parseJsonColumn(t.evidence_refs);
+    const metadata = parseJsonColumn(t.metadata) as { escalations?: unknown } | null;
+    return (Array.isArray(evidence) && evidence.some((e) => (e as { kind?: unknown })?.kind === "escalation")) || (metadata !== null && typeof metadata === "object" && Array.isArray(metadata.escalations));
+  });
+  if (used.length === 0) return null;
+  const legId = used.at(-1)!.leg_id;
+  const leg = s.legs.find((l) => l.id === legId) ?? s.currentLeg;
+  return leg ? `${leg.state_root}/escalations.jsonl` : null;
+}
+
+/** The summary block: what a person looks for first (§13). Labels are li's; every value is escaped. */
+function summaryLines(s: Shown, colour: boolean): string[] {
+  const { target, row, currentLeg: leg } = s;
+  const lines: string[] = [`${target.kind} ${safeText(row.id)}${target.via ? ` (from ${target.via.kind} ${safeText(target.via.id)})` : ""}`];
+  const field = (label: string, value: string) => lines.push(`  ${`${label}:`.padEnd(11)} ${value}`);
+  const reason = typeof row.status_reason_code === "string" ? ` (${safeText(row.status_reason_code)})` : "";
+  field("status", paint(safeText(row.status), statusColour(target.kind, row.status), colour) + reason);
+  if (typeof row.status_reason_summary === "string" && row.status_reason_summary !== "") field("summary", safeText(row.status_reason_summary));
+  for (const b of s.branches) field("resume", `li agent -r ${safeText(b.id)} -- …${b.name ? `  (branch ${safeText(b.name)})` : ""}`);
+  if (leg) {
+    field("host", safeText(hostText(leg)));
+    field("command", safeText(argvText(leg.command)));
+    if (leg.cwd) field("cwd", safeText(leg.cwd));
+  }
+  const started = leg?.started_at ?? (typeof row.started_at === "number" ? row.started_at : null);
+  const ended = leg ? leg.ended_at : typeof row.ended_at === "number" ? row.ended_at : null;
+  if (started !== null) {
+    const ofLeg = leg && s.legs.length > 1 ? ` (leg ${leg.seq} of ${s.legs.length}; the session started ${isoTime(row.started_at)})` : "";
+    field("started", `${isoTime(started)}${ofLeg}`);
+    field("ended", ended === null ? "-" : isoTime(ended));
+    field("duration", `${formatDuration((ended ?? Date.now() / 1000) - started)}${ended === null ? " so far" : ""}`);
+  }
+  if ("exit_code" in row) field("exit code", row.exit_code === null || row.exit_code === undefined ? "-" : safeText(row.exit_code));
+  if (leg) field("run dir", safeText(leg.state_root));
+  const artifacts = leg?.artifact_root ?? (typeof row.artifacts_path === "string" ? row.artifacts_path : null);
+  if (artifacts !== null) field("artifacts", safeText(artifacts));
+  const escalations = escalationFile(s);
+  if (escalations !== null) field("escalation", safeText(escalations));
+  return lines;
+}
+
+function verificationLines(value: unknown): string[] {
+  if (value === null || typeof value !== "object") return [];
+  const v = value as { status?: unknown; artifacts?: unknown };
+  const rows = Array.isArray(v.artifacts)
+    ? (v.artifacts as Record<string, unknown>[]).map((a) => ["  " + safeText(a.id), safeText(a.path), a.required === false ? "optional" : "required", a.produced ? "produced" : "missing"])
+    : [];
+  return [`\nverification: ${safeText(v.status)}`, ...(rows.length > 0 ? [table(rows).trimEnd()] : [])];
+}
+
+function render(s: Shown, raw: boolean): string {
+  const colour = useColour();
+  const entity = entityJson(s.row);
+  const out: string[] = summaryLines(s, colour);
+  if (s.legs.length > 0) {
+    out.push("\nlegs:");
+    out.push(
+      table(
+        s.legs.map((l) => [
+          "  " + String(l.seq),
+          l.run_id,
+          isoTime(l.started_at),
+          l.ended_at === null ? "running" : isoTime(l.ended_at),
+          { text: l.status, colour: statusColour("session", l.status) },
+          l.reason_code ?? "-",
+          `exit=${l.exit_code ?? "-"}`,
+          l.host_name ?? l.host_id ?? "-",
+          argvText(l.command),
+        ]),
+        { colour },
+      ).trimEnd(),
+    );
+  }
+  out.push("\nhistory:");
+  out.push(table(s.transitions.map((r) => ["  " + isoTime(r.created_at), `${r.previous_status ?? "-"} → ${r.status}`, r.reason_code, r.source + (r.actor ? `:${r.actor}` : ""), r.reason_summary ?? ""])).trimEnd());
+  out.push(...verificationLines(entity.artifact_verification_json));
+  const evidence = entity.status_evidence_refs;
+  if (Array.isArray(evidence) && evidence.length > 0) {
+    out.push("\nevidence:");
+    // One line per entry; JSON keeps its structure readable and safeText keeps it one line.
+    for (const e of evidence) out.push(`  ${safeText(JSON.stringify(e))}`);
+  }
+  if (s.adminEvents.length > 0) {
+    out.push("\naudit:");
+    out.push(table(s.adminEvents.map((a) => ["  " + isoTime(a.created_at), a.event_type, a.actor ?? "-", a.justification ?? ""])).trimEnd());
+  }
+  if (s.callbacks.length > 0) {
+    out.push("\ncallbacks:");
+    out.push(table(s.callbacks.map((c) => ["  " + c.consumer, c.scope, c.enabled === 1 ? "enabled" : "disabled", argvText(c.argv)])).trimEnd());
+  }
+  if (s.deliveries.length > 0) {
+    out.push("\ndeliveries:");
+    out.push(table(s.deliveries.map((d) => ["  " + d.consumer, d.state, `attempts=${d.attempts}`, d.transition_id, d.last_error ?? ""])).trimEnd());
+  }
+  if (raw) {
+    out.push("\nraw:");
+    out.push(...describeEntity(s.row).map((l) => `  ${l}`));
+    for (const l of s.legs) {
+      out.push(`  leg ${l.seq}:`);
+      out.push(...describeEntity(l as unknown as EntityRow).map((line) => `    ${line}`));
+    }
+  }
+  return out.join("\n") + "\n";
+}
+
+function renderJson(s: Shown): Record<string, unknown> {
+  const entity = entityJson(s.row);
+  return {
+    kind: s.target.kind,
+    ...(s.target.via ? { resolved_from: s.target.via } : {}),
+    entity,
+    run_dir: s.currentLeg?.state_root ?? null,
+    artifact_dir: s.currentLeg?.artifact_root ?? (typeof s.row.artifacts_path === "string" ? s.row.artifacts_path : null),
+    artifact_contract: entity.artifact_contract_json ?? null,
+    artifact_verification: entity.artifact_verification_json ?? null,
+    evidence: entity.status_evidence_refs ?? null,
+    branches: s.branches.map((b) => ({ id: b.id, name: b.name, created_at: b.created_at })),
+    // host_id with a readable host_name (null on legs recorded before li kept it).
+    legs: s.legs.map((l) => ({ ...entityJson(l as unknown as Record<string, unknown>), host_name: l.host_name ?? null })),
+    transitions: s.transitions.map(transitionJson),
+    admin_events: s.adminEvents.map(adminEventJson),
+    callbacks: s.callbacks.map(callbackJson),
+    deliveries: s.deliveries,
+  };
 }
 
 export default command({
-  description: "Show one entity (or the session of a branch or run id): its legs, history, verification, evidence, callbacks and deliveries",
-  examples: ["li show 1a2b3c4d", "li show 1a2b3c4d --json"],
+  description: "Show one entity (or the session of a branch or run id): a summary, then its legs, history, verification, evidence and notices",
+  examples: ["li show 1a2b3c4d", "li show 1a2b3c4d --raw", "li show 1a2b3c4d --json"],
   // Read-only and on the fast path: the raw read queries, without drizzle or zod.
   ledger: "reads",
   args: {
     id: { type: "positional", valueHint: "ID", description: "an entity, branch or run id (or a unique prefix)", required: true },
-    json: { type: "boolean", description: "print JSON" },
+    json: { type: "boolean", description: "print JSON (everything, exactly; docs/json.md)" },
+    raw: { type: "boolean", description: "also print the raw columns (node_metadata, message ids, every leg column)" },
   },
   async run({ args, ledger: open }) {
     const extra = args._.map(String).slice(1);
     if (extra.length > 0) throw new UsageError(`li show takes one id; unexpected '${extra[0]}'`);
-    const ledger = open();
-    const { reads } = ledger;
+    const { reads } = open();
     const target = await resolveOneIn(reads, args.id, VIEW_LOOKUP_ORDER);
     const isSession = target.kind === "session";
-    const [row, transitions, adminEvents, legs, callbacks, deliveries] = await Promise.all([
+    const [row, transitions, adminEvents, legs, branches, callbacks, deliveries] = await Promise.all([
       reads.entityRow(target.kind, target.id),
       reads.transitionsOf(target.kind, target.id),
       reads.adminEventsOf(target.kind, target.id),
       isSession ? reads.legsOf(target.id) : [],
+      isSession ? reads.branchesOf(target.id) : [],
       isSession ? reads.listCallbacks(target.id) : [],
       reads.listDeliveries(target.kind, target.id),
     ]);
     if (!row) throw new Error(`${target.kind} ${target.id} vanished while reading`);
-    const entity = entityJson(row);
-    const currentLeg = legs.find((l) => l.id === row.current_leg_id) ?? null;
-    if (args.json) {
-      writeJson({
-        kind: target.kind,
-        ...(target.via ? { resolved_from: target.via } : {}),
-        entity,
-        run_dir: currentLeg?.state_root ?? null,
-        artifact_dir: currentLeg?.artifact_root ?? (typeof row.artifacts_path === "string" ? row.artifacts_path : null),
-        artifact_contract: entity.artifact_contract_json ?? null,
-        artifact_verification: entity.artifact_verification_json ?? null,
-        evidence: entity.status_evidence_refs ?? null,
-        legs: legs.map((l) => entityJson(l as unknown as Record<string, unknown>)),
-        transitions: transitions.map(transitionJson),
-        admin_events: adminEvents.map(adminEventJson),
-        callbacks: callbacks.map(callbackJson),
-        deliveries,
-      });
-      return 0;
-    }
-      const out = [`${target.kind} ${safeText(row.id)}${target.via ? ` (from ${target.via.kind} ${safeText(target.via.id)})` : ""}`, ...describeEntity(row).map((l) => `  ${l}`)];
-      if (currentLeg) out.push(`  run_dir: ${safeText(currentLeg.state_root)}`);
-    writeOut(out.join("\n") + "\n");
-    if (legs.length > 0) {
-      writeOut("\nlegs:\n");
-      writeOut(
-        table(legs.map((l) => ["  " + String(l.seq), l.run_id, isoTime(l.started_at), l.ended_at === null ? "running" : isoTime(l.ended_at), l.status, l.reason_code ?? "-", `exit=${l.exit_code ?? "-"}`, argvText(l.command)])),
-      );
-    }
-    writeOut("\nhistory:\n");
-    writeOut(
-      table(transitions.map((r) => ["  " + isoTime(r.created_at), `${r.previous_status ?? "-"} → ${r.status}`, r.reason_code, r.source + (r.actor ? `:${r.actor}` : "")])),
-    );
-    if (callbacks.length > 0) {
-      writeOut("\ncallbacks:\n");
-      writeOut(table(callbacks.map((c) => ["  " + c.consumer, c.scope, c.enabled === 1 ? "enabled" : "disabled", argvText(c.argv)])));
-    }
-    if (deliveries.length > 0) {
-      writeOut("\ndeliveries:\n");
-      writeOut(table(deliveries.map((d) => ["  " + d.consumer, d.state, `attempts=${d.attempts}`, d.transition_id, d.last_error ?? ""])));
-    }
+    const shown: Shown = { target, row, transitions, adminEvents, legs, branches, callbacks, deliveries, currentLeg: legs.find((l) => l.id === row.current_leg_id) ?? null };
+    if (args.json) writeJson(renderJson(shown));
+    else writeOut(render(shown, Boolean(args.raw)));
     return 0;
   },
 });

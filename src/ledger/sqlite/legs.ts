@@ -9,7 +9,7 @@ type Params = Record<string, string | number | null>;
 
 /** Columns of `legs` a patch may set: never id, session_id, seq or run_id. */
 const LEG_PATCH_COLUMNS: ReadonlySet<string> = new Set([
-  "state_root", "artifact_root", "command", "cwd", "pid", "pid_start_ticks", "boot_id", "host_id", "command_pid",
+  "state_root", "artifact_root", "command", "cwd", "pid", "pid_start_ticks", "boot_id", "host_id", "host_name", "command_pid",
   "command_start_ticks", "started_at", "heartbeat_at", "kill_requested_at", "ended_at", "status", "reason_code",
   "exit_code", "deferred", "first_msg_id", "last_msg_id",
 ]);

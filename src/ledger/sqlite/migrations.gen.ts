@@ -49,5 +49,12 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE TABLE `terminal_deliveries` (\n\t`transition_id` text NOT NULL,\n\t`consumer` text NOT NULL,\n\t`state` text NOT NULL,\n\t`attempts` integer DEFAULT 0 NOT NULL,\n\t`last_error` text,\n\t`claimed_until` real,\n\t`next_attempt_at` real,\n\t`acked_at` real,\n\t`created_at` real NOT NULL,\n\t`updated_at` real NOT NULL,\n\tPRIMARY KEY(`transition_id`, `consumer`),\n\tCONSTRAINT \"terminal_deliveries_state_check\" CHECK(\"terminal_deliveries\".\"state\" IN ('claimed', 'retry', 'acked', 'dead'))\n);",
       "CREATE INDEX `terminal_deliveries_consumer_idx` ON `terminal_deliveries` (`consumer`,`state`);"
     ]
+  },
+  {
+    "name": "0001_legs_host_name",
+    "hash": "11e0ff4f4a5142c22ae45e3af4016b187e2cdf26b9094d61c270da6a260757c6",
+    "statements": [
+      "ALTER TABLE `legs` ADD `host_name` text;"
+    ]
   }
 ];

@@ -3,7 +3,7 @@
 
 import type { Database, Statement } from "bun:sqlite";
 import { ENTITY_KINDS, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import type { AdminEventRow, EntityRow, LegRow, TransitionRow } from "../backend.ts";
+import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow } from "../backend.ts";
 import type { CallbackRow, DeliveryRow } from "../notify-store.ts";
 import type { LedgerReads, LookupKind, RecentFilter, RecentRow, WaitState } from "../reads.ts";
 
@@ -130,9 +130,10 @@ export class SqliteReads implements LedgerReads {
       const times = TIMED.has(kind) ? "e.started_at, e.ended_at" : "NULL AS started_at, NULL AS ended_at";
       const legs =
         kind === "session"
-          ? `(SELECT COUNT(*) FROM legs c WHERE c.session_id = e.id) AS leg_count, l.started_at AS leg_started_at, l.ended_at AS leg_ended_at, l.command AS leg_command
+          ? `(SELECT COUNT(*) FROM legs c WHERE c.session_id = e.id) AS leg_count, l.started_at AS leg_started_at, l.ended_at AS leg_ended_at, l.command AS leg_command,
+             (SELECT b.id FROM branches b WHERE b.session_id = e.id ORDER BY b.created_at, b.id LIMIT 1) AS branch_id
              FROM ${t} e LEFT JOIN legs l ON l.id = e.current_leg_id`
-          : `NULL AS leg_count, NULL AS leg_started_at, NULL AS leg_ended_at, NULL AS leg_command FROM ${t} e`;
+          : `NULL AS leg_count, NULL AS leg_started_at, NULL AS leg_ended_at, NULL AS leg_command, NULL AS branch_id FROM ${t} e`;
       // Only the predicates in use, so the planner can pick (status, updated_at) or updated_at indexes
       // (an `?1 IS NULL OR …` form scans every row: 0.25 s for `--status failed` on a million sessions).
       const where: string[] = [];
@@ -175,5 +176,9 @@ export class SqliteReads implements LedgerReads {
 
   legsOf(sessionId: string): LegRow[] {
     return this.q("SELECT * FROM legs WHERE session_id = ? ORDER BY seq").all(sessionId) as unknown as LegRow[];
+  }
+
+  branchesOf(sessionId: string): BranchRow[] {
+    return this.q("SELECT * FROM branches WHERE session_id = ? ORDER BY created_at, id").all(sessionId) as unknown as BranchRow[];
   }
 }

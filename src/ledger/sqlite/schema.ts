@@ -98,6 +98,8 @@ export const legs = sqliteTable(
     pid_start_ticks: integer("pid_start_ticks"),
     boot_id: text("boot_id"),
     host_id: text("host_id"),
+    /** A readable name for host_id (the supervisor's host name), for views across hosts (§14). */
+    host_name: text("host_name"),
     command_pid: integer("command_pid"),
     command_start_ticks: integer("command_start_ticks"),
     started_at: real("started_at").notNull(),

@@ -1,0 +1,1 @@
+ALTER TABLE `legs` ADD `host_name` text;
