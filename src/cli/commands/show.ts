@@ -176,7 +176,7 @@ function renderJson(s: Shown): Record<string, unknown> {
 
 export default command({
   description: "Show one entity (or the session of a branch or run id): a summary, then its legs, history, verification, evidence and notices",
-  examples: ["li show 1a2b3c4d", "li show 1a2b3c4d --raw", "li show 1a2b3c4d --json"],
+  examples: ["li show 1a2b3c4d", "li show 1a2b3c4d --raw"],
   // Read-only and on the fast path: the raw read queries, without drizzle or zod.
   ledger: "reads",
   args: {
