@@ -8,7 +8,7 @@ import { linkedFinalizer } from "../sweeps/linked.ts";
 import { prune } from "../sweeps/prune.ts";
 import { reaper } from "../sweeps/reaper.ts";
 import { hostEnv, type SweepEnv } from "../sweeps/sweep.ts";
-import { LedgerUnavailableError } from "../util/errors.ts";
+import { ExitCode, LedgerUnavailableError } from "../util/errors.ts";
 import type { WatchLog } from "./log.ts";
 
 export interface WatchConfig {
@@ -51,6 +51,15 @@ export interface WatchReport {
   /** Of `errors`, those where the ledger itself could not be read or written (full, read-only…). */
   ledger_errors: number;
   ended: "once" | "signal";
+}
+
+/**
+ * `li watch --once`'s exit code (for cron): 0 a clean pass, 78 when the ledger itself could not be
+ * written (the same code as every other command), 1 for any other error the pass logged.
+ */
+export function onceExitCode(report: Pick<WatchReport, "errors" | "ledger_errors">): number {
+  if (report.errors === 0) return ExitCode.ok;
+  return report.ledger_errors > 0 ? ExitCode.unavailable : ExitCode.failure;
 }
 
 /** Handler pairs per delivery pass; a full pass is followed at once by another. */

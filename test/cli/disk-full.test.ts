@@ -228,6 +228,27 @@ describe("disk full at teardown (the ledger on the full disk, the run directory 
     expect(sessions(dbPath)).toEqual([expect.objectContaining({ status: "running", exit_code: null })]);
   });
 
+  test("the issue's reproduction: everything on the 2 MiB disk and a command printing 3 MB — NOT recorded, 78, the output passed through whole", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = join(tmpfs, "home");
+    const bytes = 3 * 1024 * 1024;
+
+    const r = await li(["agent", "--", "sh", "-c", `head -c ${bytes} /dev/zero | tr '\\0' x; echo`], { home });
+
+    expect(r.stdout.length).toBe(bytes + 1);
+    expect(r.code).toBe(78);
+    expect(r.stderr).toMatch(/warning: cannot write the stream file \S+ \(ENOSPC/);
+    expect(lines(r).at(-1)).toMatch(new RegExp(`^li: the outcome was NOT recorded: ledger ${join(home, "state.db")}: disk full`));
+    expect(r.stderr).not.toMatch(/^li: completed/m);
+    const runs = readdirSync(join(home, "runs"));
+    expect(runs).toHaveLength(1);
+    // Room again: the ledger is whole and still says running, as its history does.
+    rmSync(join(home, "runs", runs[0]!, "stream"), { recursive: true });
+    expectLedgerSound(join(home, "state.db"));
+    expect(sessions(join(home, "state.db"))).toEqual([expect.objectContaining({ status: "running" })]);
+  });
+
   test("--json says persisted: false with the ledger error", async () => {
     const tmpfs = disk();
     if (!tmpfs) return;

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { pollingOnly, watchSqliteFile, type ChangeWake } from "../../src/ledger/sqlite/wake.ts";
 import type { LogEntry } from "../../src/watch/log.ts";
-import { runWatch, type WatchConfig } from "../../src/watch/service.ts";
+import { onceExitCode, runWatch, type WatchConfig } from "../../src/watch/service.ts";
 import { tempLedger } from "../helpers/ledger.ts";
 import { deadPid, insertSession, query, startFixture } from "../helpers/sweep-fixtures.ts";
 import { isAlive, until } from "../helpers/until.ts";
@@ -130,5 +130,25 @@ describe("the watch loop", () => {
     stop.abort();
     const report = await runWatch({ ledger: w.ledger, wake: pollingOnly(), log: w.log, signal: stop.signal }, config({ once: false }));
     expect(report).toMatchObject({ ended: "signal", passes: 0 });
+  });
+});
+
+describe("errors in a pass", () => {
+  test("a ledger that refuses the pass's writes is counted as a ledger error: --once exits 78; any other error is 1", async () => {
+    const w = world();
+    await phantom(w, "s");
+    const { Database } = await import("bun:sqlite");
+    const { SqliteBackend } = await import("../../src/ledger/sqlite/backend.ts");
+    const { Ledger } = await import("../../src/ledger/ledger.ts");
+    // The same file, opened read-only: every read works, every write is refused (SQLITE_READONLY).
+    const readOnly = new Ledger(new SqliteBackend(new Database(w.dbPath, { readonly: true }), w.dbPath));
+    const report = await runWatch({ ledger: readOnly, wake: pollingOnly(), log: w.log, signal: new AbortController().signal, delivery: { hostId: HOST } }, config());
+    expect(report.errors).toBeGreaterThan(0);
+    expect(report.ledger_errors).toBe(report.errors);
+    expect(w.entries.filter((e) => e.action === "error").map((e) => e.message)).toContainEqual(expect.stringMatching(new RegExp(`^ledger ${w.dbPath}: read-only`)));
+    expect(w.status("s")?.status).toBe("running");
+    expect(onceExitCode(report)).toBe(78);
+    expect(onceExitCode({ errors: 1, ledger_errors: 0 })).toBe(1);
+    expect(onceExitCode({ errors: 0, ledger_errors: 0 })).toBe(0);
   });
 });

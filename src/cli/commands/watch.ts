@@ -3,10 +3,10 @@ import { command } from "../command.ts";
 import { pollingOnly, watchSqliteFile } from "../../ledger/sqlite/wake.ts";
 import { loadSettings } from "../../settings/settings.ts";
 import { parseDuration, parsePositiveNumber } from "../../util/duration.ts";
-import { ExitCode, UsageError } from "../../util/errors.ts";
+import { UsageError } from "../../util/errors.ts";
 import { acquireWatchLock, lockPathFor, WatcherAlreadyRunningError, type WatchLock } from "../../watch/lock.ts";
 import { createLog, LOG_FORMATS, type LogFormat } from "../../watch/log.ts";
-import { runWatch, type WatchConfig } from "../../watch/service.ts";
+import { onceExitCode, runWatch, type WatchConfig } from "../../watch/service.ts";
 import { cliPaths } from "../paths.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 
@@ -84,7 +84,7 @@ export default command({
         const report = await runWatch({ ledger, wake, log, signal: stop.signal, delivery: { liHome: paths.home } }, config);
         log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, errors: report.errors });
         // For cron: a pass that logged errors is not a success (the long-running watcher logs and goes on).
-        if (config.once && report.errors > 0) return report.ledger_errors > 0 ? ExitCode.unavailable : ExitCode.failure;
+        if (config.once) return onceExitCode(report);
       } finally {
         wake.close();
       }
