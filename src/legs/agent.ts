@@ -6,7 +6,7 @@ import type { Ledger } from "../ledger/ledger.ts";
 import { ExitCode, UsageError } from "../util/errors.ts";
 import { randomId } from "../util/ids.ts";
 import { checkCompletionEvidence, type CompletionEvidence, type EvidenceOptions } from "./evidence.ts";
-import { runLeg, type LegIo, type LegOptions } from "./leg.ts";
+import { runLeg, type LegHooks, type LegIo, type LegOptions } from "./leg.ts";
 import type { LegNotifier } from "./notify.ts";
 import { liExitCode } from "./outcome.ts";
 import { processIdentity } from "./proc.ts";
@@ -14,6 +14,7 @@ import type { AgentRequest } from "./request.ts";
 import { resolveResume, type ResumeHooks, type ResumeTarget } from "./resume.ts";
 import { allocateRun, takeRunId, type RunDir } from "./rundir.ts";
 import type { AlsoInSetup, LegPlan } from "./setup.ts";
+import { LiSignalTrap } from "./signals.ts";
 import type { AfterCommit, TeardownResult } from "./teardown/state.ts";
 
 /** Exit codes that mean "the provider failed" for linked-session reconciliation (§8.2 step 5). */
@@ -43,6 +44,8 @@ export interface AgentDeps {
   notifier?: LegNotifier;
   /** Test seams between the reads of a resume (§10). */
   resumeHooks?: ResumeHooks;
+  /** Test seams between a leg's allocation, setup, spawn and markers. */
+  legHooks?: LegHooks;
 }
 
 export interface AgentOutcome {
@@ -74,6 +77,17 @@ export async function allocateFirstRun(req: AgentRequest, deps: AgentDeps, inher
 }
 
 export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<AgentOutcome> {
+  // Trapped before anything is allocated or committed, for every leg of the run (§8.1): a signal
+  // before a spawn ends that leg `cancelled`/`aborted` through its teardown instead of killing li.
+  const signals = new LiSignalTrap();
+  try {
+    return await runLegs(req, deps, signals);
+  } finally {
+    signals.release();
+  }
+}
+
+async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap): Promise<AgentOutcome> {
   const now = deps.now ?? (() => Date.now() / 1000);
   const newId = deps.newId ?? randomId;
   const resume: ResumeTarget | null = req.resume !== null ? await resolveResume(deps.ledger, deps.runsRoot, req.resume, deps.resumeHooks) : null;
@@ -129,6 +143,8 @@ export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<Agen
       ...(alsoInSetup ? { alsoInSetup } : {}),
       ...(first && deps.onStarted ? { onStarted: deps.onStarted } : {}),
       ...(deps.requirePersistence ? { requirePersistence: true } : {}),
+      ...(deps.legHooks ? { hooks: deps.legHooks } : {}),
+      signals,
     });
     if (outcome.result.persisted !== "deferred") {
       // An outcome the ledger could not take is a failure to write the ledger (78, §18), whatever it was.

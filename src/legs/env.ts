@@ -5,6 +5,9 @@ import { RUN_ID_ENV } from "./rundir.ts";
 /** Set by `li agent --detach` for the supervising li it starts; never passed to the command. */
 export const SUPERVISOR_ENV = "LI_SUPERVISOR_READY";
 
+/** The leg's run id in the command's environment: also how the reaper finds a command no marker names. */
+export const LEG_RUN_ID_ENV = "LI_LEG_RUN_ID";
+
 export interface LegIdentity {
   sessionId: string;
   branchId: string;
@@ -20,7 +23,7 @@ export function commandEnv(base: Readonly<Record<string, string | undefined>>, l
   }
   env.LI_SESSION_ID = leg.sessionId;
   env.LI_BRANCH_ID = leg.branchId;
-  env.LI_LEG_RUN_ID = leg.runId;
+  env[LEG_RUN_ID_ENV] = leg.runId;
   env.LI_ARTIFACT_ROOT = leg.artifactRoot;
   env.LI_ESCALATE_FILE = leg.escalateFile;
   return env;

@@ -3,6 +3,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { isWithin } from "../contracts/artifacts.ts";
+import type { Awaitable } from "../ledger/backend.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { CompletionEvidence, EvidenceOptions } from "./evidence.ts";
 import { pump, drainPumps, Tail, type Sink } from "./capture.ts";
@@ -13,7 +14,7 @@ import { commandExitCode, naturalTermination, type Termination } from "./outcome
 import { readStartTicks } from "./proc.ts";
 import { setupResume, type ResumeSetup } from "./resume.ts";
 import { nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
-import { armDeadline, GroupTerminator, LI_SIGNALS, trapLiSignals } from "./signals.ts";
+import { armDeadline, GroupTerminator, LI_SIGNALS, LiSignalTrap } from "./signals.ts";
 import { spawnCommand, SpawnError, type SpawnedCommand } from "./spawn.ts";
 import { runTeardown } from "./teardown/run.ts";
 import type { AfterCommit, TeardownResult } from "./teardown/state.ts";
@@ -25,6 +26,21 @@ export interface LegIo {
   stderr: Sink;
   /** One line from li itself (warnings, teardown failures). */
   log: (line: string) => void;
+}
+
+/**
+ * Test seams at the points where a kill -9 or a signal to li can fall (docs/architecture.md, "What a
+ * kill -9 leaves behind"). Production passes none; tests pause there or kill li there.
+ */
+export interface LegHooks {
+  /** The run directory is allocated; the setup transaction has not begun. */
+  beforeSetup?(plan: LegPlan): Awaitable<void>;
+  /** Setup committed (the session is running); nothing else of the leg has happened yet. */
+  afterSetup?(plan: LegPlan): Awaitable<void>;
+  /** Manifest, snapshot and onStarted are done; the command is about to be spawned. */
+  beforeSpawn?(plan: LegPlan): Awaitable<void>;
+  /** The command runs; its markers are not recorded yet. */
+  afterSpawn?(plan: LegPlan, pid: number): Awaitable<void>;
 }
 
 export interface LegOptions {
@@ -52,6 +68,9 @@ export interface LegOptions {
   onStarted?: (plan: LegPlan, persisted: boolean) => void | Promise<void>;
   /** Detached: a failed persistence setup must stop the leg instead of running it unrecorded. */
   requirePersistence?: boolean;
+  /** li's signals, trapped by the caller for all its legs; without one the leg traps its own, before setup. */
+  signals?: LiSignalTrap;
+  hooks?: LegHooks;
 }
 
 export interface LegOutcome {
@@ -101,11 +120,25 @@ async function openRecord(ledger: Ledger, plan: LegPlan, mode: LegMode, o: LegOp
 }
 
 export async function runLeg(plan: LegPlan, mode: LegMode, o: LegOptions): Promise<LegOutcome> {
+  // Before the first commit: a signal from here on ends the leg through its teardown (§8.1), never li outright.
+  const signals = o.signals ?? new LiSignalTrap();
+  try {
+    return await runTrappedLeg(plan, mode, o, signals);
+  } finally {
+    if (!o.signals) signals.release();
+  }
+}
+
+async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signals: LiSignalTrap): Promise<LegOutcome> {
+  await o.hooks?.beforeSetup?.(plan);
   const { ledger, resumed, stopped } = o.ledger ? await openRecord(o.ledger, plan, mode, o) : { ledger: null, resumed: null, stopped: null };
   if (stopped !== null) {
     const own = { status: stopped, reasonCode: "" };
     return { result: { ...own, persisted: "winner", own, exitCode: null, transition: null }, termination: "timeout", stoppedBy: stopped, persisted: true, resumed };
   }
+  // Setup is done (recorded, or the leg runs unrecorded): the run directory is no orphan any more.
+  clearSetupPending(plan, o.io.log);
+  await o.hooks?.afterSetup?.(plan);
   const escalateFile = `${plan.run.stateRoot}/escalations.jsonl`;
   const streamFd = prepareRunFiles(plan, ledger !== null, escalateFile, o.io.log);
   await o.onStarted?.(plan, ledger !== null);
@@ -117,34 +150,35 @@ export async function runLeg(plan: LegPlan, mode: LegMode, o: LegOptions): Promi
   let termination: Termination = "spawn_failed";
   let exitCode: number | null = null;
   let commandMarkers: { pid: number; startTicks: number | null } | undefined;
-  let running = true;
   const stopHeartbeat = ledger ? startHeartbeat(ledger.backend, plan.legId, { now: o.now, ...(o.heartbeatMs ? { intervalMs: o.heartbeatMs } : {}) }) : () => {};
   let terminator: GroupTerminator | null = null;
-  // Trapped before the spawn so a signal in between is not lost: it stops the group as soon as there is one.
-  let pendingSignal: keyof typeof LI_SIGNALS | null = null;
-  const untrap = trapLiSignals((signal) => {
-    if (!running) return;
-    if (terminator) terminator.stop(LI_SIGNALS[signal], signal);
-    else pendingSignal ??= signal;
-  });
   try {
-    try {
-      child = spawnCommand(plan.argv, {
-        cwd: plan.cwd,
-        env: commandEnv(o.env, { sessionId: plan.sessionId, branchId: plan.branchId, runId: plan.runId, artifactRoot: plan.run.artifactRoot, escalateFile }),
-        stdin: o.stdin,
-      });
-    } catch (error) {
-      if (!(error instanceof SpawnError)) throw error;
-      failure = error.message;
-      o.io.log(error.message);
+    await o.hooks?.beforeSpawn?.(plan);
+    // A signal since the trap went up ends the leg here: the command is never started (no await from here to the spawn).
+    const before = signals.pending;
+    if (before !== null) {
+      termination = LI_SIGNALS[before];
+      o.io.log(`${before} before the command started: it was not started`);
+    } else {
+      try {
+        child = spawnCommand(plan.argv, {
+          cwd: plan.cwd,
+          env: commandEnv(o.env, { sessionId: plan.sessionId, branchId: plan.branchId, runId: plan.runId, artifactRoot: plan.run.artifactRoot, escalateFile }),
+          stdin: o.stdin,
+        });
+      } catch (error) {
+        if (!(error instanceof SpawnError)) throw error;
+        failure = error.message;
+        o.io.log(error.message);
+      }
     }
     if (child) {
       const pid = child.pid;
       terminator = new GroupTerminator(pid, o.killGraceMs);
-      if (pendingSignal) terminator.stop(LI_SIGNALS[pendingSignal], pendingSignal);
+      signals.attach(terminator);
       const disarm = armDeadline(o.timeout, () => terminator?.stop("timeout", "SIGTERM"));
       const pumps = [pump(child.stdout, [o.io.stdout, toStream, (c) => tail.push(c)]), pump(child.stderr, [o.io.stderr, toStream])];
+      await o.hooks?.afterSpawn?.(plan, pid);
       commandMarkers = { pid, startTicks: readStartTicks(pid) };
       if (ledger) await recordCommandMarkers(ledger, plan.legId, commandMarkers).catch(() => {});
       const exit = await child.exited;
@@ -155,40 +189,45 @@ export async function runLeg(plan: LegPlan, mode: LegMode, o: LegOptions): Promi
       exitCode = commandExitCode(exit.exitCode, exit.signalCode);
     }
   } finally {
-    running = false;
+    signals.detach();
     stopHeartbeat();
     if (streamFd !== null) fs.closeSync(streamFd);
   }
+  const result = await runTeardown({
+    ledger,
+    sessionId: plan.sessionId,
+    branchId: plan.branchId,
+    legId: plan.legId,
+    deferred: o.mayDefer && termination === "timeout",
+    termination,
+    exitCode,
+    failure,
+    contract: plan.contract,
+    artifactRoot: plan.run.artifactRoot,
+    assistantText: tail.text(),
+    assistantTruncated: tail.truncated,
+    linkedSessionId: o.linkedSessionId,
+    providerExitCodes: o.providerExitCodes,
+    linkedRetry: { attempts: 3, intervalMs: 100 },
+    evidenceCwd: o.evidenceCwd,
+    baseRef: o.baseRef,
+    escalateFile,
+    nodeMetadata: nodeMetadata(plan, commandMarkers),
+    now: o.now,
+    newId: o.newId,
+    log: o.io.log,
+    checkEvidence: o.checkEvidence,
+    afterCommit: o.afterCommit,
+  });
+  return { result, termination, stoppedBy: null, persisted: ledger !== null, resumed };
+}
+
+/** Best-effort: a marker left behind only makes the orphan sweep look at the directory, and a leg row naming it keeps it. */
+function clearSetupPending(plan: LegPlan, log: (line: string) => void): void {
   try {
-    const result = await runTeardown({
-      ledger,
-      sessionId: plan.sessionId,
-      branchId: plan.branchId,
-      legId: plan.legId,
-      deferred: o.mayDefer && termination === "timeout",
-      termination,
-      exitCode,
-      failure,
-      contract: plan.contract,
-      artifactRoot: plan.run.artifactRoot,
-      assistantText: tail.text(),
-      assistantTruncated: tail.truncated,
-      linkedSessionId: o.linkedSessionId,
-      providerExitCodes: o.providerExitCodes,
-      linkedRetry: { attempts: 3, intervalMs: 100 },
-      evidenceCwd: o.evidenceCwd,
-      baseRef: o.baseRef,
-      escalateFile,
-      nodeMetadata: nodeMetadata(plan, commandMarkers),
-      now: o.now,
-      newId: o.newId,
-      log: o.io.log,
-      checkEvidence: o.checkEvidence,
-      afterCommit: o.afterCommit,
-    });
-    return { result, termination, stoppedBy: null, persisted: ledger !== null, resumed };
-  } finally {
-    untrap();
+    plan.run.clearSetupPending();
+  } catch (error) {
+    log(`warning: cannot remove ${plan.run.setupPendingPath}: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 

@@ -78,6 +78,16 @@ export function readProcState(pid: number, procRoot: string = PROC_ROOT): string
   return state && state.length > 0 ? state : null;
 }
 
+/** State letter, process group (field 5) and start ticks from one read of stat; null when it cannot be read. */
+export function readProcStat(pid: number, procRoot: string = PROC_ROOT): { state: string; pgid: number; startTicks: number } | null {
+  const tail = readStatTail(pid, procRoot);
+  if (!tail) return null;
+  const state = statField(tail, 3);
+  const pgid = parseInteger(statField(tail, 5));
+  const startTicks = parseInteger(statField(tail, 22));
+  return state && pgid !== null && startTicks !== null ? { state, pgid, startTicks } : null;
+}
+
 /** The kernel's id of this boot; falls back to the boot time when /proc does not offer it. */
 export function bootId(procRoot: string = PROC_ROOT): string {
   try {

@@ -12,6 +12,13 @@ export const RUN_ID_ENV = "LI_RUN_ID";
 const STATE_DIR_MODE = 0o700;
 const MANIFEST_MODE = 0o600;
 
+/**
+ * Written by the allocation, removed once the leg's setup is done (committed, or the leg runs
+ * unrecorded): a run directory that still holds it after an hour, and that no leg row names, was left
+ * by a li killed in between, and the orphan sweep removes it (src/sweeps/orphan-run-dirs.ts).
+ */
+export const SETUP_PENDING_FILE = "setup-pending.json";
+
 export type Manifest = Record<string, unknown>;
 
 /** The files of one leg. Frozen: paths never change after allocation. */
@@ -77,6 +84,16 @@ export class RunDir {
     return parsed as Manifest;
   }
 
+  /** The allocation's "setup not done yet" marker. */
+  get setupPendingPath(): string {
+    return path.join(this.stateRoot, SETUP_PENDING_FILE);
+  }
+
+  /** The leg's setup is done: this directory is no longer an orphan candidate. */
+  clearSetupPending(): void {
+    fs.rmSync(this.setupPendingPath, { force: true });
+  }
+
   /** Creates the artifact root on demand; allocation never does (a --save-dir may be meant to appear only when used). */
   ensureArtifactRoot(): string {
     fs.mkdirSync(this.artifactRoot, { recursive: true });
@@ -128,6 +145,8 @@ export function allocateRun(options: AllocateRunOptions): RunDir {
       throw err;
     }
     const run = new RunDir(runId, stateRoot, artifactRoot);
+    // First, so that a li killed at any point from here to its setup leaves a directory the orphan sweep can tell.
+    fs.writeFileSync(run.setupPendingPath, `${JSON.stringify({ run_id: runId, artifact_root: artifactRoot, pid: process.pid, allocated_at: options.now ?? Date.now() / 1000 })}\n`, { mode: MANIFEST_MODE, flag: "wx" });
     fs.mkdirSync(run.branchesDir, { mode: STATE_DIR_MODE });
     fs.mkdirSync(run.streamDir, { mode: STATE_DIR_MODE });
     return run;

@@ -87,6 +87,50 @@ export function trapLiSignals(onSignal: (signal: LiSignal) => void): () => void 
   };
 }
 
+/**
+ * li's own signals for a whole `li agent` run, trapped before its first setup commit (§8.1). A signal
+ * while a command runs stops its group. A signal while none runs (before the spawn, during a teardown,
+ * between `--auto-resume` legs) or while the group is already being stopped for another cause (a
+ * deadline) is kept, the first one winning: the next leg ends by it without starting its command.
+ */
+export class LiSignalTrap {
+  private kept: LiSignal | null = null;
+  private group: GroupTerminator | null = null;
+  private readonly untrap: () => void;
+
+  constructor() {
+    this.untrap = trapLiSignals((signal) => this.receive(signal));
+  }
+
+  /** The signal kept for the next leg, if any: that leg ends by it and never spawns. */
+  get pending(): LiSignal | null {
+    return this.kept;
+  }
+
+  /** The command's group exists: a signal kept until now is sent to it at once. */
+  attach(group: GroupTerminator): void {
+    this.group = group;
+    const kept = this.kept;
+    if (kept === null) return;
+    this.kept = null;
+    group.stop(LI_SIGNALS[kept], kept);
+  }
+
+  /** The command ended: signals from now on are kept for a next leg. */
+  detach(): void {
+    this.group = null;
+  }
+
+  release(): void {
+    this.untrap();
+  }
+
+  private receive(signal: LiSignal): void {
+    if (this.group && this.group.reason === null) this.group.stop(LI_SIGNALS[signal], signal);
+    else this.kept ??= signal;
+  }
+}
+
 /** Arms the deadline; returns a disarm function. */
 export function armDeadline(seconds: number | null, onDeadline: () => void): () => void {
   if (seconds === null) return () => {};
