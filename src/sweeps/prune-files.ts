@@ -15,7 +15,8 @@ export function isStrictlyInside(parent: string, child: string): boolean {
   return rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
 }
 
-function realOrNull(p: string): string | null {
+/** The real path, or null when it cannot be resolved (gone, a dangling link). */
+export function realOrNull(p: string): string | null {
   try {
     return fs.realpathSync(p);
   } catch {

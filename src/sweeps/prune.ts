@@ -5,6 +5,7 @@ import type { Awaitable } from "../ledger/backend.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { PruneStatement } from "../ledger/sweep-store.ts";
 import { SESSION_TERMINAL_STATUSES } from "../lifecycle/policy.ts";
+import { orphanRunDirs, type OrphanRunDirSummary } from "./orphan-run-dirs.ts";
 import { removeRunDirectories, type FilesReport } from "./prune-files.ts";
 import { validateWith, type Sweep } from "./sweep.ts";
 
@@ -52,6 +53,8 @@ export interface PruneSummary extends PruneCounts {
   /** Batches abandoned because a candidate survived its deletes. */
   rolled_back: number;
   files: FilesReport | null;
+  /** With --files: run directories left by legs killed before their setup (the orphan sweep). */
+  orphan_run_dirs: OrphanRunDirSummary | null;
 }
 
 /** The statements of a batch in the order issued: lock, re-read, then what belongs to the session, the session last. */
@@ -176,7 +179,7 @@ export const prune: Sweep<PruneOptions, PruneSummary> & { runOnce(ledger: Ledger
   },
   async runOnce(ledger: Ledger, now: number, options: PruneOptions, env: PruneEnv = {}): Promise<PruneSummary> {
     const cutoff = now - options.keepDays * 86400;
-    const summary: PruneSummary = { dry_run: options.dryRun, keep_days: options.keepDays, cutoff, batches: 0, skipped_owed: 0, skipped_reopened: 0, rolled_back: 0, files: null, ...emptyCounts() };
+    const summary: PruneSummary = { dry_run: options.dryRun, keep_days: options.keepDays, cutoff, batches: 0, skipped_owed: 0, skipped_reopened: 0, rolled_back: 0, files: null, orphan_run_dirs: null, ...emptyCounts() };
     const prunedLegs: BatchResult["legs"] = [];
     let afterId: string | null = null;
     for (;;) {
@@ -205,6 +208,7 @@ export const prune: Sweep<PruneOptions, PruneSummary> & { runOnce(ledger: Ledger
     if (options.files) {
       // After commit only: a rolled-back batch must never have lost its files.
       summary.files = await removeRunDirectories(ledger, prunedLegs, env.runsRoot ?? null, { dryRun: options.dryRun });
+      summary.orphan_run_dirs = await orphanRunDirs.runOnce(ledger, now, orphanRunDirs.validate({ dryRun: options.dryRun }), { runsRoot: env.runsRoot ?? null });
     }
     return summary;
   },

@@ -5,6 +5,7 @@ import type { ChangeWake } from "../ledger/sqlite/wake.ts";
 import { deliverOnce, type DeliverOptions } from "../notify/deliver.ts";
 import type { PassSummary } from "../notify/engine.ts";
 import { linkedFinalizer } from "../sweeps/linked.ts";
+import { orphanRunDirs } from "../sweeps/orphan-run-dirs.ts";
 import { prune } from "../sweeps/prune.ts";
 import { reaper } from "../sweeps/reaper.ts";
 import { hostEnv, type SweepEnv } from "../sweeps/sweep.ts";
@@ -34,6 +35,8 @@ export interface WatchDeps {
   sweepEnv?: SweepEnv;
   /** Options of every delivery pass (host, budget, `$LI_HOME`). */
   delivery?: DeliverOptions;
+  /** RUNS_ROOT: where the orphan sweep looks for run directories of legs killed before their setup. */
+  runsRoot?: string;
   /** Monotonic milliseconds for scheduling; injectable so tests control when sweeps fall due. */
   clockMs?: () => number;
 }
@@ -47,6 +50,8 @@ export interface WatchReport {
   reaped: number;
   finalized: number;
   pruned_sessions: number;
+  /** Run directories of legs killed before their setup, removed by the orphan sweep. */
+  removed_run_dirs: number;
   errors: number;
   /** Of `errors`, those where the ledger itself could not be read or written (full, read-only…). */
   ledger_errors: number;
@@ -78,7 +83,8 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
  * Runs the watcher until `signal` aborts (or one pass with `once`). Every wake-up (a commit, or the
  * safety poll) runs the delivery engine; every sweep interval runs, in order, the linked-session
  * finalizer (first, so a session whose linked session just ended takes that outcome rather than
- * being reaped as a phantom), the phantom reaper and, when configured, the prune (never files).
+ * being reaped as a phantom), the phantom reaper, the orphan run-directory sweep (legs killed before
+ * their setup) and, when configured, the prune (never a pruned leg's files).
  * Nothing is restored on start: what is owed is simply found by the delivery engine.
  */
 export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<WatchReport> {
@@ -87,7 +93,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   const env = deps.sweepEnv ?? hostEnv();
   const pollMs = (config.pollSeconds ?? 1) * 1000;
   const intervalMs = config.sweepIntervalSeconds * 1000;
-  const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
+  const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, removed_run_dirs: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
   const fail = (what: string, error: unknown) => {
     report.errors++;
     // The backend names the ledger and the reason (disk full, read-only) for its own failures.
@@ -100,6 +106,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   });
 
   const reaperOptions = reaper.validate({ phantomGraceSeconds: config.phantomGraceSeconds, phantomHours: config.phantomHours });
+  const orphanOptions = orphanRunDirs.validate({});
   const pruneOptions = config.pruneKeepDays === null ? null : prune.validate({ keepDays: config.pruneKeepDays, files: false });
 
   async function deliveryPass(): Promise<void> {
@@ -160,6 +167,14 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
       report.reaped += reaped.swept;
     } catch (error) {
       fail("reap", error);
+    }
+    if (signal.aborted) return;
+    try {
+      const orphans = await orphanRunDirs.runOnce(ledger, ledger.now(), orphanOptions, { runsRoot: deps.runsRoot ?? null });
+      for (const dir of orphans.removed) log({ action: "remove_orphan_run_dir", path: dir });
+      report.removed_run_dirs += orphans.removed.length;
+    } catch (error) {
+      fail("orphan_run_dirs", error);
     }
     if (pruneOptions === null || signal.aborted) return;
     try {

@@ -5,24 +5,9 @@ import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { SETUP_PENDING_FILE } from "../../src/legs/rundir.ts";
-import { liEnv } from "../helpers/cli.ts";
 import { pidFromFile, signalPid } from "../helpers/until.ts";
-import { agentHome, rows, type AgentHome } from "./agent-harness.ts";
-
-const WORKER = path.join(import.meta.dir, "workers/leg-at.ts");
-
-/** Runs the leg-at worker: li's leg service in a process of its own, pausing (or dying) at `point`. */
-export function legAt(home: AgentHome, point: string, action: "die" | "pause", command: string[]) {
-  const paused = path.join(home.scratch, `paused-${point}`);
-  const proc = Bun.spawn([process.execPath, WORKER, home.home, point, action, paused, "--", ...command], {
-    env: liEnv(home.home),
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const out = Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]).then(([stdout, stderr, code]) => ({ stdout, stderr, code, signal: proc.signalCode }));
-  return { proc, paused, out };
-}
+import { agentHome, rows } from "./agent-harness.ts";
+import { legAt } from "./leg-at.ts";
 
 const EXPECTED = {
   SIGTERM: { exit: 143, status: "cancelled", reason: "run.cancelled.sigterm" },

@@ -15,7 +15,7 @@ export default command({
   args: {
     "keep-days": { type: "string", valueHint: "DAYS", description: "retention in days (default 30)" },
     "dry-run": { type: "boolean", description: "print the counts a real run would delete; change nothing" },
-    files: { type: "boolean", description: "also remove the pruned legs' run directories inside RUNS_ROOT (never a --save-dir)" },
+    files: { type: "boolean", description: "also remove the pruned legs' run directories inside RUNS_ROOT, and those of legs killed before their setup once an hour old (never a --save-dir)" },
     json: { type: "boolean", description: "print the counts as JSON" },
   },
   async run({ args, ledger: open }) {
@@ -33,6 +33,8 @@ export default command({
     }
       for (const path of summary.files?.removed ?? []) writeOut(`${options.dryRun ? "would remove" : "removed"} ${safeText(path)}\n`);
       for (const s of summary.files?.skipped ?? []) if (s.why !== "missing") writeNote(`kept ${s.path} (${s.why.replace(/_/g, " ")})`);
+      for (const path of summary.orphan_run_dirs?.removed ?? []) writeOut(`${options.dryRun ? "would remove" : "removed"} ${safeText(path)} (its leg was killed before its setup)\n`);
+      for (const s of summary.orphan_run_dirs?.kept ?? []) writeNote(`kept ${s.path} (${s.why.replace(/_/g, " ")})`);
       if (summary.rolled_back > 0) writeNote(`${summary.rolled_back} batch(es) rolled back: a candidate survived its deletes`);
       if (options.dryRun) writeNote("dry run: nothing was deleted");
     writeOut(pruneLine(summary) + "\n");

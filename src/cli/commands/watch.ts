@@ -12,7 +12,7 @@ import { writeErr, writeOut, writeNote } from "../io.ts";
 
 export default command({
   description:
-      "The long-lived service: delivers owed notices on every ledger change, reaps phantom sessions and finalizes linked ones every sweep interval, prunes only with --prune-keep-days. One per ledger per host",
+      "The long-lived service: delivers owed notices on every ledger change, reaps phantom sessions, finalizes linked ones and removes the run directories of legs killed before their setup (after an hour) every sweep interval, prunes only with --prune-keep-days. One per ledger per host",
   examples: ["li watch", "li watch --once --log-format=json"],
   ledger: "create",
   args: {
@@ -20,7 +20,7 @@ export default command({
     "sweep-interval": { type: "string", valueHint: "DURATION", description: "between sweeps (default 30s; settings watch.sweep_interval)" },
     "phantom-grace": { type: "string", valueHint: "DURATION", description: "after a dead leg's last heartbeat before it is reaped (default 60; 0 = as soon as its supervisor is positively dead; watch.phantom_grace)" },
     "phantom-hours": { type: "string", valueHint: "HOURS", description: "hours before a session with no process markers is reaped (default 1; watch.phantom_hours)" },
-    "prune-keep-days": { type: "string", valueHint: "DAYS", description: "also prune terminal sessions older than N days (default: never; watch.prune_keep_days). Never removes files" },
+    "prune-keep-days": { type: "string", valueHint: "DAYS", description: "also prune terminal sessions older than N days (default: never; watch.prune_keep_days). Never removes the pruned legs' files" },
     "log-format": { type: "string", valueHint: "text|json", description: "text (default) or json: one line per action" },
   },
   async run({ args, ledger: open }) {
@@ -81,8 +81,8 @@ export default command({
           phantom_hours: config.phantomHours,
           prune_keep_days: config.pruneKeepDays,
         });
-        const report = await runWatch({ ledger, wake, log, signal: stop.signal, delivery: { liHome: paths.home } }, config);
-        log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, errors: report.errors });
+        const report = await runWatch({ ledger, wake, log, signal: stop.signal, delivery: { liHome: paths.home }, runsRoot: paths.runsRoot }, config);
+        log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, removed_run_dirs: report.removed_run_dirs, errors: report.errors });
         // For cron: a pass that logged errors is not a success (the long-running watcher logs and goes on).
         if (config.once) return onceExitCode(report);
       } finally {

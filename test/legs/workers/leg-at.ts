@@ -53,7 +53,8 @@ const outcome = await runAgent(req, {
   runsRoot: paths.runsRoot,
   workdir: process.cwd(),
   io: { stdout: () => {}, stderr: () => {}, log },
-  env: { PATH: process.env.PATH },
+  // The test run's own environment (its ownership token included), as li agent passes its own on.
+  env: { ...process.env },
   stdin: "ignore",
   legHooks: hooks,
 });
