@@ -5,6 +5,8 @@ import type { LegRow } from "../ledger/backend.ts";
 import type { RunningSession } from "../ledger/sweep-store.ts";
 import { classifyLeg, sessionAgeWithoutLeg, type LegMarkers, type Liveness, type LivenessEvidence } from "./liveness.ts";
 import type { SweepEnv } from "./sweep.ts";
+import type { LegToFind } from "./unnamed-command.ts";
+import { LEG_RUN_ID_ENV } from "../legs/env.ts";
 
 /** alive: some open leg lives (or a running linked session holds it); dead: positively gone; unknown: no markers. */
 export type SessionState = "alive" | "dead" | "unknown";
@@ -24,6 +26,11 @@ export interface Judgement {
   liveness: Liveness | null;
   /** The command of the current leg, alive here while its supervisor is dead: nobody will record its outcome. */
   orphanCommand: { pid: number; startTicks: number } | null;
+  /**
+   * The current leg's supervisor is dead here and recorded no command markers (killed between the spawn
+   * and writing them): its command, if it runs, can only be found by its LI_LEG_RUN_ID.
+   */
+  unnamedCommand: LegToFind | null;
   /** Legs the write closes with the session. */
   openLegIds: string[];
 }
@@ -78,6 +85,11 @@ export function judgeSession(session: RunningSession, now: number, env: Pick<Swe
       ? { pid: commandMarkers.commandPid, startTicks: commandMarkers.commandStartTicks }
       : null;
 
+  const unnamedCommand: LegToFind | null =
+    liveness && currentLeg && !liveness.remote && liveness.supervisor === "dead" && liveness.evidence.basis === "probe" && liveness.evidence.commandPid === null && currentLeg.run_id
+      ? { runId: currentLeg.run_id, supervisorStartTicks: liveness.evidence.pidStartTicks, startedAt: liveness.evidence.startedAt }
+      : null;
+
   return {
     session,
     currentLeg,
@@ -88,6 +100,7 @@ export function judgeSession(session: RunningSession, now: number, env: Pick<Swe
     ageSeconds,
     liveness,
     orphanCommand,
+    unnamedCommand,
     openLegIds: session.legs.filter((l) => l.ended_at === null).map((l) => l.id),
   };
 }
@@ -113,14 +126,50 @@ export function livenessEvidence(j: Judgement): Record<string, unknown> {
   };
 }
 
+/** What a sweep killed, as a transition evidence entry. */
+export interface KilledEvidence {
+  [key: string]: unknown;
+  kind: "killed";
+  what: "command_group";
+  pgid: number;
+  start_ticks: number;
+  signal: "SIGKILL";
+  at: number;
+  /** Set when no marker named the command: how it was found, and every group and process killed. */
+  found_by?: string;
+}
+
 /**
  * Kills the orphaned command's group when its identity still matches (probed again right before
- * the signal). Returns the evidence entry, or null when nothing was killed.
+ * the signal). A command no marker names is looked for by its LI_LEG_RUN_ID instead (see
+ * unnamed-command.ts). Returns the evidence entry, or null when nothing was killed.
  */
-export function killOrphanCommand(j: Judgement, env: SweepEnv, at: number): Record<string, unknown> | null {
+export function killOrphanCommand(j: Judgement, env: SweepEnv, at: number): KilledEvidence | null {
   const orphan = j.orphanCommand;
-  if (!orphan) return null;
+  if (!orphan) return j.unnamedCommand ? killUnnamedCommand(j.unnamedCommand, env, at) : null;
   if (env.probe(orphan.pid, orphan.startTicks) !== "alive") return null;
   const delivered = env.signalGroup(orphan.pid, "SIGKILL");
   return delivered ? { kind: "killed", what: "command_group", pgid: orphan.pid, start_ticks: orphan.startTicks, signal: "SIGKILL", at } : null;
+}
+
+/**
+ * The leg's command found by its environment: each group it leads is killed whole, and a process of it
+ * outside such a group alone. Every pid is probed (alive, same start ticks) right before its signal.
+ */
+function killUnnamedCommand(leg: LegToFind, env: SweepEnv, at: number): KilledEvidence | null {
+  const found = env.findLegCommand?.(leg) ?? [];
+  const leaders = found.filter((p) => p.pid === p.pgid);
+  const led = new Set(leaders.map((p) => p.pgid));
+  const groups: Array<{ pgid: number; start_ticks: number }> = [];
+  const processes: Array<{ pid: number; start_ticks: number }> = [];
+  for (const p of leaders) {
+    if (p.pid > 1 && env.probe(p.pid, p.startTicks) === "alive" && env.signalGroup(p.pid, "SIGKILL")) groups.push({ pgid: p.pid, start_ticks: p.startTicks });
+  }
+  for (const p of found) {
+    if (led.has(p.pgid) || p.pid <= 1) continue;
+    if (env.probe(p.pid, p.startTicks) === "alive" && env.signalProcess(p.pid, "SIGKILL")) processes.push({ pid: p.pid, start_ticks: p.startTicks });
+  }
+  const first = groups[0] ?? (processes[0] ? { pgid: processes[0].pid, start_ticks: processes[0].start_ticks } : null);
+  if (!first) return null;
+  return { kind: "killed", what: "command_group", pgid: first.pgid, start_ticks: first.start_ticks, signal: "SIGKILL", at, found_by: `environ:${LEG_RUN_ID_ENV}`, run_id: leg.runId, groups, processes };
 }

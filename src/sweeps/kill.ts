@@ -91,7 +91,7 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
     // Dead or reused: that pid is never signalled. The orphaned command dies if it is still the same process.
     const at = now();
     const killed = killOrphanCommand(j, env, at);
-    if (killed) signals.push({ target: "command_group", pid: j.orphanCommand!.pid, signal: "SIGKILL", at });
+    if (killed) signals.push({ target: "command_group", pid: killed.pgid, signal: "SIGKILL", at });
     return finish(await writeDirect(ledger, env, j, now(), summary, killed ? [killed] : []), "written");
   }
 

@@ -5,8 +5,9 @@ import type { RunningSession } from "../ledger/sweep-store.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
 import type { SessionStatus } from "../lifecycle/policy.ts";
 import type { ReasonCode } from "../lifecycle/reasons.ts";
-import { judgeSession, killOrphanCommand, livenessEvidence, type Judgement } from "./judge.ts";
+import { judgeSession, killOrphanCommand, livenessEvidence, type Judgement, type KilledEvidence } from "./judge.ts";
 import type { SweepEnv } from "./sweep.ts";
+import { LEG_RUN_ID_ENV } from "../legs/env.ts";
 import { writeJudged, type JudgedWriteOutcome } from "./write.ts";
 
 /** A sweep's verdict on one judged session. */
@@ -22,7 +23,7 @@ export interface SweepAction {
   /** false in a dry run, or when the re-check found the session changed (see `conflict`). */
   applied: boolean;
   conflict: Extract<JudgedWriteOutcome, { result: "conflict" }>["why"] | null;
-  killed: Record<string, unknown> | null;
+  killed: KilledEvidence | null;
   age_seconds: number;
 }
 
@@ -106,7 +107,7 @@ export async function runSessionSweep(ledger: Ledger, now: number, env: SweepEnv
     const outcome = await writeJudged(ledger, env, j, {
       status: decision.status,
       reasonCode: decision.reasonCode,
-      reasonSummary: decision.reasonSummary,
+      reasonSummary: action.killed?.found_by ? `${decision.reasonSummary}; its command, named by no marker, was found by ${LEG_RUN_ID_ENV} and killed` : decision.reasonSummary,
       evidence: action.killed ? [livenessEvidence(j), action.killed] : [livenessEvidence(j)],
       source: "system",
       actor: spec.actor,

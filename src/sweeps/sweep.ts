@@ -6,6 +6,7 @@ import { hostId, killGroup, probeProcess } from "../legs/proc.ts";
 import type { z } from "zod";
 import { UsageError } from "../util/errors.ts";
 import type { Probe } from "./liveness.ts";
+import { findLegCommand, type FoundProcess, type LegToFind } from "./unnamed-command.ts";
 
 /** Test seams of a sweep: run between its decision and its write (e.g. to land a heartbeat there). */
 export interface SweepHooks {
@@ -21,6 +22,8 @@ export interface SweepEnv {
   signalGroup(pgid: number, signal: NodeJS.Signals): boolean;
   /** Signals one process; false when it is gone. */
   signalProcess(pid: number, signal: NodeJS.Signals): boolean;
+  /** The processes of a leg whose command no marker names, found by LI_LEG_RUN_ID (absent: never looked for). */
+  findLegCommand?(leg: LegToFind): FoundProcess[];
   hooks?: SweepHooks;
 }
 
@@ -41,6 +44,7 @@ export function hostEnv(overrides: Partial<SweepEnv> = {}): SweepEnv {
     probe: overrides.probe ?? ((pid, ticks) => probeProcess(pid, ticks)),
     signalGroup: overrides.signalGroup ?? ((pgid, signal) => killGroup(pgid, signal)),
     signalProcess: overrides.signalProcess ?? signalProcess,
+    findLegCommand: overrides.findLegCommand ?? ((leg) => findLegCommand(leg)),
     ...(overrides.hooks ? { hooks: overrides.hooks } : {}),
   };
 }

@@ -1,0 +1,138 @@
+// Finds a leg's command that no marker names (li killed between the spawn and writing the markers): by the LI_LEG_RUN_ID in its environment.
+
+import fs from "node:fs";
+import path from "node:path";
+import { LEG_RUN_ID_ENV } from "../legs/env.ts";
+import { PROC_ROOT, readProcStat } from "../legs/proc.ts";
+
+/** USER_HZ, the unit of /proc start times: 100 on every Linux architecture li is built for. */
+const CLOCK_TICKS_PER_SECOND = 100;
+/** btime in /proc/stat is whole seconds: a start time can only be placed to within one second. */
+const BOOT_TIME_SLACK_SECONDS = 1;
+/** An environment is at most a few MiB (ARG_MAX); reading stops here, whatever /proc offers. */
+const ENVIRON_READ_LIMIT = 4 << 20;
+/** At most this many processes are reported (and so signalled) for one leg. */
+const MAX_FOUND = 64;
+
+/** A process of the leg's command: its pid, the group it is in, and its identity for the re-check before a signal. */
+export interface FoundProcess {
+  pid: number;
+  pgid: number;
+  startTicks: number;
+}
+
+/** The leg the command belongs to: its run id, and the earliest a process of it can have started. */
+export interface LegToFind {
+  runId: string;
+  /** The supervisor's start ticks: li spawned the command, so nothing of it started before li did. */
+  supervisorStartTicks: number | null;
+  /** The leg's start (Unix seconds). */
+  startedAt: number | null;
+}
+
+export interface FindOptions {
+  procRoot?: string;
+  /** Only processes of this user are looked at (their environment is readable only to them); default ours. */
+  uid?: number;
+  /** Never reported: the process that looks (it may itself run inside the leg's command). */
+  selfPid?: number;
+}
+
+function bootTimeSeconds(procRoot: string): number | null {
+  try {
+    const match = /^btime\s+(\d+)$/m.exec(fs.readFileSync(path.join(procRoot, "stat"), "utf8"));
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The earliest start (in ticks since boot) a process of the leg may have: at or after the supervisor's
+ * start and at or after the leg's start (less the second /proc cannot resolve). null: no bound is known,
+ * so nothing may be claimed as the leg's.
+ */
+export function earliestStartTicks(leg: LegToFind, procRoot: string = PROC_ROOT): number | null {
+  const bounds: number[] = [];
+  if (leg.supervisorStartTicks !== null && Number.isSafeInteger(leg.supervisorStartTicks) && leg.supervisorStartTicks >= 0) bounds.push(leg.supervisorStartTicks);
+  const btime = leg.startedAt !== null && Number.isFinite(leg.startedAt) ? bootTimeSeconds(procRoot) : null;
+  if (btime !== null && leg.startedAt !== null) bounds.push(Math.floor((leg.startedAt - btime - BOOT_TIME_SLACK_SECONDS) * CLOCK_TICKS_PER_SECOND));
+  return bounds.length === 0 ? null : Math.max(...bounds);
+}
+
+/** Reads at most ENVIRON_READ_LIMIT bytes; null when the file cannot be opened (gone, not ours). */
+function readEnviron(file: string): Buffer | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  } catch {
+    return null;
+  }
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    while (total < ENVIRON_READ_LIMIT) {
+      const chunk = Buffer.alloc(Math.min(65536, ENVIRON_READ_LIMIT - total));
+      const n = fs.readSync(fd, chunk, 0, chunk.length, null);
+      if (n <= 0) break;
+      chunks.push(chunk.subarray(0, n));
+      total += n;
+    }
+    return Buffer.concat(chunks);
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** true when the NUL-separated environment holds exactly `NAME=value` as one of its entries. */
+function holdsEntry(environ: Buffer, entry: Buffer): boolean {
+  for (let at = environ.indexOf(entry); at !== -1; at = environ.indexOf(entry, at + 1)) {
+    const startsEntry = at === 0 || environ[at - 1] === 0;
+    const end = at + entry.length;
+    if (startsEntry && (end === environ.length || environ[end] === 0)) return true;
+  }
+  return false;
+}
+
+/**
+ * The running processes of this user whose environment carries `LI_LEG_RUN_ID=<run id>` and that
+ * started no earlier than the leg: the command li spawned (and whatever it started). Positive evidence
+ * only: without a start bound, or for a process whose identity cannot be read, nothing is reported.
+ */
+export function findLegCommand(leg: LegToFind, options: FindOptions = {}): FoundProcess[] {
+  const procRoot = options.procRoot ?? PROC_ROOT;
+  const uid = options.uid ?? process.getuid?.() ?? -1;
+  const selfPid = options.selfPid ?? process.pid;
+  const notBefore = earliestStartTicks(leg, procRoot);
+  if (notBefore === null || leg.runId === "") return [];
+  const entry = Buffer.from(`${LEG_RUN_ID_ENV}=${leg.runId}`);
+  const selfGroup = readProcStat(selfPid, procRoot)?.pgid ?? null;
+  let names: string[];
+  try {
+    names = fs.readdirSync(procRoot);
+  } catch {
+    return [];
+  }
+  const found: FoundProcess[] = [];
+  for (const name of names) {
+    if (!/^[1-9][0-9]*$/.test(name)) continue;
+    const pid = Number(name);
+    if (!Number.isSafeInteger(pid) || pid === selfPid) continue;
+    try {
+      if (fs.statSync(path.join(procRoot, name)).uid !== uid) continue;
+    } catch {
+      continue;
+    }
+    const stat = readProcStat(pid, procRoot);
+    if (!stat || stat.state === "Z" || stat.state === "X" || stat.state === "x") continue;
+    const { pgid, startTicks } = stat;
+    if (startTicks < notBefore || pgid === selfGroup) continue;
+    const environ = readEnviron(path.join(procRoot, name, "environ"));
+    if (!environ || !holdsEntry(environ, entry)) continue;
+    found.push({ pid, pgid, startTicks });
+    if (found.length >= MAX_FOUND) break;
+  }
+  return found;
+}
