@@ -5,8 +5,7 @@ import { isGroup, type Group } from "./tree.ts";
 
 /** How a flag is written in help and in errors: `--keep-days=DAYS`, `-r, --resume=BRANCH_ID`, `--no-persist`. */
 export function flagSpelling(name: string, def: LiArgDef): string {
-  if (def.type === "boolean") return def.default === true ? `--no-${name}` : `--${name}`;
-  const long = `--${name}=${def.valueHint ?? "VALUE"}`;
+  const long = def.type === "boolean" ? (def.default === true ? `--no-${name}` : `--${name}`) : `--${name}=${def.valueHint ?? "VALUE"}`;
   const alias = "alias" in def && def.alias !== undefined ? [def.alias].flat() : [];
   return [...alias.map((a) => `-${a}`), long].join(", ");
 }

@@ -29,6 +29,7 @@ export const TREE: Group = {
     wait: cmd("block until runs are terminal; one frozen line per run", () => import("./commands/wait.ts"), (m) => m.default),
     ls: cmd("list recent sessions and other entities", () => import("./commands/ls.ts"), (m) => m.default),
     show: cmd("one entity with its legs, history, verification and notices", () => import("./commands/show.ts"), (m) => m.default),
+    logs: cmd("what a session's legs printed; -f follows the live leg", () => import("./commands/logs.ts"), (m) => m.default),
     kill: cmd("stop a running leg (or every stale one) and record it cancelled", () => import("./commands/kill.ts"), (m) => m.default),
     watch: cmd("the service: durable delivery, phantom reaping, linked finalizing, optional prune", () => import("./commands/watch.ts"), (m) => m.default),
     events: {

@@ -73,8 +73,16 @@ export function pollingOnly(): ChangeWake {
  * cannot be watched (the safety poll still runs).
  */
 export function watchSqliteFile(dbPath: string, options: WakeOptions = {}): ChangeWake {
+  return watchFilesIn(dirname(dbPath), [basename(dbPath), `${basename(dbPath)}-wal`], options);
+}
+
+/**
+ * The same wake for any files of one directory (`li logs -f` follows a leg's stream file with it):
+ * watching the directory also sees a file that does not exist yet or is replaced.
+ */
+export function watchFilesIn(dir: string, fileNames: readonly string[], options: WakeOptions = {}): ChangeWake {
   const trailing = options.trailingMs ?? [3, 25];
-  const names = new Set([basename(dbPath), `${basename(dbPath)}-wal`]);
+  const names = new Set(fileNames);
   const signal = new Signal();
   let timers: ReturnType<typeof setTimeout>[] = [];
   let watcher: FSWatcher | null = null;
@@ -85,7 +93,7 @@ export function watchSqliteFile(dbPath: string, options: WakeOptions = {}): Chan
     timers = trailing.map((ms) => setTimeout(() => signal.bump(), ms));
   };
   try {
-    watcher = watch(dirname(dbPath), { persistent: true }, onEvent);
+    watcher = watch(dir, { persistent: true }, onEvent);
     watcher.on("error", () => {
       watcher?.close();
       watcher = null;

@@ -1,0 +1,100 @@
+// `li logs -f`: follows a session's live leg — new output as it is written, the next leg when a resume
+// starts one — until the session is terminal. Wakes on a change of the stream file or of the ledger (the
+// same wake-up module as `li wait`), with the safety poll behind both. A service: output goes to `sink`.
+
+import type { BranchRow, LegRow } from "../ledger/backend.ts";
+import type { LedgerReads } from "../ledger/reads.ts";
+import type { ChangeWake } from "../ledger/sqlite/wake.ts";
+import { isTerminal } from "../lifecycle/policy.ts";
+import { streamFiles } from "./locate.ts";
+import { LogFileError, StreamReader } from "./read.ts";
+
+export interface FollowOptions {
+  reads: LedgerReads;
+  sessionId: string;
+  branches: readonly BranchRow[];
+  /** The leg to follow first, and its reader when its file is already open (positioned by the caller). */
+  leg: LegRow;
+  reader: StreamReader | null;
+  sink: (bytes: Uint8Array) => void;
+  /** Called when a resume starts a new leg, before its output. */
+  onLeg: (leg: LegRow) => void;
+  /** A file that cannot be read (a symlink put in its place): said once, then ignored. */
+  onProblem: (message: string) => void;
+  /** Wakes on ledger commits. */
+  armLedger: () => ChangeWake;
+  /** Wakes on changes to these files of one directory. */
+  armFiles: (dir: string, names: readonly string[]) => ChangeWake;
+  intervalMs: number;
+  signal: AbortSignal;
+}
+
+export type FollowEnd = "done" | "interrupted";
+
+/** Follows until the session is terminal (or gone: `done` too, the caller reads its state) or the signal aborts. */
+export async function followSession(o: FollowOptions): Promise<FollowEnd> {
+  let leg = o.leg;
+  let reader = o.reader;
+  const refused = new Set<string>();
+  const aborted = new Promise<void>((resolve) => {
+    if (o.signal.aborted) resolve();
+    o.signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+  const armFor = (l: LegRow) => {
+    const files = streamFiles(l, o.branches);
+    return o.armFiles(`${l.state_root}/stream`, files.map((f) => f.slice(f.lastIndexOf("/") + 1)));
+  };
+  /** The leg's file once it exists: the leg creates it when its command starts. */
+  const tryOpen = (l: LegRow): StreamReader | null => {
+    for (const file of streamFiles(l, o.branches)) {
+      if (refused.has(file)) continue;
+      try {
+        return StreamReader.open(file);
+      } catch (error) {
+        if (!(error instanceof LogFileError)) throw error;
+        if (!/ENOENT/.test(error.message)) {
+          refused.add(file);
+          o.onProblem(error.message);
+        }
+      }
+    }
+    return null;
+  };
+  const ledgerWake = o.armLedger();
+  let fileWake = armFor(leg);
+  try {
+    for (;;) {
+      const seenLedger = ledgerWake.generation;
+      const seenFile = fileWake.generation;
+      reader ??= tryOpen(leg);
+      reader?.drain(o.sink);
+      const row = await o.reads.entityRow("session", o.sessionId);
+      if (!row || isTerminal("session", row.status)) {
+        // The leg closes its stream before its final write: what is there now is all there is.
+        reader?.drain(o.sink);
+        return "done";
+      }
+      const currentLegId = typeof row.current_leg_id === "string" ? row.current_leg_id : null;
+      if (currentLegId !== null && currentLegId !== leg.id) {
+        const next = (await o.reads.legsOf(o.sessionId)).find((l) => l.id === currentLegId);
+        if (next) {
+          reader?.drain(o.sink);
+          reader?.close();
+          reader = null;
+          leg = next;
+          o.onLeg(leg);
+          fileWake.close();
+          fileWake = armFor(leg);
+          continue;
+        }
+      }
+      if (o.signal.aborted) return "interrupted";
+      await Promise.race([ledgerWake.changed(seenLedger, o.intervalMs), fileWake.changed(seenFile, o.intervalMs), aborted]);
+      if (o.signal.aborted) return "interrupted";
+    }
+  } finally {
+    reader?.close();
+    ledgerWake.close();
+    fileWake.close();
+  }
+}
