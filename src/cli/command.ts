@@ -11,10 +11,10 @@ export type CompleteAs = "kinds" | "statuses" | "files" | "dirs";
 
 /**
  * A flag or positional. Flag names are kebab-case (`keep-days`) and the only spelling that parses;
- * a string flag carries its value hint (`DAYS`, shown `--keep-days=DAYS`); `repeatable` flags are
- * read with repeatedFlag (citty keeps only the last).
+ * a string flag carries its value hint (`DAYS`, shown `--keep-days=DAYS`). A repeatable flag says so in
+ * its description and is read with repeatedFlag(rawArgs, name) (citty keeps only the last).
  */
-export type LiArgDef = ArgDef & { complete?: CompleteAs; repeatable?: boolean };
+export type LiArgDef = ArgDef & { complete?: CompleteAs };
 export type LiArgs = Record<string, LiArgDef>;
 
 /**
@@ -27,7 +27,7 @@ type LedgerOf<N extends LedgerNeed> = N extends "reads" ? OpenedReads : N extend
 
 export interface RunContext<A extends LiArgs, N extends LedgerNeed> {
   args: ParsedArgs<A>;
-  /** The words before `--` that belong to the command (for repeatable flags). */
+  /** The words before `--` that belong to the command (for repeatedFlag). */
   rawArgs: string[];
   /** The words after `--` (only for commands declared `takesCommand`), else null. */
   passthrough: string[] | null;

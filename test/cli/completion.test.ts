@@ -45,6 +45,36 @@ describe("li completion", () => {
     expect(syntaxCheck("zsh", scripts.zsh)).toEqual({ code: 0, stderr: "" });
   });
 
+  test.skipIf(!has("zsh"))("zsh's _li offers what the words so far allow (zsh's completion builtins stubbed to print their candidates)", () => {
+    // Outside a completion widget, words and CURRENT are plain variables; compadd/_describe/_files print what they were given.
+    const driver = join(dir, "drive.zsh");
+    writeFileSync(
+      driver,
+      [
+        "compdef() { : }",
+        "_describe() { local name=$4; print -rl -- ${${(P)name}%%:*} }",
+        "compadd() { while [[ $# -gt 0 && $1 != -- ]]; do shift; done; shift; print -rl -- \"$@\" }",
+        "_files() { print -r -- \"<files $*>\" }",
+        "_message() { print -r -- \"<message $*>\" }",
+        "compset() { : }",
+        'source "$1"; shift',
+        'words=("$@"); CURRENT=$#',
+        "_li",
+      ].join("\n"),
+    );
+    const offered = (...typed: string[]) => {
+      const r = Bun.spawnSync(["zsh", "-f", driver, scripts.zsh, ...typed], { stdout: "pipe", stderr: "pipe" });
+      expect(r.stderr.toString()).toBe("");
+      return r.stdout.toString().split("\n").filter(Boolean);
+    };
+    expect(offered("li", "sta")).toContain("state");
+    expect(offered("li", "state", "pr")).toEqual(["create", "set-status", "transitions", "doctor", "prune"]);
+    expect(offered("li", "state", "prune", "--ke")).toContain("--keep-days");
+    expect(offered("li", "ls", "--kind", "")).toEqual([...ENTITY_KINDS]);
+    expect(offered("li", "ls", "--kind=sch")).toEqual([...ENTITY_KINDS]);
+    expect(offered("li", "agent", "--cwd", "/t")).toEqual(["<files -/>"]);
+  });
+
   test.skipIf(!has("fish"))("the fish script passes fish -n, and fish completes a subcommand and a flag from it", () => {
     expect(syntaxCheck("fish", scripts.fish)).toEqual({ code: 0, stderr: "" });
     const r = Bun.spawnSync(["fish", "-c", `source ${scripts.fish}; complete -C "li state pr"; complete -C "li state prune --ke"`], { stdout: "pipe", stderr: "pipe" });

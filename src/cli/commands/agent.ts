@@ -53,7 +53,7 @@ export default command({
     resume: { type: "string", alias: "r", valueHint: "BRANCH_ID", description: "resume this branch (a new leg on an existing branch)" },
     notify: { type: "string", valueHint: "TEMPLATE", description: "an argv template run once when the leg's session ends" },
     timeout: { type: "string", valueHint: "DURATION", description: "after this long the command's group gets SIGTERM, then SIGKILL" },
-    artifact: { type: "string", valueHint: "ID=PATH[?]", complete: "files", repeatable: true, description: "an expected artifact under the artifact root (? = optional); repeatable" },
+    artifact: { type: "string", valueHint: "ID=PATH[?]", complete: "files", description: "an expected artifact under the artifact root (? = optional); repeatable" },
     profile: { type: "string", valueHint: "NAME", description: "artifacts from .li/profiles/NAME.yaml" },
     playbook: { type: "string", valueHint: "FILE", complete: "files", description: "artifacts from a playbook file" },
     "save-dir": { type: "string", valueHint: "DIR", complete: "dirs", description: "the directory to use as the artifact root" },

@@ -160,8 +160,8 @@ export const handlersAdd = command({
   takesCommand: true,
   args: {
     name: handlerName,
-    kind: { type: "string", valueHint: "KIND", complete: "kinds", repeatable: true, description: "fire only on this execution kind (repeatable)" },
-    id: { type: "string", valueHint: "ID", repeatable: true, description: "fire only on this entity id (repeatable)" },
+    kind: { type: "string", valueHint: "KIND", complete: "kinds", description: "fire only on this execution kind (repeatable)" },
+    id: { type: "string", valueHint: "ID", description: "fire only on this entity id (repeatable)" },
     json,
   },
   async run({ args, rawArgs, passthrough, ledger }) {
