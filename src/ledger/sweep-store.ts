@@ -57,6 +57,8 @@ export interface SweepReads {
   getSweepSession(id: string): Promise<RunningSession | null>;
   /** Terminal sessions last updated before `cutoff`, in id order after `afterId`. */
   listPruneCandidates(options: { terminalStatuses: readonly string[]; cutoff: number; afterId: string | null; limit: number }): Promise<string[]>;
+  /** How many sessions listPruneCandidates would walk in all: the estimate behind the prune's progress line. */
+  countPruneCandidates(options: { terminalStatuses: readonly string[]; cutoff: number }): Promise<number>;
   /** Legs whose state_root or artifact_root is `dir` or lies inside it. */
   legsUsingDirectory(dir: string): Promise<LegDirs[]>;
   /**

@@ -27,6 +27,19 @@ export interface PruneEnv {
   /** RUNS_ROOT; `--files` removes nothing without it. */
   runsRoot?: string;
   hooks?: PruneHooks;
+  /** Called once before the first batch and after every batch; its presence also asks for the estimate. */
+  onProgress?: (progress: PruneProgress) => void;
+}
+
+/** How far a prune has got: for a progress line (`li state prune`, a foreground `li watch` on a terminal). */
+export interface PruneProgress {
+  batches: number;
+  /** Batches the candidates counted at the start fill (an estimate: sessions may end or resume meanwhile). */
+  estimatedBatches: number;
+  /** Sessions deleted so far (or that a dry run would delete). */
+  sessions: number;
+  /** Monotonic milliseconds since the prune started. */
+  elapsedMs: number;
 }
 
 export interface PruneCounts {
@@ -182,6 +195,13 @@ export const prune: Sweep<PruneOptions, PruneSummary> & { runOnce(ledger: Ledger
     const summary: PruneSummary = { dry_run: options.dryRun, keep_days: options.keepDays, cutoff, batches: 0, skipped_owed: 0, skipped_reopened: 0, rolled_back: 0, files: null, orphan_run_dirs: null, ...emptyCounts() };
     const prunedLegs: BatchResult["legs"] = [];
     let afterId: string | null = null;
+    const started = performance.now();
+    let estimatedBatches = 0;
+    const progress = () => env.onProgress?.({ batches: summary.batches, estimatedBatches: Math.max(estimatedBatches, summary.batches), sessions: summary.sessions, elapsedMs: performance.now() - started });
+    if (env.onProgress) {
+      estimatedBatches = Math.ceil((await ledger.backend.countPruneCandidates({ terminalStatuses: SESSION_TERMINAL_STATUSES, cutoff })) / options.batchSize);
+      progress();
+    }
     for (;;) {
       const candidates = await ledger.backend.listPruneCandidates({ terminalStatuses: SESSION_TERMINAL_STATUSES, cutoff, afterId, limit: options.batchSize });
       if (candidates.length === 0) break;
@@ -204,6 +224,7 @@ export const prune: Sweep<PruneOptions, PruneSummary> & { runOnce(ledger: Ledger
       summary.skipped_owed += batch.skippedOwed;
       summary.skipped_reopened += batch.skippedReopened;
       prunedLegs.push(...batch.legs);
+      progress();
     }
     if (options.files) {
       // After commit only: a rolled-back batch must never have lost its files.

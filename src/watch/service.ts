@@ -6,7 +6,7 @@ import { deliverOnce, type DeliverOptions } from "../notify/deliver.ts";
 import type { PassSummary } from "../notify/engine.ts";
 import { linkedFinalizer } from "../sweeps/linked.ts";
 import { orphanRunDirs } from "../sweeps/orphan-run-dirs.ts";
-import { prune } from "../sweeps/prune.ts";
+import { prune, type PruneProgress } from "../sweeps/prune.ts";
 import { reaper } from "../sweeps/reaper.ts";
 import { hostEnv, type SweepEnv } from "../sweeps/sweep.ts";
 import { ExitCode, LedgerUnavailableError } from "../util/errors.ts";
@@ -39,6 +39,8 @@ export interface WatchDeps {
   runsRoot?: string;
   /** Monotonic milliseconds for scheduling; injectable so tests control when sweeps fall due. */
   clockMs?: () => number;
+  /** The prune pass's progress (a foreground watcher on a terminal draws it on stderr); `done` after each pass. */
+  pruneProgress?: { update: (progress: PruneProgress) => void; done: () => void };
 }
 
 export interface WatchReport {
@@ -178,13 +180,19 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     }
     if (pruneOptions === null || signal.aborted) return;
     try {
-      const pruned = await prune.runOnce(ledger, ledger.now(), pruneOptions, {
-        hooks: {
-          beforeBatch: () => {
-            if (signal.aborted) throw new StopRequested();
+      let pruned: Awaited<ReturnType<typeof prune.runOnce>>;
+      try {
+        pruned = await prune.runOnce(ledger, ledger.now(), pruneOptions, {
+          hooks: {
+            beforeBatch: () => {
+              if (signal.aborted) throw new StopRequested();
+            },
           },
-        },
-      });
+          ...(deps.pruneProgress ? { onProgress: deps.pruneProgress.update } : {}),
+        });
+      } finally {
+        deps.pruneProgress?.done();
+      }
       if (pruned.sessions > 0 || pruned.skipped_owed > 0 || pruned.rolled_back > 0) {
         log({ action: "prune", keep_days: pruned.keep_days, sessions: pruned.sessions, transitions: pruned.transitions, legs: pruned.legs, skipped_owed: pruned.skipped_owed, rolled_back: pruned.rolled_back });
       }

@@ -1,6 +1,7 @@
 // `li state prune` (SPEC §12.5): thin over the prune sweep.
 import { command } from "../command.ts";
-import { prune, pruneLine } from "../../sweeps/prune.ts";
+import { prune, pruneLine, type PruneProgress } from "../../sweeps/prune.ts";
+import { pruneProgressText, StatusLine } from "../progress.ts";
 import { parseNonNegativeInt } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { cliPaths } from "../paths.ts";
@@ -26,7 +27,17 @@ export default command({
       ...(args["keep-days"] !== undefined ? { keepDays: parseNonNegativeInt(args["keep-days"], "--keep-days") } : {}),
     });
     const ledger = open();
-    const summary = await prune.runOnce(ledger, ledger.now(), options, { runsRoot: cliPaths().runsRoot });
+    // Batches done / estimated and the rate, on stderr, only when stderr is a terminal.
+    const status = StatusLine.onStderr();
+    let summary: Awaited<ReturnType<typeof prune.runOnce>>;
+    try {
+      summary = await prune.runOnce(ledger, ledger.now(), options, {
+        runsRoot: cliPaths().runsRoot,
+        ...(status ? { onProgress: (p: PruneProgress) => status.show(pruneProgressText(p)) } : {}),
+      });
+    } finally {
+      status?.clear();
+    }
     if (args.json) {
       writeJson(summary);
       return 0;

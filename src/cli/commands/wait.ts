@@ -38,6 +38,14 @@ export default command({
       for (const p of problems) {
         writeNote(p.problem === "ambiguous" ? ambiguityMessage(p.input, p.matches) : `not found: ${p.input}`);
       }
+      // Several targets on a terminal: one status line on stderr ("3/10 finished, 1 failed"). Loaded only
+      // then: it brings node:fs, which a single-id wait (a script's loop) never pays for.
+      const status = targets.length > 1 ? (await import("../progress.ts")).StatusLine.onStderr({ minIntervalMs: 0 }) : null;
+      let finished = 0;
+      let failed = 0;
+      const showStatus = () => status?.show(`${finished}/${targets.length} finished, ${failed} failed`);
+      showStatus();
+      const print = (line: string) => (status ? status.around(() => writeOut(line)) : writeOut(line));
       const { outcomes, end } = await waitForTerminal({
         reads: ledger.reads,
         targets,
@@ -50,8 +58,14 @@ export default command({
         intervalMs,
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         signal: stop.signal,
-        onResult: (o) => writeOut((args.json ? JSON.stringify(waitJson(o)) : formatWaitLine(o)) + "\n"),
+        onResult: (o) => {
+          finished++;
+          if (!o.success) failed++;
+          print((args.json ? JSON.stringify(waitJson(o)) : formatWaitLine(o)) + "\n");
+          showStatus();
+        },
       });
+      status?.clear();
       if (end === "timed_out") writeNote(`--timeout reached with ${targets.length - outcomes.length} target(s) still running`);
       if (end === "interrupted") writeNote(`interrupted with ${targets.length - outcomes.length} target(s) still running`);
       for (const o of outcomes) if (o.status === "unknown") writeNote(`${o.kind} ${o.id} was deleted while waited on`);

@@ -9,6 +9,8 @@ import { createLog, LOG_FORMATS, type LogFormat } from "../../watch/log.ts";
 import { onceExitCode, runWatch, type WatchConfig } from "../../watch/service.ts";
 import { cliPaths } from "../paths.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
+import { pruneProgressText, StatusLine } from "../progress.ts";
+import type { PruneProgress } from "../../sweeps/prune.ts";
 
 export default command({
   description:
@@ -47,7 +49,10 @@ export default command({
     const paths = cliPaths();
     const ledger = open();
     let lock: WatchLock | null = null;
-    const log = createLog(format, (line) => writeOut(line));
+    // In the foreground on a terminal, the prune pass draws its progress on stderr; log lines go around it.
+    const status = StatusLine.onStderr();
+    const log = createLog(format, (line) => (status ? status.around(() => writeOut(line)) : writeOut(line)));
+    const pruneProgress = status ? { update: (p: PruneProgress) => status.show(pruneProgressText(p)), done: () => status.clear() } : undefined;
     const stop = new AbortController();
     let signals = 0;
     const onSignal = (name: NodeJS.Signals) => {
@@ -81,7 +86,7 @@ export default command({
           phantom_hours: config.phantomHours,
           prune_keep_days: config.pruneKeepDays,
         });
-        const report = await runWatch({ ledger, wake, log, signal: stop.signal, delivery: { liHome: paths.home }, runsRoot: paths.runsRoot }, config);
+        const report = await runWatch({ ledger, wake, log, signal: stop.signal, delivery: { liHome: paths.home }, runsRoot: paths.runsRoot, ...(pruneProgress ? { pruneProgress } : {}) }, config);
         log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, removed_run_dirs: report.removed_run_dirs, errors: report.errors });
         // For cron: a pass that logged errors is not a success (the long-running watcher logs and goes on).
         if (config.once) return onceExitCode(report);

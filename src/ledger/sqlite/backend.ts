@@ -115,6 +115,10 @@ export class SqliteBackend implements Backend {
     return sweeps.listPruneCandidates(this.db, options);
   }
 
+  async countPruneCandidates(options: { terminalStatuses: readonly string[]; cutoff: number }): Promise<number> {
+    return sweeps.countPruneCandidates(this.db, options);
+  }
+
   async legsUsingDirectory(dir: string) {
     return sweeps.legsUsingDirectory(this.db, dir);
   }

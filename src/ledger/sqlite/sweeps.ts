@@ -59,6 +59,12 @@ export function listPruneCandidates(db: Database, options: { terminalStatuses: r
     .map((r) => r.id);
 }
 
+export function countPruneCandidates(db: Database, options: { terminalStatuses: readonly string[]; cutoff: number }): number {
+  // One range scan per status on the (status, updated_at) index: asked once per prune, only for its progress line.
+  const row = db.query<{ n: number }, [string, number]>(`SELECT COUNT(*) AS n FROM sessions WHERE status IN ${IN_IDS} AND updated_at < ?`).get(ids(options.terminalStatuses), options.cutoff);
+  return row?.n ?? 0;
+}
+
 export function legsUsingDirectory(db: Database, dir: string): LegDirs[] {
   const inside = dir.endsWith("/") ? dir : `${dir}/`;
   // substr comparison instead of LIKE: directory names may hold % and _.
