@@ -1,10 +1,10 @@
 // Where artifact declarations come from (SPEC §7): `--artifact` flags, a profile file, a playbook file.
 
-import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { UsageError } from "../util/errors.ts";
 import { assertSafeId } from "../util/ids.ts";
+import { readUntrustedFile } from "../util/untrusted-file.ts";
 import {
   ARTIFACT_ID_PATTERN,
   assertSafeArtifactPath,
@@ -76,14 +76,14 @@ export function loadPlaybook(file: string, cwd: string = process.cwd()): LoadedD
 }
 
 function loadDeclarations(file: string, flag: string): LoadedDeclarations {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") throw new UsageError(`${flag}: ${file} does not exist`);
-    throw new UsageError(`${flag}: cannot read ${file} (${code ?? (err as Error).message})`);
+  // Read with the caller's own rights, bounded (§18): no final symlink, no FIFO, at most 1 MiB. A refused file is
+  // a usage error, as a missing one is; messages name the file and a key path, never the file's content.
+  const read = readUntrustedFile(file);
+  if (!read.ok) {
+    if (read.missing) throw new UsageError(`${flag}: ${file} does not exist`);
+    throw new UsageError(`${flag}: ${file} ${read.problem}`);
   }
+  const text = read.text;
   let data: unknown;
   try {
     data = Bun.YAML.parse(text);

@@ -6,6 +6,7 @@ import path from "node:path";
 import { isContained } from "../contracts/artifacts.ts";
 import { UsageError } from "../util/errors.ts";
 import { assertSafeId, isSafeId } from "../util/ids.ts";
+import { readUntrustedFile } from "../util/untrusted-file.ts";
 
 export const RUN_ID_ENV = "LI_RUN_ID";
 /** State directories hold the command's output and identity: owner-only, like LI_HOME (§3). */
@@ -68,16 +69,17 @@ export class RunDir {
     writeFileAtomic(this.manifestPath, `${JSON.stringify(manifest, null, 2)}\n`, MANIFEST_MODE);
   }
 
-  /** The manifest, or {} when none was written; unreadable or invalid JSON propagates. */
+  /**
+   * The manifest, or {} when none was written; invalid JSON, or anything li refuses to read there (a symlink,
+   * a FIFO, over 1 MiB: the command could have put it there, §18), throws naming the file.
+   */
   readManifest(): Manifest {
-    let text: string;
-    try {
-      text = fs.readFileSync(this.manifestPath, "utf8");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return {};
-      throw err;
+    const read = readUntrustedFile(this.manifestPath);
+    if (!read.ok) {
+      if (read.missing) return {};
+      throw new Error(`${this.manifestPath}: manifest ${read.problem}`);
     }
-    const parsed: unknown = JSON.parse(text);
+    const parsed: unknown = JSON.parse(read.text);
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
       throw new Error(`${this.manifestPath}: manifest is not a JSON object`);
     }
@@ -271,6 +273,14 @@ function listBranchSnapshots(runsRoot: string): SnapshotFile[] {
   return files;
 }
 
+function mtimeOrZero(file: string): number {
+  try {
+    return fs.lstatSync(file).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
 function readDirOrEmpty(dir: string): fs.Dirent[] {
   try {
     return fs.readdirSync(dir, { withFileTypes: true });
@@ -283,11 +293,14 @@ function readDirOrEmpty(dir: string): fs.Dirent[] {
 
 function newestReadable(files: SnapshotFile[]): BranchSnapshot {
   const byAge = files
-    .map((file) => ({ ...file, mtime: fs.statSync(file.path).mtimeMs }))
+    .map((file) => ({ ...file, mtime: mtimeOrZero(file.path) }))
     .sort((a, b) => b.mtime - a.mtime || b.path.localeCompare(a.path));
   for (const file of byAge) {
+    // A command can write into its run directory: snapshots are read bounded, never through a symlink or FIFO (§18).
+    const read = readUntrustedFile(file.path);
+    if (!read.ok) continue;
     try {
-      return { branchId: file.branchId, path: file.path, snapshot: JSON.parse(fs.readFileSync(file.path, "utf8")) };
+      return { branchId: file.branchId, path: file.path, snapshot: JSON.parse(read.text) };
     } catch {
       // A torn or corrupt snapshot: an older leg's copy of the same branch may still be good.
     }

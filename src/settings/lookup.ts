@@ -7,9 +7,11 @@ export const SETTINGS_FILE = "settings.yaml";
 /** The project directory whose settings file is looked for at or above the start. */
 export const PROJECT_DIR = ".li";
 
-function isFile(p: string): boolean {
+/** Anything at the path (lstat): a FIFO or symlink there is the loader's to refuse with a warning, not to skip in silence. */
+function present(p: string): boolean {
   try {
-    return fs.statSync(p).isFile();
+    fs.lstatSync(p);
+    return true;
   } catch {
     return false;
   }
@@ -17,9 +19,9 @@ function isFile(p: string): boolean {
 
 /** true when `<liHome>/settings.yaml` or a `.li/settings.yaml` at or above `start` exists. */
 export function anySettingsFile(start: string, liHome: string): boolean {
-  if (isFile(path.join(path.resolve(liHome), SETTINGS_FILE))) return true;
+  if (present(path.join(path.resolve(liHome), SETTINGS_FILE))) return true;
   for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
-    if (isFile(path.join(dir, PROJECT_DIR, SETTINGS_FILE))) return true;
+    if (present(path.join(dir, PROJECT_DIR, SETTINGS_FILE))) return true;
     if (path.dirname(dir) === dir) return false;
   }
 }

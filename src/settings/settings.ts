@@ -1,6 +1,6 @@
 // Settings (SPEC §15): project `.li/settings.yaml` over `$LI_HOME/settings.yaml` over defaults, warnings instead of failures.
 
-import { readFileSync, realpathSync, statSync } from "node:fs";
+import { lstatSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
@@ -9,6 +9,7 @@ import { compileArgvWords, compileTemplate } from "../notify/argv.ts";
 import { parseDuration, parsePositiveNumber, requireDurationRange } from "../util/duration.ts";
 import { UsageError } from "../util/errors.ts";
 import { isSafeId } from "../util/ids.ts";
+import { readUntrustedFile } from "../util/untrusted-file.ts";
 import { PROJECT_DIR, SETTINGS_FILE } from "./lookup.ts";
 
 export interface NotifyFilter {
@@ -153,9 +154,10 @@ function findProjectFile(start: string, globalFile: string): string | null {
   }
 }
 
+/** Anything at the path, a dangling or hostile symlink included: the reader refuses it with a warning, never in silence. */
 function exists(path: string): boolean {
   try {
-    statSync(path);
+    lstatSync(path);
     return true;
   } catch {
     return false;
@@ -172,14 +174,13 @@ function realOrSelf(path: string): string {
 
 /** Reads one file into known keys; a missing file is no layer, an unreadable or invalid one warns and is ignored. */
 function readLayer(file: string, warnings: string[]): Layer | null {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
-    warnings.push(`settings ${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); the file is ignored`);
+  // A repository can hold anything at this path: no symlink followed, no FIFO waited on, at most 1 MiB (§18).
+  const read = readUntrustedFile(file);
+  if (!read.ok) {
+    if (!read.missing) warnings.push(`settings ${file}: ${read.problem}; the file is ignored`);
     return null;
   }
+  const text = read.text;
   let document: unknown;
   try {
     document = Bun.YAML.parse(text);

@@ -63,3 +63,78 @@ describe("durations past a timer's limit (§18)", () => {
     expect(r.stderr).toContain(`${flag}: "400d" is longer than the maximum of 365d`);
   });
 });
+
+describe("files someone else could have made (§18)", () => {
+  // Today: li followed the symlink and read /dev/zero until it held 16.8 GB.
+  test("an escalation file that is a symlink to /dev/zero is refused at once and recorded as escalation evidence", async () => {
+    const r = await agent(["--", "sh", "-c", 'ln -s /dev/zero "$LI_ESCALATE_FILE"']);
+    expect(r.code).toBe(1);
+    const s = sessionRow(r.home.db, r.record.session_id);
+    expect([s.status, s.status_reason_code]).toEqual(["failed", "run.failed.escalated"]);
+    const evidence = JSON.parse(s.status_evidence_refs);
+    expect(evidence).toHaveLength(1);
+    expect(evidence[0].kind).toBe("escalation_refused");
+    expect(evidence[0].problem).toEndWith("escalations.jsonl is a symbolic link (not followed)");
+    expect(r.stderr).toContain("is a symbolic link (not followed); recorded as escalation evidence");
+  });
+
+  // Today: open() on the FIFO blocked for good (and ignored SIGTERM).
+  test("an escalation file that is a FIFO does not block the teardown", async () => {
+    const r = await agent(["--", "sh", "-c", 'mkfifo "$LI_ESCALATE_FILE"']);
+    expect(r.code).toBe(1);
+    const evidence = JSON.parse(sessionRow(r.home.db, r.record.session_id).status_evidence_refs);
+    expect(evidence[0].problem).toEndWith("escalations.jsonl is a FIFO, not a regular file");
+  });
+
+  // Today: a 1 MB escalation file became a 16.5 MB status_evidence_refs.
+  test("escalation evidence is bounded: 64 entries, reasons cut to 4 KiB, a count of the rest", async () => {
+    const r = await agent(["--", "sh", "-c", 'i=0; while [ $i -lt 300 ]; do echo "{\\"reason\\": \\"r$i\\"}"; i=$((i+1)); done > "$LI_ESCALATE_FILE"; head -c 20000 /dev/zero | tr "\\0" x >> "$LI_ESCALATE_FILE"']);
+    expect(r.code).toBe(1);
+    const s = sessionRow(r.home.db, r.record.session_id);
+    const evidence = JSON.parse(s.status_evidence_refs);
+    expect(evidence).toHaveLength(65);
+    expect(evidence[63]).toEqual({ kind: "escalation", reason: "r63" });
+    expect(evidence[64]).toEqual({ kind: "escalation_dropped", dropped: 301 - 64, kept: 64 });
+    const transition = rows<{ evidence_refs: string }>(r.home.db, "SELECT evidence_refs FROM status_transitions WHERE entity_id = ? AND status = 'failed'", r.record.session_id)[0]!;
+    expect(transition.evidence_refs.length).toBeLessThan(64 * 4096);
+  });
+
+  test("an escalation file over 1 MiB is refused as evidence, not read", async () => {
+    const r = await agent(["--", "sh", "-c", 'head -c 2000000 /dev/zero | tr "\\0" "\\n" > "$LI_ESCALATE_FILE"']);
+    expect(r.code).toBe(1);
+    const evidence = JSON.parse(sessionRow(r.home.db, r.record.session_id).status_evidence_refs);
+    expect(evidence).toEqual([{ kind: "escalation_refused", problem: expect.stringContaining("is larger than 1 MiB (2000000 bytes)") }]);
+  });
+
+  // Today: --playbook on a FIFO hung in open().
+  test("--playbook on a FIFO or a symlink is a usage error naming the file; nothing is created", async () => {
+    const home = agentHome();
+    const fifo = path.join(home.scratch, "playbook.yaml");
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+    let r = await agent(["--playbook", fifo, "--", fixture("exit-with"), "0"], { home });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toBe(`li: --playbook: ${fifo} is a FIFO, not a regular file`);
+    const link = path.join(home.scratch, "link.yaml");
+    fs.symlinkSync("/etc/hostname", link);
+    r = await agent(["--playbook", link, "--", fixture("exit-with"), "0"], { home });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toBe(`li: --playbook: ${link} is a symbolic link (not followed)`);
+    expect(fs.existsSync(home.db)).toBe(false);
+  });
+
+  test("a project settings file that is a FIFO or over 1 MiB warns naming it, and the leg runs as if it were absent", async () => {
+    const home = agentHome();
+    const repo = path.join(home.scratch, "repo");
+    fs.mkdirSync(path.join(repo, ".li"), { recursive: true });
+    const file = path.join(repo, ".li", "settings.yaml");
+    expect(Bun.spawnSync(["mkfifo", file]).exitCode).toBe(0);
+    let r = await agent(["--cwd", repo, "--no-evidence-gate", "--", fixture("exit-with"), "0"], { home });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`settings ${file}: is a FIFO, not a regular file; the file is ignored`);
+    fs.rmSync(file);
+    fs.writeFileSync(file, `agent:\n  timeout: 1ms\n#${"x".repeat(2 * 1024 * 1024)}\n`);
+    r = await agent(["--cwd", repo, "--no-evidence-gate", "--", "sleep", "0.2"], { home });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`settings ${file}: is larger than 1 MiB`);
+  });
+});

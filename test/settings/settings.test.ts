@@ -172,7 +172,26 @@ describe("loadSettings: bad files", () => {
     write(globalFile, "agent:\n  timeout: 5\n");
     const { settings, warnings } = load();
     expect(settings.agentTimeout).toBe(5);
-    expect(warnings).toEqual([`settings ${projectFile}: cannot be read (EISDIR); the file is ignored`]);
+    expect(warnings).toEqual([`settings ${projectFile}: is a directory, not a regular file; the file is ignored`]);
+  });
+
+  test("a FIFO, a symlink or a file over 1 MiB is refused in one line naming it, and the rest applies (§18)", () => {
+    fs.mkdirSync(path.dirname(projectFile), { recursive: true });
+    expect(Bun.spawnSync(["mkfifo", projectFile]).exitCode).toBe(0);
+    write(globalFile, "agent:\n  timeout: 5\n");
+    let loaded = load();
+    expect(loaded.settings.agentTimeout).toBe(5);
+    expect(loaded.warnings).toEqual([`settings ${projectFile}: is a FIFO, not a regular file; the file is ignored`]);
+    fs.rmSync(projectFile);
+    fs.symlinkSync("/dev/zero", projectFile);
+    loaded = load();
+    expect(loaded.warnings).toEqual([`settings ${projectFile}: is a symbolic link (not followed); the file is ignored`]);
+    fs.rmSync(projectFile);
+    fs.writeFileSync(projectFile, `agent:\n  timeout: 9\n#${"x".repeat(1024 * 1024)}\n`);
+    loaded = load();
+    expect(loaded.settings.agentTimeout).toBe(5);
+    expect(loaded.warnings).toHaveLength(1);
+    expect(loaded.warnings[0]).toStartWith(`settings ${projectFile}: is larger than 1 MiB (`);
   });
 
   test("unknown keys warn, nested, dotted and at the top", () => {

@@ -1,7 +1,7 @@
 // The teardown steps of SPEC §8.2 before and after the write: each one small, named and testable alone.
 
-import fs from "node:fs";
 import { verifyContract } from "../../contracts/artifacts.ts";
+import { escalationEvidence, readEscalations } from "../escalation.ts";
 import { hasEvidence } from "../evidence.ts";
 import { TERMINATION_OUTCOMES } from "../outcome.ts";
 import { linkedRef, LINKED_HOLD_REASON, terminalLinkedOutcome } from "../linked-outcome.ts";
@@ -92,18 +92,27 @@ export function applyMissingArtifacts(s: TeardownState): void {
   }
 }
 
-/** (7) Entries the command wrote to LI_ESCALATE_FILE turn an otherwise completed outcome into failed. */
+/**
+ * (7) Entries the command wrote to LI_ESCALATE_FILE turn an otherwise completed outcome into failed. Something
+ * li refuses to read there (a symlink, a FIFO, over 1 MiB) is an escalation too: the command left a file it
+ * was not asked for, and a refusal that completed the run would hide it (§18).
+ */
 export function applyEscalation(s: TeardownState): void {
-  const entries = readEscalations(s.escalateFile);
-  if (entries.length === 0) return;
+  const escalations = readEscalations(s.escalateFile);
+  if (escalations.refused !== null) s.log(`${escalations.refused}; recorded as escalation evidence`);
+  const evidence = escalationEvidence(escalations);
+  if (evidence.length === 0) return;
   if (s.status === "completed") {
     s.status = "failed";
     s.reasonCode = "run.failed.escalated";
-    const first = entries[0]!;
-    s.reasonSummary = typeof first.reason === "string" ? `escalated: ${first.reason}` : "escalated";
-    s.evidence = entries.map((e) => ({ kind: "escalation", ...e }));
+    const first = escalations.entries[0];
+    s.reasonSummary =
+      first === undefined ? `escalated: ${escalations.refused}` : typeof first.reason === "string" ? `escalated: ${first.reason}` : "escalated";
+    s.evidence = evidence;
   } else {
-    s.metadata.escalations = entries;
+    s.metadata.escalations = escalations.entries;
+    if (escalations.dropped > 0) s.metadata.escalations_dropped = escalations.dropped;
+    if (escalations.refused !== null) s.metadata.escalation_refused = escalations.refused;
   }
 }
 
@@ -166,25 +175,4 @@ function summaryOf(s: TeardownState, termination: string): string {
     default:
       return `cancelled (${termination.toUpperCase()})`;
   }
-}
-
-/** JSON lines of LI_ESCALATE_FILE; a line that is not a JSON object is kept as its text. */
-export function readEscalations(file: string): Record<string, unknown>[] {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch {
-    return [];
-  }
-  return text
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line) => {
-      try {
-        const value: unknown = JSON.parse(line);
-        return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : { text: line };
-      } catch {
-        return { text: line };
-      }
-    });
 }
