@@ -9,8 +9,20 @@ export const PROC_ROOT = "/proc";
 /** Where a machine id may live, in the order tried. */
 export const MACHINE_ID_PATHS: readonly string[] = ["/etc/machine-id", "/var/lib/dbus/machine-id"];
 
-/** What a probe saw: the process runs, is gone (or a zombie), or its pid now names another process. */
-export type ProbeResult = "alive" | "dead" | "reused";
+/**
+ * What a probe saw: the process with the recorded identity runs, is gone (or a zombie), or its pid now
+ * names another process; "unverified": a process has that pid but nothing proves it is the recorded one
+ * (no start ticks recorded, or /proc does not show them). Only "alive" may ever be signalled (§12.1, §18).
+ */
+export type ProbeResult = "alive" | "dead" | "reused" | "unverified";
+
+/** Linux's PID_MAX_LIMIT (2^22): no process id is larger, so a recorded one that is cannot name a process. */
+export const MAX_PID = 4_194_304;
+
+/** A recorded pid that can name one process (1..MAX_PID); anything else (0, negative, 99999999999) is no identity at all. */
+export function isUsablePid(pid: number | null | undefined): pid is number {
+  return typeof pid === "number" && Number.isSafeInteger(pid) && pid > 0 && pid <= MAX_PID;
+}
 
 /** The identity a leg records for a process it owns (SPEC §8.5). */
 export interface ProcessIdentity {
@@ -60,7 +72,7 @@ function parseInteger(value: string | undefined): number | null {
 }
 
 function assertPid(pid: number, what: string, min: number): void {
-  if (!Number.isSafeInteger(pid) || pid < min) {
+  if (!isUsablePid(pid) || pid < min) {
     throw new RangeError(`${what}: ${pid} is not a usable process id`);
   }
 }
@@ -154,7 +166,9 @@ function exists(pid: number, sendSignal: SignalSender): boolean {
 
 /**
  * Judges a recorded process on positive evidence only: gone or a zombie → "dead"; running with
- * another start time → "reused"; otherwise "alive". Without expected start ticks no reuse can be seen.
+ * another start time → "reused"; running with the recorded start time → "alive". A process that
+ * exists without recorded start ticks (or whose start time cannot be read) is "unverified": it may
+ * be anybody's, pid 1 included, so nothing may signal it.
  */
 export function probeProcess(pid: number, expectedStartTicks: number | null, options: ProbeOptions = {}): ProbeResult {
   assertPid(pid, "probeProcess", 1);
@@ -164,14 +178,14 @@ export function probeProcess(pid: number, expectedStartTicks: number | null, opt
   // On EPERM the process is not ours, but /proc still tells its state and start time.
   const tail = readStatTail(pid, procRoot);
   if (!tail) {
-    // It exited between the two looks, or /proc hides it (hidepid): only a second signal can tell.
-    return exists(pid, sendSignal) ? "alive" : "dead";
+    // It exited between the two looks, or /proc hides it (hidepid): only a second signal can tell, and it cannot tell who it is.
+    return exists(pid, sendSignal) ? "unverified" : "dead";
   }
   const state = statField(tail, 3);
   if (state === "Z" || state === "X" || state === "x") return "dead";
   const startTicks = parseInteger(statField(tail, 22));
-  if (expectedStartTicks !== null && startTicks !== null && startTicks !== expectedStartTicks) return "reused";
-  return "alive";
+  if (expectedStartTicks === null || startTicks === null) return "unverified";
+  return startTicks === expectedStartTicks ? "alive" : "reused";
 }
 
 /**

@@ -98,7 +98,8 @@ export class RunDir {
 
   /** Creates the artifact root on demand; allocation never does (a --save-dir may be meant to appear only when used). */
   ensureArtifactRoot(): string {
-    fs.mkdirSync(this.artifactRoot, { recursive: true });
+    // An explicit mode, like every directory li creates: with umask 000 the default would be 0777 (§18).
+    fs.mkdirSync(this.artifactRoot, { recursive: true, mode: STATE_DIR_MODE });
     return this.artifactRoot;
   }
 }

@@ -72,7 +72,8 @@ export function judgeSession(session: RunningSession, now: number, env: Pick<Swe
 
   let state: SessionState;
   if (heldByLinked || otherAlive || liveness?.supervisor === "alive") state = "alive";
-  else if (liveness && liveness.evidence.basis !== "none") state = "dead";
+  else if (liveness && liveness.evidence.basis !== "none" && liveness.supervisor === "dead") state = "dead";
+  // No markers, or a pid whose identity cannot be verified (no start ticks): only the age rules act on it.
   else state = "unknown";
 
   // Never from started_at: a resumed session keeps its first start (ADR-0105).

@@ -1,6 +1,7 @@
 // `li kill ID` (SPEC §12.2): ask a live leg to cancel itself, force it after the grace, or write a dead leg's session directly.
 
-import type { EntityRow } from "../ledger/backend.ts";
+import type { EntityRow, LegRow } from "../ledger/backend.ts";
+import { isUsablePid } from "../legs/proc.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
 import type { RunningSession } from "../ledger/sweep-store.ts";
@@ -31,6 +32,8 @@ export interface KillResult {
   status: string;
   reason_code: string | null;
   signals: Array<{ target: "supervisor" | "command_group"; pid: number; signal: string; at: number }>;
+  /** Recorded pids li would not signal for want of identity (§18), one line each, for the person who ran li kill. */
+  notes: string[];
   transition: AppliedTransition | null;
 }
 
@@ -66,7 +69,7 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
 
   const j = judgeSession(session, now(), env);
   const signals: KillResult["signals"] = [];
-  const base = { session_id: session.id, signals };
+  const base = { session_id: session.id, signals, notes: identityNotes(j.currentLeg) };
   const summary = options.reason ? `li kill: ${options.reason}` : "li kill";
 
   const finish = async (outcome: JudgedWriteOutcome, action: "force_killed" | "written"): Promise<KillResult> => {
@@ -88,7 +91,7 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
   }
   const leg = j.currentLeg!;
   if (liveness.supervisor !== "alive") {
-    // Dead or reused: that pid is never signalled. The orphaned command dies if it is still the same process.
+    // Dead, reused or unverified (no start ticks to match): that pid is never signalled. The orphaned command dies if it is still the same process.
     const at = now();
     const killed = killOrphanCommand(j, env, at);
     if (killed) signals.push({ target: "command_group", pid: killed.pgid, signal: "SIGKILL", at });
@@ -152,8 +155,24 @@ function writeDirect(ledger: Ledger, env: SweepEnv, j: Judgement, at: number, su
   });
 }
 
+/** One line per recorded pid that has no identity li could match (§12.1, §18): such a pid is never signalled. */
+function identityNotes(leg: LegRow | null): string[] {
+  if (!leg) return [];
+  const recorded = [
+    ["supervisor", leg.pid, leg.pid_start_ticks],
+    ["command", leg.command_pid, leg.command_start_ticks],
+  ] as const;
+  const notes: string[] = [];
+  for (const [what, pid, ticks] of recorded) {
+    if (pid === null) continue;
+    if (!isUsablePid(pid)) notes.push(`the recorded ${what} pid ${pid} is not a valid process id; it was not signalled`);
+    else if (ticks === null) notes.push(`the recorded ${what} pid ${pid} has no start ticks to match; it was not signalled`);
+  }
+  return notes;
+}
+
 /** Someone else (the leg, a resume, a sweep) wrote first: report the winner. */
-async function lostRace(ledger: Ledger, base: Pick<KillResult, "session_id" | "signals">): Promise<KillResult> {
+async function lostRace(ledger: Ledger, base: Pick<KillResult, "session_id" | "signals" | "notes">): Promise<KillResult> {
   return { ...base, action: "lost_race", ...rowOutcome(await ledger.backend.getEntity("session", base.session_id)), transition: null };
 }
 

@@ -1,6 +1,6 @@
 // The one liveness classifier (SPEC §12.1): judges a leg from its markers on positive evidence only; pure, the probe is injected.
 
-import type { ProbeResult } from "../legs/proc.ts";
+import { isUsablePid, type ProbeResult } from "../legs/proc.ts";
 
 export type { ProbeResult } from "../legs/proc.ts";
 
@@ -71,10 +71,6 @@ export interface Liveness {
   evidence: LivenessEvidence;
 }
 
-/** A recorded pid that can name one process; anything else is treated as no marker. */
-function usablePid(pid: number | null): pid is number {
-  return pid !== null && Number.isSafeInteger(pid) && pid > 0;
-}
 
 function usableTicks(ticks: number | null): number | null {
   return ticks !== null && Number.isSafeInteger(ticks) && ticks >= 0 ? ticks : null;
@@ -84,8 +80,9 @@ function finiteOrNull(value: number | null): number | null {
   return value !== null && Number.isFinite(value) ? value : null;
 }
 
+/** "unverified" (a process has the pid, nothing proves it is ours) is neither alive nor dead: unknown, never signalled. */
 function fromProbe(result: ProbeResult): Verdict {
-  return result === "alive" ? "alive" : "dead";
+  return result === "alive" ? "alive" : result === "unverified" ? "unknown" : "dead";
 }
 
 function resolveGrace(options: LivenessOptions | undefined): number {
@@ -105,8 +102,8 @@ function secondsSince(since: number, now: number): number {
 export function classifyLeg(input: LivenessInput): Liveness {
   const { markers, hostId, now, probe } = input;
   const heartbeatGrace = resolveGrace(input.options);
-  const pid = usablePid(markers.pid) ? markers.pid : null;
-  const commandPid = usablePid(markers.commandPid) ? markers.commandPid : null;
+  const pid = isUsablePid(markers.pid) ? markers.pid : null;
+  const commandPid = isUsablePid(markers.commandPid) ? markers.commandPid : null;
   const pidStartTicks = usableTicks(markers.pidStartTicks);
   const commandStartTicks = usableTicks(markers.commandStartTicks);
   const startedAt = finiteOrNull(markers.startedAt);

@@ -34,8 +34,10 @@ export async function removeRunDirectories(
   const dirs = [...new Set(legs.map((l) => path.resolve(l.state_root)))];
   const prunedIds = new Set(legs.map((l) => l.id));
   const realRoot = runsRoot ? realOrNull(path.resolve(runsRoot)) : null;
-  // An artifact root other than the leg's own state_root/artifacts came from --save-dir: never removed.
-  const saveDirs = legs.filter((l) => path.resolve(l.artifact_root) !== path.join(path.resolve(l.state_root), "artifacts")).map((l) => path.resolve(l.artifact_root));
+  // An artifact root that is no pruned leg's own state_root/artifacts came from --save-dir: never removed. A resumed
+  // or continued leg inherits its session's root, i.e. the first leg's state_root/artifacts: that one is li's own.
+  const ownRoots = new Set(legs.map((l) => path.join(path.resolve(l.state_root), "artifacts")));
+  const saveDirs = legs.map((l) => path.resolve(l.artifact_root)).filter((root) => !ownRoots.has(root));
   for (const dir of dirs) {
     if (!runsRoot || !realRoot) {
       report.skipped.push({ path: dir, why: "no_runs_root" });

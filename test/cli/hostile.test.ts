@@ -3,8 +3,11 @@
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { li } from "../helpers/cli.ts";
+import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
+import { tempLedger } from "../helpers/ledger.ts";
+import { HERE, insertSession } from "../helpers/sweep-fixtures.ts";
+import { until } from "../helpers/until.ts";
 import { agentHome, rows, sessionRow } from "../legs/agent-harness.ts";
 
 async function agent(args: string[], opts: { home?: ReturnType<typeof agentHome>; env?: Record<string, string | undefined>; cwd?: string } = {}) {
@@ -138,3 +141,63 @@ describe("files someone else could have made (§18)", () => {
     expect(r.stderr).toContain(`settings ${file}: is larger than 1 MiB`);
   });
 });
+
+describe("signals only on identity (§12.1, §18)", () => {
+  // Today: li kill printed `The "pid" argument must be of type number. Received type number (99999999999)`, exit 2.
+  test("li kill on a leg whose recorded pid is beyond any process id: one clear note, nothing signalled, written cancelled", async () => {
+    const { ledger } = tempLedger();
+    const t = Date.now() / 1000;
+    await insertSession(ledger, { id: "huge-pid", startedAt: t - 60, updatedAt: t - 60, legs: [{ id: "l", pid: 99_999_999_999, pidStartTicks: 5, hostId: HERE, startedAt: t - 60 }] });
+    const location = ledger.location;
+    ledger.close();
+    const r = await li(["kill", "--grace", "0.2", "huge-pid"], { env: { LI_DB: location } });
+    expect(r.stderr).toBe("li: note: the recorded supervisor pid 99999999999 is not a valid process id; it was not signalled\n");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("huge-pid: cancelled (run.cancelled.manual_kill)\n");
+  });
+
+  test("li watch --once judges such a leg without an error", async () => {
+    const { ledger } = tempLedger();
+    const t = Date.now() / 1000;
+    await insertSession(ledger, { id: "huge-pid", startedAt: t - 60, updatedAt: t - 60, legs: [{ id: "l", pid: 99_999_999_999, pidStartTicks: 5, hostId: HERE, startedAt: t - 60 }] });
+    const location = ledger.location;
+    ledger.close();
+    const r = await li(["watch", "--once"], { env: { LI_DB: location } });
+    expect(r.stdout).not.toContain(" error during=");
+    expect(r.stdout).toContain("errors=0");
+    expect(r.code).toBe(0);
+  });
+});
+
+describe("modes under a careless umask (§3, §18)", () => {
+  // Today, with umask 000: stream/li.log was 0666 and artifacts/ 0777.
+  test("with umask 000 every file li creates is 0600 and every directory 0700", async () => {
+    const home = agentHome();
+    const run = (args: string[]) =>
+      Bun.spawn(["sh", "-c", 'umask 000; exec "$@"', "sh", LI_BINARY, ...args], { env: liEnv(home.home), stdout: "pipe", stderr: "pipe" });
+    const foreground = run(["agent", "--artifact", "r=r.txt?", "--notify", "true", "--", fixture("exit-with"), "0"]);
+    expect(await foreground.exited).toBe(0);
+    const detached = run(["agent", "--detach", "--notify", "true", "--", fixture("exit-with"), "0"]);
+    const id = (await new Response(detached.stdout).text()).trim();
+    expect(await detached.exited).toBe(0);
+    expect((await li(["wait", id], { home: home.home })).code).toBe(0);
+    const logs = await until("the detached supervisor's log", () => {
+      const found = walk(home.home).filter((p) => p.endsWith("li.log"));
+      return found.length > 0 ? found : null;
+    });
+    expect(logs).toHaveLength(1);
+    const loose = walk(home.home)
+      .map((p) => ({ p, mode: fs.lstatSync(p).mode & 0o777, dir: fs.lstatSync(p).isDirectory() }))
+      .filter((e) => e.mode !== (e.dir ? 0o700 : 0o600))
+      .map((e) => `${e.mode.toString(8)} ${path.relative(home.home, e.p)}`);
+    expect(loose).toEqual([]);
+    expect(walk(home.home).some((p) => p.endsWith("artifacts"))).toBe(true);
+  });
+});
+
+function walk(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? [p, ...walk(p)] : [p];
+  });
+}

@@ -11,6 +11,8 @@ import {
   machineId,
   probeProcess,
   processIdentity,
+  isUsablePid,
+  MAX_PID,
   readProcState,
   readStartTicks,
   type SignalSender,
@@ -129,7 +131,13 @@ describe("probing a recorded process", () => {
     const ticks = readStartTicks(child.pid);
     expect(ticks).not.toBeNull();
     expect(probeProcess(child.pid, ticks)).toBe("alive");
-    expect(probeProcess(child.pid, null)).toBe("alive");
+  });
+
+  // Issue 10: without recorded start ticks any live pid (pid 1 included) looked "alive", and li kill signalled it.
+  test("a running process with no recorded start ticks is unverified, never alive", () => {
+    const child = spawn(["sleep", "30"]);
+    expect(probeProcess(child.pid, null)).toBe("unverified");
+    expect(probeProcess(1, null)).toBe("unverified");
   });
 
   test("the same pid with other start ticks has been reused", () => {
@@ -173,14 +181,18 @@ describe("probing a recorded process", () => {
     expect(probeProcess(4242, 500, { procRoot: zombieRoot, sendSignal: eperm })).toBe("dead");
   });
 
-  test("an existing process that /proc hides is alive, not dead", () => {
+  test("an existing process that /proc hides is unverified, neither dead nor alive (its start time cannot be matched)", () => {
     const exists: SignalSender = () => true;
-    expect(probeProcess(4242, 500, { procRoot: tempDir(), sendSignal: exists })).toBe("alive");
+    expect(probeProcess(4242, 500, { procRoot: tempDir(), sendSignal: exists })).toBe("unverified");
   });
 
-  test("pid 0 and negative pids are refused, since kill would address a group", () => {
+  test("pid 0, negative pids and pids beyond any process id are refused, since kill would address a group or throw a type error", () => {
     expect(() => probeProcess(0, null)).toThrow(RangeError);
     expect(() => probeProcess(-5, null)).toThrow(RangeError);
+    expect(() => probeProcess(99_999_999_999, 1)).toThrow(RangeError);
+    expect(isUsablePid(MAX_PID)).toBe(true);
+    expect(isUsablePid(MAX_PID + 1)).toBe(false);
+    expect(isUsablePid(99_999_999_999)).toBe(false);
   });
 });
 

@@ -4,6 +4,7 @@ import type { Ledger } from "../../src/ledger/ledger.ts";
 import type { AppliedTransition } from "../../src/ledger/transition.ts";
 import { readStartTicks } from "../../src/legs/proc.ts";
 import { killSession, KillRefusedError } from "../../src/sweeps/kill.ts";
+import { hostEnv } from "../../src/sweeps/sweep.ts";
 import { tempLedger } from "../helpers/ledger.ts";
 import { deadPid, ELSEWHERE, HERE, insertSession, openRaw, query, startFixture, type RunningFixture } from "../helpers/sweep-fixtures.ts";
 import { isAlive } from "../helpers/until.ts";
@@ -19,6 +20,10 @@ async function live(name: "forever" | "ignore-sigterm" = "forever"): Promise<Run
 }
 
 const now = () => Date.now() / 1000;
+/** A signal sender that fails the test: the cases using it must never reach kill(2). */
+const refuse = (target: number, signal: NodeJS.Signals): boolean => {
+  throw new Error(`li kill signalled ${target} with ${signal}`);
+};
 
 function setup() {
   const t = tempLedger();
@@ -101,6 +106,37 @@ describe("li kill ID", () => {
     expect(result.signals).toEqual([]);
     expect(row("s").status).toBe("cancelled");
     expect(isAlive(stranger.pid)).toBe(true);
+  });
+
+  // Today's bug (issue 10): with no start ticks recorded, any live pid was taken for the supervisor and got SIGTERM.
+  test("a recorded pid without start ticks is never signalled, supervisor or command: written directly, with a note each", async () => {
+    const { ledger, deps, row } = setup();
+    const stranger = await live("ignore-sigterm");
+    const t = now();
+    await insertSession(ledger, { id: "s", startedAt: t - 60, updatedAt: t - 60, legs: [{ id: "l", pid: stranger.pid, pidStartTicks: null, commandPid: stranger.pid, commandStartTicks: null, startedAt: t - 60, heartbeatAt: t - 1 }] });
+
+    const result = await killSession(ledger, "s", { graceSeconds: 0.2 }, { ...deps, env: hostEnv({ signalProcess: refuse, signalGroup: refuse }) });
+
+    expect(result.action).toBe("written");
+    expect(result.signals).toEqual([]);
+    expect(result.notes).toEqual([
+      `the recorded supervisor pid ${stranger.pid} has no start ticks to match; it was not signalled`,
+      `the recorded command pid ${stranger.pid} has no start ticks to match; it was not signalled`,
+    ]);
+    expect(row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
+    expect(isAlive(stranger.pid)).toBe(true);
+  });
+
+  test("a recorded pid beyond any process id (99999999999) is no identity: never signalled, one note, no type error", async () => {
+    const { ledger, deps, row } = setup();
+    const t = now();
+    await insertSession(ledger, { id: "s", startedAt: t - 60, updatedAt: t - 60, legs: [{ id: "l", pid: 99_999_999_999, pidStartTicks: 5, startedAt: t - 60, heartbeatAt: t - 1 }] });
+
+    const result = await killSession(ledger, "s", { graceSeconds: 0.1 }, { ...deps, env: hostEnv({ signalProcess: refuse, signalGroup: refuse }) });
+
+    expect(result.signals).toEqual([]);
+    expect(result.notes).toEqual(["the recorded supervisor pid 99999999999 is not a valid process id; it was not signalled"]);
+    expect(row("s").status).toBe("cancelled");
   });
 
   test("a leg here that heartbeats but recorded no pid gets the request and the grace, then is written force_kill with nothing signalled", async () => {

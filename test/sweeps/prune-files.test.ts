@@ -69,6 +69,28 @@ describe("li state prune --files", () => {
     for (const kept of [saveDir, notInRoot, shared, survivorOwn, saveDirInRuns, prunedHoldingSaveDir, outside, runs]) expect(existsSync(kept)).toBe(true);
   });
 
+  // Today's bug (issue 10): the resumed leg's inherited artifact root (the first leg's state_root/artifacts)
+  // was taken for a --save-dir, so the first run directory was never removed.
+  test("a resumed session's first run directory is removed: an inherited artifact root is li's own, not a --save-dir", async () => {
+    const { ledger } = tempLedger({ now: fakeClock(NOW).now });
+    const runs = join(tempDir("li-runs-"), "runs");
+    const first = dir(join(runs, "run-first"));
+    const resumed = dir(join(runs, "run-resumed"));
+    mkdirSync(join(first, "artifacts"), { recursive: true });
+    const outside = dir(join(tempDir("li-outside-"), "saved"));
+    const savedFirst = dir(join(runs, "run-saved-first"));
+    const savedResumed = dir(join(runs, "run-saved-resumed"));
+    await endedSession(ledger, "r", [{ stateRoot: first }, { stateRoot: resumed, artifactRoot: join(first, "artifacts") }]);
+    // A real --save-dir inherited by the resume stays a --save-dir.
+    await endedSession(ledger, "s", [{ stateRoot: savedFirst, artifactRoot: outside }, { stateRoot: savedResumed, artifactRoot: outside }]);
+
+    const summary = await prune.runOnce(ledger, NOW, prune.validate({ files: true }), { runsRoot: runs });
+
+    expect(summary.files!.removed.sort()).toEqual([first, resumed, savedFirst, savedResumed].sort());
+    for (const gone of [first, resumed]) expect(existsSync(gone)).toBe(false);
+    expect(existsSync(outside)).toBe(true);
+  });
+
   test("without --files no directory is touched", async () => {
     const { ledger } = tempLedger({ now: fakeClock(NOW).now });
     const runs = join(tempDir("li-runs-"), "runs");

@@ -226,6 +226,32 @@ describe("the phantom reaper", () => {
     expect(evidence[1]).toMatchObject({ kind: "killed", what: "command_group", pgid: orphan.pid, signal: "SIGKILL" });
   });
 
+  // Issue 10 / §18: a pid without start ticks is no identity: neither judged dead (a phantom) nor ever signalled.
+  test("pids without start ticks are unknown: not reaped as phantoms, their command never killed; only the age rule applies", async () => {
+    const { ledger, status } = setup();
+    const stranger = await live();
+    const gone = await deadPid();
+    const refuse = (target: number): boolean => {
+      throw new Error(`the reaper signalled ${target}`);
+    };
+    await insertSession(ledger, { id: "unverified", startedAt: NOW - 600, updatedAt: NOW - 600, legs: [{ id: "l1", pid: stranger.pid, pidStartTicks: null, startedAt: NOW - 600, heartbeatAt: NOW - 120 }] });
+    await insertSession(ledger, {
+      id: "orphan-unverified",
+      startedAt: NOW - 600,
+      updatedAt: NOW - 600,
+      legs: [{ id: "l2", pid: gone.pid, pidStartTicks: gone.startTicks, commandPid: stranger.pid, commandStartTicks: null, startedAt: NOW - 600, heartbeatAt: NOW - 120 }],
+    });
+    const summary = await reaper.runOnce(ledger, NOW, reaper.validate({}), hostEnv({ signalGroup: refuse, signalProcess: refuse }));
+    expect(status("unverified")!.status).toBe("running");
+    expect(status("orphan-unverified")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
+    expect([summary.swept, summary.skipped_recent]).toEqual([1, 1]);
+    expect(isAlive(stranger.pid)).toBe(true);
+    const old = await reaper.runOnce(ledger, NOW + 2 * HOUR, reaper.validate({}), hostEnv({ signalGroup: refuse, signalProcess: refuse }));
+    expect(old.swept).toBe(1);
+    expect(status("unverified")).toEqual({ status: "failed", status_reason_code: "session.orphaned.no_process" });
+    expect(isAlive(stranger.pid)).toBe(true);
+  });
+
   test("a dead supervisor inside the phantom grace is left to finish its own teardown", async () => {
     const { ledger, status } = setup();
     const gone = await deadPid();

@@ -188,7 +188,8 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, readyFil
   let logFile: string | null = null;
   const log = (line: string) => {
     try {
-      if (logFile) fs.appendFileSync(logFile, `li: ${line}\n`);
+      // Owner-only whatever the umask (§18), as every file li creates.
+      if (logFile) fs.appendFileSync(logFile, `li: ${line}\n`, { mode: 0o600 });
     } catch {
       // A full disk or a removed run directory: the ledger still holds the outcome.
     }

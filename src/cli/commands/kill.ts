@@ -54,6 +54,7 @@ export default command({
     const result = await killSession(ledger, args.id, { graceSeconds, ...(args.reason !== undefined ? { reason: args.reason } : {}) }, {
       pushTerminal: (l, event) => pushTerminal(l, event),
     });
+    if (!args.json) for (const line of result.notes) writeNote(`note: ${line}`);
     if (args.json) {
       const { transition: _t, ...rest } = result;
       writeJson(rest);
