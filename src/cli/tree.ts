@@ -61,6 +61,7 @@ export const TREE: Group = {
       },
     },
     reasons: cmd("the reason-code vocabulary", () => import("./commands/reasons.ts"), (m) => m.default),
+    trust: cmd("let a project's .li/settings.yaml run its notify handler (li trust [PATH], --list, --revoke=PATH)", () => import("./commands/trust.ts"), (m) => m.default),
     state: {
       description: "create, repair and inspect ledger entities",
       examples: ["li state create play", "li state prune --keep-days=30 --dry-run"],

@@ -6,6 +6,7 @@ import path from "node:path";
 import { isContained } from "../contracts/artifacts.ts";
 import { UsageError } from "../util/errors.ts";
 import { assertSafeId, isSafeId } from "../util/ids.ts";
+import { writeFileAtomic } from "../util/atomic-file.ts";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
 
 export const RUN_ID_ENV = "LI_RUN_ID";
@@ -212,23 +213,6 @@ function expandHome(p: string, home: string): string {
   if (p === "~") return home;
   if (p.startsWith("~/")) return path.join(home, p.slice(2));
   return p;
-}
-
-function writeFileAtomic(target: string, text: string, mode: number): void {
-  const temp = `${target}.${process.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  const fd = fs.openSync(temp, "wx", mode);
-  try {
-    try {
-      fs.writeSync(fd, text);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    fs.renameSync(temp, target);
-  } catch (err) {
-    fs.rmSync(temp, { force: true });
-    throw err;
-  }
 }
 
 export interface BranchSnapshot {

@@ -25,3 +25,21 @@ export function anySettingsFile(start: string, liHome: string): boolean {
     if (path.dirname(dir) === dir) return false;
   }
 }
+
+/** The nearest `.li/settings.yaml` at or above `start`, skipping the global file itself (`~/.li` is also a project dir of `~`). */
+export function findProjectFile(start: string, globalFile: string): string | null {
+  const globalReal = realOrSelf(globalFile);
+  for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, PROJECT_DIR, SETTINGS_FILE);
+    if (present(candidate) && realOrSelf(candidate) !== globalReal) return candidate;
+    if (path.dirname(dir) === dir) return null;
+  }
+}
+
+function realOrSelf(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return p;
+  }
+}

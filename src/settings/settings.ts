@@ -1,8 +1,7 @@
 // Settings (SPEC §15): project `.li/settings.yaml` over `$LI_HOME/settings.yaml` over defaults, warnings instead of failures.
 
-import { lstatSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { z } from "zod";
 import { EXECUTION_KINDS, canonicalKind } from "../lifecycle/policy.ts";
 import { compileArgvWords, compileTemplate } from "../notify/argv.ts";
@@ -10,7 +9,8 @@ import { parseDuration, parsePositiveNumber, requireDurationRange } from "../uti
 import { UsageError } from "../util/errors.ts";
 import { isSafeId } from "../util/ids.ts";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
-import { PROJECT_DIR, SETTINGS_FILE } from "./lookup.ts";
+import { findProjectFile, SETTINGS_FILE } from "./lookup.ts";
+import { trustCommand, trustState } from "./trust.ts";
 
 export interface NotifyFilter {
   /** Execution kinds the handler is for; null = every kind. */
@@ -61,13 +61,14 @@ const positiveNumberValue: KeyParser<number> = (raw, origin) => numeric(raw, ori
  * layer, so a broken project handler never silently runs the global one in its place.
  */
 const KEYS = {
-  "notify.on_terminal": { parse: parseNotify, fallback: null, disabledByInvalid: "the callback is disabled" },
+  // runsProgram: taken from a project file only when that file is trusted and unchanged (§18, `li trust`).
+  "notify.on_terminal": { parse: parseNotify, fallback: null, disabledByInvalid: "the callback is disabled", runsProgram: true },
   "agent.timeout": { parse: durationValue, fallback: null },
   "watch.sweep_interval": { parse: durationValue, fallback: 30 },
   "watch.phantom_grace": { parse: durationOrZeroValue, fallback: 60 },
   "watch.phantom_hours": { parse: positiveNumberValue, fallback: 1 },
   "watch.prune_keep_days": { parse: positiveNumberValue, fallback: null },
-} as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown; disabledByInvalid?: string }>;
+} as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown; disabledByInvalid?: string; runsProgram?: boolean }>;
 
 type Key = keyof typeof KEYS;
 type ValueOf<K extends Key> = ((typeof KEYS)[K]["parse"] extends KeyParser<infer T> ? T : never) | (typeof KEYS)[K]["fallback"];
@@ -91,6 +92,10 @@ export interface LoadSettingsOptions {
 interface Layer {
   readonly file: string;
   readonly values: ReadonlyMap<Key, unknown>;
+  /** A project file (a repository could have written it); the global file in `$LI_HOME` is trusted. */
+  readonly project: boolean;
+  /** The text read, for the trust check's content hash. */
+  readonly text: string;
 }
 
 /** Resolves the settings; never throws: problems come back as warnings, one line each. */
@@ -103,10 +108,10 @@ export function loadSettings(options: LoadSettingsOptions): { settings: Settings
   // Highest precedence first.
   const layers = [projectFile, globalFile]
     .filter((file): file is string => file !== null)
-    .map((file) => readLayer(file, warnings))
+    .map((file) => readLayer(file, file === projectFile, warnings))
     .filter((layer): layer is Layer => layer !== null);
 
-  const pick = <K extends Key>(key: K): ValueOf<K> => resolveKey(key, layers, warnings);
+  const pick = <K extends Key>(key: K): ValueOf<K> => resolveKey(key, layers, warnings, liHome);
   const notify = pick("notify.on_terminal");
   const settings: Settings = {
     notifyOnTerminal: notify === null ? null : freezeNotify(notify),
@@ -122,7 +127,7 @@ export function loadSettings(options: LoadSettingsOptions): { settings: Settings
 }
 
 /** The first valid value, from the highest layer down; else the default. An invalid value warns (and may disable). */
-function resolveKey<K extends Key>(key: K, layers: readonly Layer[], warnings: string[]): ValueOf<K> {
+function resolveKey<K extends Key>(key: K, layers: readonly Layer[], warnings: string[], liHome: string): ValueOf<K> {
   const spec = KEYS[key];
   const disabled = "disabledByInvalid" in spec ? spec.disabledByInvalid : null;
   const invalid: string[] = [];
@@ -131,6 +136,14 @@ function resolveKey<K extends Key>(key: K, layers: readonly Layer[], warnings: s
     if (!layer.values.has(key)) continue;
     const origin = `settings ${layer.file}: ${key}`;
     const parsed = (spec.parse as KeyParser<ValueOf<K>>)(layer.values.get(key), origin);
+    if (parsed.ok && "runsProgram" in spec && layer.project && runsSomething(parsed.value)) {
+      const untrusted = untrustedProblem(layer, liHome);
+      if (untrusted !== null) {
+        // Like an invalid value: the handler is off, and the global one does not silently run in its place.
+        warnings.push(`${origin}: ${untrusted}`);
+        return null as ValueOf<K>;
+      }
+    }
     if (parsed.ok) {
       chosen = { value: parsed.value, file: layer.file };
       break;
@@ -144,36 +157,21 @@ function resolveKey<K extends Key>(key: K, layers: readonly Layer[], warnings: s
   return chosen === null ? (spec.fallback as ValueOf<K>) : chosen.value;
 }
 
-/** The nearest `.li/settings.yaml` at or above `start`, skipping the global file itself (`~/.li` is also a project dir of `~`). */
-function findProjectFile(start: string, globalFile: string): string | null {
-  const globalReal = realOrSelf(globalFile);
-  for (let dir = start; ; dir = dirname(dir)) {
-    const candidate = join(dir, PROJECT_DIR, SETTINGS_FILE);
-    if (exists(candidate) && realOrSelf(candidate) !== globalReal) return candidate;
-    if (dirname(dir) === dir) return null;
-  }
+/** A handler that is switched on runs a program; `enabled: false` (a project turning the global one off) runs nothing. */
+function runsSomething(value: unknown): boolean {
+  return typeof value === "object" && value !== null && (value as { enabled?: unknown }).enabled === true;
 }
 
-/** Anything at the path, a dangling or hostile symlink included: the reader refuses it with a warning, never in silence. */
-function exists(path: string): boolean {
-  try {
-    lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function realOrSelf(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return path;
-  }
+/** Why a project file may not run a program, with the exact command that trusts it; null when it is trusted as it stands. */
+function untrustedProblem(layer: Layer, liHome: string): string | null {
+  const state = trustState(liHome, layer.file, layer.text);
+  if (state === "trusted") return null;
+  const why = state === "changed" ? "this file changed since it was trusted" : "this file is not trusted";
+  return `not used: ${why}, and the handler would run a program; review the file, then run: ${trustCommand(layer.file)}`;
 }
 
 /** Reads one file into known keys; a missing file is no layer, an unreadable or invalid one warns and is ignored. */
-function readLayer(file: string, warnings: string[]): Layer | null {
+function readLayer(file: string, project: boolean, warnings: string[]): Layer | null {
   // A repository can hold anything at this path: no symlink followed, no FIFO waited on, at most 1 MiB (§18).
   const read = readUntrustedFile(file);
   if (!read.ok) {
@@ -188,12 +186,12 @@ function readLayer(file: string, warnings: string[]): Layer | null {
     warnings.push(`settings ${file}: not valid YAML (${firstLine(error)}); the file is ignored`);
     return null;
   }
-  if (document === null || document === undefined) return { file, values: new Map() };
+  if (document === null || document === undefined) return { file, values: new Map(), project, text };
   if (!isMapping(document)) {
     warnings.push(`settings ${file}: expected a mapping of keys at the top (one YAML document); the file is ignored`);
     return null;
   }
-  return { file, values: collectKeys(document, file, warnings) };
+  return { file, values: collectKeys(document, file, warnings), project, text };
 }
 
 /** Accepts nested (`watch: {sweep_interval: 30}`) and dotted (`watch.sweep_interval: 30`) keys. */

@@ -231,6 +231,8 @@ describe("the notice of a leg (§9.1, §9.4)", () => {
     const project = path.join(home.scratch, "project-dir");
     fs.mkdirSync(path.join(project, ".li"), { recursive: true });
     fs.writeFileSync(path.join(project, ".li", "settings.yaml"), `notify:\n  on_terminal:\n    argv: ["${RECORD}", "${projectOut}", "{status}"]\n`);
+    // A project handler runs only from a trusted file (§18).
+    expect((await li(["trust", project], { home: home.home })).code).toBe(0);
     await agent(home, ["--", "true"]);
     expect(recorded(globalOut)).toHaveLength(1);
     await agent(home, ["--cwd", project, "--no-evidence-gate", "--", "true"]);

@@ -201,3 +201,66 @@ function walk(dir: string): string[] {
     return e.isDirectory() ? [p, ...walk(p)] : [p];
   });
 }
+
+describe("li trust: a repository's settings cannot run a program until trusted (§18)", () => {
+  // Today: cloning a repository with `notify.on_terminal: "./evil.sh {status}"` and running li agent --cwd ran it.
+  test("untrusted → the handler does not run and one warning says how to trust it; trusted → it runs; changed → it does not", async () => {
+    const home = agentHome();
+    const repo = path.join(home.scratch, "repo");
+    const file = path.join(repo, ".li", "settings.yaml");
+    const marker = path.join(home.scratch, "ran");
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, `notify:\n  on_terminal: "touch ${marker}"\n`);
+    const leg = () => agent(["--cwd", repo, "--no-evidence-gate", "--", fixture("exit-with"), "0"], { home });
+
+    let r = await leg();
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`not used: this file is not trusted, and the handler would run a program; review the file, then run: li trust ${file}`);
+    expect(fs.existsSync(marker)).toBe(false);
+    expect(rows(home.db, "SELECT * FROM terminal_callbacks")).toEqual([]);
+
+    const trusted = await li(["trust", repo], { home: home.home });
+    expect(trusted.code).toBe(0);
+    expect(trusted.stdout).toStartWith(`trusted ${file} (sha256 `);
+    expect(fs.statSync(path.join(home.home, "trusted")).mode & 0o777).toBe(0o600);
+    r = await leg();
+    expect(r.stderr).not.toContain("not trusted");
+    expect(fs.existsSync(marker)).toBe(true);
+
+    fs.rmSync(marker);
+    fs.appendFileSync(file, "# changed\n");
+    r = await leg();
+    expect(r.stderr).toContain("this file changed since it was trusted");
+    expect(fs.existsSync(marker)).toBe(false);
+    const listed = await li(["trust", "--list", "--json"], { home: home.home });
+    expect(JSON.parse(listed.stdout)).toEqual([{ path: file, sha256: expect.any(String), trusted_at: expect.any(Number), state: "changed" }]);
+
+    const revoked = await li(["trust", "--revoke", file], { home: home.home });
+    expect([revoked.code, revoked.stdout]).toEqual([0, `revoked ${file}\n`]);
+    const again = await li(["trust", "--revoke", file], { home: home.home });
+    expect([again.code, again.stderr]).toEqual([1, `li: ${file} is not trusted\n`]);
+  });
+
+  test("agent.timeout from an untrusted project file still applies", async () => {
+    const home = agentHome();
+    const repo = path.join(home.scratch, "repo");
+    fs.mkdirSync(path.join(repo, ".li"), { recursive: true });
+    fs.writeFileSync(path.join(repo, ".li", "settings.yaml"), "agent:\n  timeout: 300ms\n");
+    const r = await agent(["--cwd", repo, "--no-evidence-gate", "--", fixture("forever")], { home });
+    expect(r.code).toBe(124);
+    expect(r.stderr).not.toContain("trust");
+  }, 30_000);
+
+  test("bad li trust input is one line and exit 2", async () => {
+    const home = agentHome();
+    for (const [args, message] of [
+      [["trust", path.join(home.scratch, "nope")], `li: li trust: ${path.join(home.scratch, "nope")} does not exist\n`],
+      [["trust", "--list", "x"], "li: li trust: give a PATH, --list or --revoke PATH, one at a time\n"],
+      [["trust", "--json"], "li: li trust: --json goes with --list\n"],
+    ] as const) {
+      const r = await li([...args], { home: home.home, cwd: home.scratch });
+      expect([r.code, r.stderr]).toEqual([2, message]);
+    }
+    expect(fs.existsSync(path.join(home.home, "trusted"))).toBe(false);
+  });
+});

@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultLegNotify, registerLegCallback } from "../../src/notify/register.ts";
 import { loadSettings } from "../../src/settings/settings.ts";
+import { trustFile } from "../../src/settings/trust.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { notifyWorld } from "./helpers.ts";
 
@@ -12,7 +13,11 @@ function settingsWith(files: { project?: string; global?: string }) {
   const project = join(root, "project");
   mkdirSync(join(project, ".li"), { recursive: true });
   mkdirSync(home, { recursive: true });
-  if (files.project !== undefined) writeFileSync(join(project, ".li", "settings.yaml"), files.project);
+  if (files.project !== undefined) {
+    writeFileSync(join(project, ".li", "settings.yaml"), files.project);
+    // A project handler runs only from a trusted file (§18); the trust rule has its own tests.
+    trustFile(home, join(project, ".li", "settings.yaml"), 1);
+  }
   if (files.global !== undefined) writeFileSync(join(home, "settings.yaml"), files.global);
   return loadSettings({ cwd: project, liHome: home, env: {} }).settings;
 }

@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { defaultLegNotify } from "../../src/notify/register.ts";
 import { type NotifySetting, loadSettings, notifyAppliesToLeg } from "../../src/settings/settings.ts";
+import { trustFile } from "../../src/settings/trust.ts";
 
 let root: string;
 let liHome: string;
@@ -380,9 +381,10 @@ describe("loadSettings: notify.on_terminal", () => {
     expect(settings.notifyOnTerminal).toEqual({ origin: `settings ${projectFile}: notify.on_terminal`, enabled: false, filter: { kinds: null, ids: null } });
   });
 
-  test("the project handler beats the global one", () => {
+  test("the project handler beats the global one, once the project file is trusted", () => {
     write(globalFile, "notify.on_terminal: global-hook\n");
     write(projectFile, "notify.on_terminal: project-hook\n");
+    trustFile(liHome, projectFile, 1);
     expect(load().settings.notifyOnTerminal?.template).toBe("project-hook");
   });
 

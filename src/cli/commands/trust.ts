@@ -1,0 +1,85 @@
+// `li trust [PATH]`, `li trust --list [--json]`, `li trust --revoke PATH` (SPEC §18): which project settings files may run a program.
+import fs from "node:fs";
+import path from "node:path";
+import { command } from "../command.ts";
+import { findProjectFile, PROJECT_DIR, SETTINGS_FILE } from "../../settings/lookup.ts";
+import { contentHash, readTrustStore, revokeTrust, trustFile, trustKey, type TrustEntry } from "../../settings/trust.ts";
+import { UsageError } from "../../util/errors.ts";
+import { readUntrustedFile } from "../../util/untrusted-file.ts";
+import { table, writeJson } from "../output.ts";
+import { cliPaths } from "../paths.ts";
+import { writeErr, writeOut } from "../io.ts";
+
+export default command({
+  description:
+    "Trust a project's .li/settings.yaml so its notify.on_terminal may run a program: its real path and content hash are recorded in $LI_HOME/trusted, and a changed file is untrusted again ($LI_HOME/settings.yaml is always trusted). PATH is the file or a project directory (default: the nearest .li/settings.yaml at or above the working directory). Exit 1 when --revoke names a file that is not trusted",
+  examples: ["li trust ~/src/app", "li trust --list --json", "li trust --revoke=~/src/app/.li/settings.yaml"],
+  ledger: "none",
+  args: {
+    path: { type: "positional", valueHint: "PATH", required: false, description: "a settings file, or a project directory holding .li/settings.yaml", complete: "files" },
+    list: { type: "boolean", description: "list the trusted files: trusted, changed or missing" },
+    revoke: { type: "string", valueHint: "PATH", description: "forget the trust of PATH", complete: "files" },
+    json: { type: "boolean", description: "with --list: one JSON array" },
+  },
+  run({ args }) {
+    const liHome = cliPaths().home;
+    const positional = args._.map(String);
+    if (positional.length > 1) throw new UsageError(`li trust takes one PATH; unexpected '${positional[1]}'`);
+    const modes = [args.list === true, args.revoke !== undefined, positional.length > 0].filter(Boolean).length;
+    if (modes > 1) throw new UsageError("li trust: give a PATH, --list or --revoke PATH, one at a time");
+    if (args.json === true && args.list !== true) throw new UsageError("li trust: --json goes with --list");
+    if (args.list === true) return list(liHome, args.json === true);
+    if (args.revoke !== undefined) {
+      if (args.revoke === "") throw new UsageError("--revoke: an empty path");
+      const key = trustKey(args.revoke);
+      if (!revokeTrust(liHome, args.revoke)) {
+        writeErr(`li: ${key} is not trusted\n`);
+        return 1;
+      }
+      writeOut(`revoked ${key}\n`);
+      return 0;
+    }
+    const file = settingsFileFor(positional[0], liHome);
+    let entry: TrustEntry;
+    try {
+      entry = trustFile(liHome, file, Date.now() / 1000);
+    } catch (error) {
+      throw new UsageError(`li trust: ${(error as Error).message}`);
+    }
+    writeOut(`trusted ${entry.path} (sha256 ${entry.sha256.slice(0, 12)}…)\n`);
+    return 0;
+  },
+});
+
+/** The file PATH names: the file itself, or a directory's .li/settings.yaml; without PATH the nearest project file. */
+function settingsFileFor(given: string | undefined, liHome: string): string {
+  if (given === undefined) {
+    const found = findProjectFile(process.cwd(), path.join(path.resolve(liHome), SETTINGS_FILE));
+    if (found === null) throw new UsageError(`li trust: no ${PROJECT_DIR}/${SETTINGS_FILE} at or above ${process.cwd()}; give its PATH`);
+    return found;
+  }
+  if (given === "") throw new UsageError("li trust: an empty path");
+  const absolute = path.resolve(given);
+  let isDir = false;
+  try {
+    isDir = fs.lstatSync(absolute).isDirectory();
+  } catch {
+    throw new UsageError(`li trust: ${absolute} does not exist`);
+  }
+  return isDir ? path.join(absolute, PROJECT_DIR, SETTINGS_FILE) : absolute;
+}
+
+function list(liHome: string, json: boolean): number {
+  const rows = readTrustStore(liHome).map((e) => ({ ...e, state: currentState(e) }));
+  if (json) writeJson(rows);
+  else if (rows.length === 0) writeErr("li: nothing trusted yet\n");
+  else writeOut(table([["STATE", "SHA256", "PATH"], ...rows.map((r) => [r.state, r.sha256.slice(0, 12), r.path])]));
+  return 0;
+}
+
+/** trusted: the file still has the recorded content; changed: it does not (it is untrusted until trusted again); missing: gone. */
+function currentState(entry: TrustEntry): "trusted" | "changed" | "missing" {
+  const read = readUntrustedFile(entry.path);
+  if (!read.ok) return read.missing ? "missing" : "changed";
+  return contentHash(read.text) === entry.sha256 ? "trusted" : "changed";
+}
