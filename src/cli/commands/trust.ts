@@ -13,7 +13,7 @@ import { writeErr, writeOut } from "../io.ts";
 export default command({
   description:
     "Trust a project's .li/settings.yaml so its notify.on_terminal may run a program: its real path and content hash are recorded in $LI_HOME/trusted, and a changed file is untrusted again ($LI_HOME/settings.yaml is always trusted). PATH is the file or a project directory (default: the nearest .li/settings.yaml at or above the working directory). Exit 1 when --revoke names a file that is not trusted",
-  examples: ["li trust ~/src/app", "li trust --list --json", "li trust --revoke=~/src/app/.li/settings.yaml"],
+  examples: ["li trust ~/src/app", "li trust --list --json"],
   ledger: "none",
   args: {
     path: { type: "positional", valueHint: "PATH", required: false, description: "a settings file, or a project directory holding .li/settings.yaml", complete: "files" },
