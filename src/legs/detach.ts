@@ -1,10 +1,8 @@
 // `li agent --detach` (SPEC §8.4): the parent starts a supervising li in a new session and waits for its committed setup.
 
 import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { SUPERVISOR_ENV } from "./env.ts";
-import { ExitCode } from "../util/errors.ts";
+import { ExitCode, UsageError } from "../util/errors.ts";
 
 /** What the supervisor reports through the ready file. */
 export type ReadyReport =
@@ -27,42 +25,81 @@ export function supervisorArgs(args: readonly string[]): string[] {
   return [...own.filter((a) => a !== "--detach" && a !== "--detach=true"), ...rest];
 }
 
-/** Writes the report atomically (the parent polls for the file). */
-export function writeReady(file: string, report: ReadyReport): void {
-  const temp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(temp, JSON.stringify(report), { mode: 0o600 });
-  fs.renameSync(temp, file);
+/**
+ * The supervisor's end of the ready channel (§18, issue 10): an inherited socket on fd 3 that the parent
+ * created, named `fd:3` in LI_SUPERVISOR_READY. The variable never names a path, so it cannot make li write
+ * anywhere; anything else there is refused before li does anything.
+ */
+export const READY_FD = 3;
+const READY_VALUE = `fd:${READY_FD}`;
+
+export interface ReadyChannel {
+  readonly fd: number;
 }
 
-/**
- * Starts the supervisor (setsid, stdin /dev/null, no terminal output) and resolves with its report
- * once setup committed, or a failure when it exits first (exit 78: nobody could wait on that id).
- */
-export async function startDetached(args: readonly string[], env: Record<string, string | undefined>, pollMs = 5): Promise<ReadyReport> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "li-detach-"));
-  const file = path.join(dir, "ready.json");
-  const childEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined) childEnv[k] = v;
-  childEnv[SUPERVISOR_ENV] = file;
+export function openReadyChannel(value: string): ReadyChannel {
+  const refuse = (why: string) =>
+    new UsageError(`${SUPERVISOR_ENV}: ${why}; it is li's own channel from li agent --detach to its supervisor (an inherited socket, ${READY_VALUE}), never a path, and nothing was written`);
+  if (value !== READY_VALUE) throw refuse(`${JSON.stringify(value.slice(0, 40))} is not ${READY_VALUE}`);
+  let socket = false;
   try {
-    const child = Bun.spawn([...selfArgv(), ...supervisorArgs(args)], { env: childEnv, stdin: "ignore", stdout: "ignore", stderr: "ignore", detached: true });
-    child.unref();
-    let exited = false;
-    child.exited.then(() => (exited = true));
-    for (;;) {
-      const report = readReady(file);
-      if (report) return report;
-      if (exited) return readReady(file) ?? { ok: false, exit: ExitCode.unavailable, message: `the supervising li exited (${child.exitCode ?? child.signalCode}) before committing its setup` };
-      await Bun.sleep(pollMs);
-    }
+    socket = fs.fstatSync(READY_FD).isSocket();
+  } catch {
+    throw refuse(`fd ${READY_FD} is not open`);
+  }
+  if (!socket) throw refuse(`fd ${READY_FD} is not a socket`);
+  return { fd: READY_FD };
+}
+
+/** Sends the one report line and closes the channel, so the parent reads it whole and then sees the end. */
+export function writeReady(channel: ReadyChannel, report: ReadyReport): void {
+  try {
+    fs.writeSync(channel.fd, `${JSON.stringify(report)}\n`);
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    fs.closeSync(channel.fd);
   }
 }
 
-function readReady(file: string): ReadyReport | null {
+/**
+ * Starts the supervisor (setsid, stdin /dev/null, no terminal output) with one end of a socket pair on
+ * its fd 3, and resolves with its report once setup committed, or a failure when it ends without one
+ * (exit 78: nobody could wait on that id). The command the supervisor starts never inherits fd 3.
+ */
+export async function startDetached(args: readonly string[], env: Record<string, string | undefined>): Promise<ReadyReport> {
+  const childEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) childEnv[k] = v;
+  childEnv[SUPERVISOR_ENV] = READY_VALUE;
+  const child = Bun.spawn([...selfArgv(), ...supervisorArgs(args)], { env: childEnv, stdio: ["ignore", "ignore", "ignore", "pipe"], detached: true });
+  child.unref();
+  const line = await firstLine(child.stdio[READY_FD] as number);
+  const report = parseReport(line);
+  if (report) return report;
+  await child.exited;
+  return { ok: false, exit: ExitCode.unavailable, message: `the supervising li exited (${child.exitCode ?? child.signalCode}) before committing its setup` };
+}
+
+/** The text up to the first newline, or everything up to the end (null when nothing came). */
+async function firstLine(fd: number): Promise<string | null> {
+  const reader = Bun.file(fd).stream().getReader();
+  const decoder = new TextDecoder();
+  let text = "";
   try {
-    return JSON.parse(fs.readFileSync(file, "utf8")) as ReadyReport;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      if (text.includes("\n")) break;
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  return text === "" ? null : (text.split("\n")[0] ?? null);
+}
+
+function parseReport(line: string | null): ReadyReport | null {
+  if (line === null) return null;
+  try {
+    return JSON.parse(line) as ReadyReport;
   } catch {
     return null;
   }

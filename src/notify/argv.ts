@@ -58,7 +58,7 @@ const SHELL_FEATURES: ReadonlyArray<readonly [token: string, name: string]> = [
 
 const SHELL_CHARS: ReadonlySet<string> = new Set(SHELL_FEATURES.map(([token]) => token[0] ?? ""));
 
-const BLANKS: ReadonlySet<string> = new Set([" ", "\t", "\n"]);
+const BLANKS: ReadonlySet<string> = new Set([" ", "\t"]);
 
 /** At most the first 12 characters of `text`, so a warning never carries a secret argument in full. */
 export function previewWord(text: string): string {
@@ -70,7 +70,7 @@ export function previewWord(text: string): string {
  * Splits a template into words like a POSIX shell would, with none of its interpretation:
  * single quotes keep everything literal; double quotes too, except that `\"` and `\\` escape;
  * a backslash outside quotes makes the next character literal (backslash-newline is removed).
- * Unquoted shell syntax (pipes, lists, redirections, `$`, backticks, parentheses) is an error.
+ * Unquoted shell syntax (pipes, lists, redirections, `$`, backticks, parentheses, a newline) is an error.
  * Throws ArgvTemplateError; positions in messages are 1-based characters of the template.
  */
 export function splitTemplate(template: string): string[] {
@@ -119,6 +119,10 @@ export function splitTemplate(template: string): string[] {
       }
       inWord = true;
       i += 1;
+    } else if (ch === "\n") {
+      // To a shell an unquoted newline ends a command and starts the next one: taking it for a space
+      // would run `a` with the next line's words as arguments instead (issue 10).
+      throw new ArgvTemplateError(`unquoted newline (a command separator) at ${at(i)} needs a shell; li runs the command without one (quote it to pass it literally)`);
     } else if (SHELL_CHARS.has(ch)) {
       const [token, name] = SHELL_FEATURES.find(([t]) => template.startsWith(t, i)) ?? [ch, "shell syntax"];
       throw new ArgvTemplateError(

@@ -264,3 +264,75 @@ describe("li trust: a repository's settings cannot run a program until trusted (
     expect(fs.existsSync(path.join(home.home, "trusted"))).toBe(false);
   });
 });
+
+describe("careless input (§16, §18)", () => {
+  // Today: the newline was taken as a space, so the handler ran `touch` as an argument of the first word.
+  test("a newline in a --notify template is refused like any template needing a shell: a warning, no handler, the run goes on", async () => {
+    const home = agentHome();
+    const r = await agent(["--notify", "true a\ntouch /tmp/never", "--", fixture("exit-with"), "0"], { home });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("warning: --notify: unquoted newline (a command separator) at character 7 needs a shell");
+    expect(rows(home.db, "SELECT * FROM terminal_callbacks")).toEqual([]);
+  });
+
+  // Today: a 10,000-character run id printed a 10 KB ENAMETOOLONG line and had already created state.db.
+  test("a 10,000-character --run-id is a short usage error and nothing is created", async () => {
+    const home = agentHome();
+    const r = await agent(["--run-id", "a".repeat(10_000), "--", fixture("exit-with"), "0"], { home });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe("li: --run-id: an id of 10000 characters is too long (at most 128)\n");
+    expect(fs.existsSync(home.home)).toBe(false);
+    const env = await agent(["--", fixture("exit-with"), "0"], { home, env: { LI_RUN_ID: "b".repeat(300) } });
+    expect([env.code, env.stderr]).toEqual([2, "li: LI_RUN_ID: an id of 300 characters is too long (at most 128)\n"]);
+    expect(fs.existsSync(home.home)).toBe(false);
+  });
+
+  test("a 128-character run id is accepted", async () => {
+    const r = await agent(["--run-id", `r${"x".repeat(127)}`, "--", fixture("exit-with"), "0"]);
+    expect(r.code).toBe(0);
+    expect(r.record.run_id).toHaveLength(128);
+  });
+});
+
+describe("li's own protocol and files it did not create (§18)", () => {
+  // Today: LI_SUPERVISOR_READY=/tmp/x li agent … overwrote /tmp/x with the ready report.
+  test("LI_SUPERVISOR_READY naming a path, or fd:3 open on a file, is refused: exit 2, nothing written, nothing created", async () => {
+    const home = agentHome();
+    const target = path.join(home.scratch, "x");
+    fs.writeFileSync(target, "precious\n");
+    const r = await li(["agent", "--", fixture("exit-with"), "0"], { home: home.home, env: { LI_SUPERVISOR_READY: target } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toStartWith(`li: LI_SUPERVISOR_READY: ${JSON.stringify(target)} is not fd:3;`);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    const viaFd = Bun.spawn(["sh", "-c", 'exec "$@" 3>>"$TARGET"', "sh", LI_BINARY, "agent", "--", fixture("exit-with"), "0"], {
+      env: liEnv(home.home, { LI_SUPERVISOR_READY: "fd:3", TARGET: target }),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(await viaFd.exited).toBe(2);
+    expect(await new Response(viaFd.stderr).text()).toContain("fd 3 is not a socket");
+    expect(fs.readFileSync(target, "utf8")).toBe("precious\n");
+    expect(fs.existsSync(home.home)).toBe(false);
+  });
+
+  // Today: a read-only command migrated a zero-length state.db in place.
+  test.each([
+    [["ls"]],
+    [["show", "abc"]],
+    [["wait", "abc"]],
+    [["state", "transitions", "abc"]],
+    [["events", "handlers", "ls"]],
+    [["events", "owed", "--consumer=ci"]],
+    [["kill", "abc"]],
+  ])("li %p on a zero-length state.db: exit 78 naming it, and the file stays empty", async (args) => {
+    const home = agentHome();
+    fs.mkdirSync(home.home, { recursive: true });
+    fs.writeFileSync(home.db, "");
+    const r = await li(args, { home: home.home });
+    expect(r.code).toBe(78);
+    expect(r.stderr).toContain(home.db);
+    expect(r.stderr).toContain("empty file, not a li ledger yet");
+    expect(fs.statSync(home.db).size).toBe(0);
+    expect(fs.readdirSync(home.home)).toEqual(["state.db"]);
+  });
+});

@@ -22,7 +22,7 @@ function splitError(template: string): string {
 describe("splitTemplate quoting", () => {
   test.each([
     ["notify-send done", ["notify-send", "done"]],
-    ["  a \t b\nc  ", ["a", "b", "c"]],
+    ["  a \t b  c  ", ["a", "b", "c"]],
     ["echo 'hello world'", ["echo", "hello world"]],
     ['echo "hello world"', ["echo", "hello world"]],
     ["echo 'a\\b'", ["echo", "a\\b"]],
@@ -41,8 +41,13 @@ describe("splitTemplate quoting", () => {
     expect(splitTemplate(template)).toEqual(words);
   });
 
-  test.each(["", "   ", "\t\n"])("refuses the empty template %p", (template) => {
+  test.each(["", "   ", "\t\t"])("refuses the empty template %p", (template) => {
     expect(splitError(template)).toContain("empty");
+  });
+
+  // Issue 10: a newline was taken as a space, so `rec.sh a\ntouch /tmp/p` ran rec.sh with "touch /tmp/p" as arguments.
+  test.each([["rec.sh a\ntouch /tmp/p", 9], ["a\n", 2], ["\n", 1]])("refuses an unquoted newline in %p as a command separator", (template, at) => {
+    expect(splitError(template)).toBe(`unquoted newline (a command separator) at character ${at} needs a shell; li runs the command without one (quote it to pass it literally)`);
   });
 
   test("refuses an unterminated single quote, naming where it opened", () => {

@@ -5,7 +5,7 @@ import { command } from "../command.ts";
 import { ExitCode, LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
 import { runAgent, type AgentDeps, type AgentOutcome } from "../../legs/agent.ts";
-import { startDetached, writeReady } from "../../legs/detach.ts";
+import { openReadyChannel, startDetached, writeReady, type ReadyChannel } from "../../legs/detach.ts";
 import { SUPERVISOR_ENV } from "../../legs/env.ts";
 import { PersistenceSetupError, type LegIo } from "../../legs/leg.ts";
 import { LegNotifier } from "../../legs/notify.ts";
@@ -72,9 +72,10 @@ export default command({
   async run({ args: parsed, rawArgs, passthrough, ledger: open }) {
     // citty keeps only the last of a repeated string flag: --artifact is collected from the raw words.
     const args = agentArgs(parsed as Record<string, unknown>, rawArgs);
-    const readyFile = process.env[SUPERVISOR_ENV];
+    const readyValue = process.env[SUPERVISOR_ENV];
     delete process.env[SUPERVISOR_ENV];
-    if (readyFile) return supervise(args, passthrough, readyFile, open);
+    // Checked before anything else: the variable can only name the socket li's own parent handed over.
+    if (readyValue) return supervise(args, passthrough, openReadyChannel(readyValue), open);
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, note);
     const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, env: process.env });
@@ -184,7 +185,7 @@ function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit
 }
 
 /** The supervising li of a detached leg: commits setup, reports through the ready file, then runs the leg. */
-async function supervise(args: AgentArgs, passthrough: string[] | null, readyFile: string, open: () => Ledger): Promise<number> {
+async function supervise(args: AgentArgs, passthrough: string[] | null, ready: ReadyChannel, open: () => Ledger): Promise<number> {
   let logFile: string | null = null;
   const log = (line: string) => {
     try {
@@ -196,7 +197,7 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, readyFil
   };
   let reported = false;
   const fail = (exit: number, message: string) => {
-    if (!reported) writeReady(readyFile, { ok: false, exit, message });
+    if (!reported) writeReady(ready, { ok: false, exit, message });
     reported = true;
     log(message);
     return exit;
@@ -218,7 +219,7 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, readyFil
       requirePersistence: true,
       onStarted: (plan) => {
         logFile = path.join(plan.run.streamDir, "li.log");
-        writeReady(readyFile, { ok: true, session_id: plan.sessionId, branch_id: plan.branchId, run_id: plan.runId });
+        writeReady(ready, { ok: true, session_id: plan.sessionId, branch_id: plan.branchId, run_id: plan.runId });
         reported = true;
       },
     });
