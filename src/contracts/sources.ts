@@ -97,7 +97,8 @@ function loadDeclarations(file: string, flag: string): LoadedDeclarations {
     throw new UsageError(`${file}: ${where}${oneLine(issue?.message ?? "invalid").replace(/^Invalid input: /, "")}`);
   }
   const entries = parsed.data?.artifacts?.expected ?? undefined;
-  if (entries === undefined) return { path: file, entries: undefined, warnings: [] };
+  // Said out loud (§18): a file that declares nothing was most likely not meant (a typo, or /etc/shadow).
+  if (entries === undefined) return { path: file, entries: undefined, warnings: [`${flag} ${file}: declares no artifacts (no artifacts.expected list); it adds nothing to the contract`] };
   const warnings = withFile(file, () => checkDeclarations(entries));
   return { path: file, entries, warnings: warnings.map((w) => `${file}: ${w}`) };
 }

@@ -125,6 +125,17 @@ describe("files someone else could have made (§18)", () => {
     expect(fs.existsSync(home.db)).toBe(false);
   });
 
+  // Today: `--playbook /etc/shadow` was read and silently ignored. Now: one line naming the file, never its content.
+  test("--playbook on a file that declares no artifacts (an /etc/shadow look-alike) warns naming it, without printing it", async () => {
+    const home = agentHome();
+    const file = path.join(home.scratch, "shadow");
+    fs.writeFileSync(file, "root:$6$salt$SECRETHASH:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n");
+    const r = await agent(["--playbook", file, "--", fixture("exit-with"), "0"], { home });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`li: --playbook ${file}: declares no artifacts (no artifacts.expected list); it adds nothing to the contract\n`);
+    expect(r.stderr).not.toContain("SECRETHASH");
+  });
+
   test("a project settings file that is a FIFO or over 1 MiB warns naming it, and the leg runs as if it were absent", async () => {
     const home = agentHome();
     const repo = path.join(home.scratch, "repo");
