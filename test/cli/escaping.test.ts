@@ -89,6 +89,19 @@ describe("terminal escape injection", () => {
     expect(new TextDecoder().decode(r.stderr).trimEnd().split("\n")).toHaveLength(1);
   });
 
+  test("li events listings escape a standing handler's argv; --json keeps it exact", async () => {
+    const home = path.join(tempDir(), "home");
+    const add = await li(["events", "handlers", "add", "h1", "--", "echo", `x${HOSTILE}${FORGED}`], { home });
+    expect(add.code).toBe(0);
+    expect(rawControls(new TextEncoder().encode(add.stderr))).toEqual([]);
+    const r = liBytes(["events", "handlers", "ls"], home);
+    expect(r.code).toBe(0);
+    expect(rawControls(r.stdout)).toEqual([]);
+    expect(new TextDecoder().decode(r.stdout).trimEnd().split("\n")).toHaveLength(2);
+    const json = JSON.parse((await li(["events", "handlers", "ls", "--json"], { home })).stdout);
+    expect(json[0].argv).toEqual(["echo", `x${HOSTILE}${FORGED}`]);
+  });
+
   test("li wait's frozen line escapes the artifact path, so a tab or newline in --save-dir cannot add a field or a line", async () => {
     const root = tempDir();
     const home = path.join(root, "home");
@@ -196,7 +209,7 @@ const CASES = Number(process.env.LI_FUZZ_CASES ?? 6);
 
 describe(`escaping fuzz (LI_FUZZ_SEED=${SEED}, LI_FUZZ_CASES=${CASES})`, () => {
   test(
-    "no raw control byte in ls, show or transitions; --json round-trips argv, reasons, summaries, actor and run id",
+    "no raw control byte in ls, show, transitions, logs or wait; --json round-trips argv, reasons, summaries, actor, run id and output",
     () => {
       const next = prng(SEED);
       const home = path.join(tempDir(), "home");
@@ -212,7 +225,8 @@ describe(`escaping fuzz (LI_FUZZ_SEED=${SEED}, LI_FUZZ_CASES=${CASES})`, () => {
         const where = `seed ${SEED} case ${n}`;
         const escFile = path.join(home, `esc-${n}.jsonl`);
         fs.writeFileSync(escFile, escalationLine(reason));
-        const leg = liWithBytes(home, ["agent", "--json", "--run-id", runId, "--", "sh", "-c", 'cp "$1" "$LI_ESCALATE_FILE"', "sh", escFile, word]);
+        // The command also prints the word: `li logs` renders a command's own bytes.
+        const leg = liWithBytes(home, ["agent", "--json", "--run-id", runId, "--", "sh", "-c", 'cp "$1" "$LI_ESCALATE_FILE"; printf "%s" "$2" >&2', "sh", escFile, word]);
         if (leg.code !== 1) {
           problems.push(`${where}: li agent exit ${leg.code}: ${leg.stderr.slice(0, 200)}`);
           continue;
@@ -222,9 +236,10 @@ describe(`escaping fuzz (LI_FUZZ_SEED=${SEED}, LI_FUZZ_CASES=${CASES})`, () => {
         const set = liWithBytes(home, ["state", "set-status", "session", id, "--status", "aborted", "--reason", "run.aborted.user", "--summary", summary, "--override", "--actor", actor, "--why", "fuzz"]);
         if (set.code !== 0) problems.push(`${where}: set-status exit ${set.code}: ${set.stderr.slice(0, 200)}`);
 
-        for (const args of [["show", id], ["state", "transitions", id], ["ls", "--limit", "500"]]) {
+        for (const args of [["show", id], ["state", "transitions", id], ["ls", "--limit", "500"], ["logs", id], ["wait", id]]) {
           const r = liBytes(args, home);
-          if (r.code !== 0) problems.push(`${where}: li ${args.join(" ")} exit ${r.code}`);
+          // li wait exits 1: the session ended aborted.
+          if (r.code !== (args[0] === "wait" ? 1 : 0)) problems.push(`${where}: li ${args.join(" ")} exit ${r.code}`);
           const raw = rawControls(r.stdout);
           if (raw.length > 0) problems.push(`${where}: li ${args[0]} printed raw ${raw.slice(0, 3).join(", ")}`);
         }
@@ -250,6 +265,13 @@ describe(`escaping fuzz (LI_FUZZ_SEED=${SEED}, LI_FUZZ_CASES=${CASES})`, () => {
         check("escalated summary (transitions)", escalated?.reason_summary, storedEscalated.reason_summary);
         check("repair summary (transitions)", repaired.reason_summary, storedRepair.reason_summary);
         check("actor (transitions)", repaired.actor, storedRepair.actor);
+        // li logs: --raw gives the command's bytes back exactly, --json their UTF-8 text. The command
+        // printed its argv word as li passed it on: li's argv is text, so invalid UTF-8 arrives as U+FFFD
+        // (a limit of li agent's argv, not of the logs), hence the stored word rather than the input.
+        const printed = enc.encode((JSON.parse(stored.command) as string[]).at(-1)!);
+        const rawLog = liBytes(["logs", "--raw", id], home).stdout;
+        if (!Bun.deepEquals(new Uint8Array(rawLog), printed)) problems.push(`${where}: li logs --raw ${JSON.stringify([...rawLog])} ≠ the bytes printed ${JSON.stringify([...printed])}`);
+        check("logs --json text", JSON.parse(liBytes(["logs", "--json", id], home).stdout.toString()).text, new TextDecoder().decode(printed));
         const asText = { word: validUtf8(word), summary: validUtf8(summary), actor: validUtf8(actor), reason: validUtf8(reason) };
         if (asText.word !== null) check("argv word = input", show.legs[0].command.at(-1), asText.word);
         if (asText.summary !== null) check("summary = input", repaired.reason_summary, asText.summary);
