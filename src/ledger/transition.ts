@@ -1,37 +1,73 @@
 // The guarded status write (SPEC §5, ADR-0064 D5): the one seam through which every status changes.
 
-import { z } from "zod";
 import { canonicalKind, POLICIES, type EntityKind, type Policy } from "../lifecycle/policy.ts";
 import { reasonRefusal } from "../lifecycle/reasons.ts";
 import { NotFoundError } from "../util/errors.ts";
 import { TransitionRejectedError, TransitionValidationError } from "./errors.ts";
 import type { IdFactory } from "../util/ids.ts";
-import { SOURCES, type Awaitable, type StatusRow, type Tx } from "./backend.ts";
+import { SOURCES, type Awaitable, type Source, type StatusRow, type Tx } from "./backend.ts";
 
 export { TransitionRejectedError, TransitionValidationError };
 
-const evidenceSchema = z.array(z.record(z.string(), z.unknown()));
+/**
+ * The fields a transition command may carry, each with its check — declared once as data. The
+ * check is hand-written rather than a zod schema: every leg runs this on its way to the final
+ * write, and zod costs a leg ~7 ms (import, schema build, first-parse compile; docs/benchmarks.md).
+ */
+type FieldCheck = (value: unknown) => string | null;
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const nonEmptyString: FieldCheck = (v) => (typeof v !== "string" ? "expected a string" : v.length === 0 ? "must not be empty" : null);
+const string: FieldCheck = (v) => (typeof v === "string" ? null : "expected a string");
+const record: FieldCheck = (v) => (isRecord(v) ? null : "expected an object");
+const COMMAND_FIELDS = {
+  newStatus: nonEmptyString,
+  reasonCode: nonEmptyString,
+  reasonSummary: string,
+  evidenceRefs: (v) => (!Array.isArray(v) ? "expected an array" : v.every(isRecord) ? null : "expected an array of objects"),
+  source: (v) => ((SOURCES as readonly unknown[]).includes(v) ? null : `expected one of ${SOURCES.join(", ")}`),
+  actor: (v) => (v === null ? null : string(v)),
+  metadata: record,
+  expectedStatuses: (v) => (Array.isArray(v) && v.every((s) => s === null || typeof s === "string") ? null : "expected an array of statuses or null"),
+  expectedUpdatedAt: (v) => (typeof v === "number" && Number.isFinite(v) ? null : "expected a finite number"),
+  extraFields: record,
+  override: (v) => (typeof v === "boolean" ? null : "expected a boolean"),
+  overrideActor: string,
+  overrideJustification: string,
+} as const satisfies Record<keyof TransitionCommandData, FieldCheck>;
 
-export const transitionCommandSchema = z.strictObject({
-  newStatus: z.string().min(1),
-  reasonCode: z.string().min(1),
-  reasonSummary: z.string().optional(),
-  evidenceRefs: evidenceSchema.optional(),
-  source: z.enum(SOURCES).optional(),
-  actor: z.string().nullable().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
-  expectedStatuses: z.array(z.string().nullable()).optional(),
-  expectedUpdatedAt: z.number().optional(),
-  extraFields: z.record(z.string(), z.unknown()).optional(),
-  override: z.boolean().optional(),
-  overrideActor: z.string().optional(),
-  overrideJustification: z.string().optional(),
-});
+/** A guarded write's command (SPEC §5). Only `newStatus` and `reasonCode` are required. */
+export interface TransitionCommandData {
+  newStatus: string;
+  reasonCode: string;
+  reasonSummary?: string;
+  evidenceRefs?: Record<string, unknown>[];
+  source?: Source;
+  actor?: string | null;
+  metadata?: Record<string, unknown>;
+  expectedStatuses?: (string | null)[];
+  expectedUpdatedAt?: number;
+  extraFields?: Record<string, unknown>;
+  override?: boolean;
+  overrideActor?: string;
+  overrideJustification?: string;
+}
 
-export type TransitionCommand = z.input<typeof transitionCommandSchema> & {
+export type TransitionCommand = TransitionCommandData & {
   /** Runs inside the same transaction, only when the write applied (e.g. to close or open a `legs` row). */
   alsoInTransaction?: (tx: Tx, applied: AppliedTransition) => Awaitable<void>;
 };
+
+/** The first problem with the command's shape as `path: message`, or null. Unknown keys are refused. */
+function commandShapeProblem(data: Record<string, unknown>): string | null {
+  for (const key of ["newStatus", "reasonCode"] as const) if (data[key] === undefined) return `${key}: required`;
+  for (const [key, value] of Object.entries(data)) {
+    if (!Object.hasOwn(COMMAND_FIELDS, key)) return `command: unknown field '${key}'`;
+    if (value === undefined) continue; // an optional field given as undefined is absent
+    const problem = COMMAND_FIELDS[key as keyof typeof COMMAND_FIELDS](value);
+    if (problem) return `${key}: ${problem}`;
+  }
+  return null;
+}
 
 export interface AppliedTransition {
   transitionId: string;
@@ -65,7 +101,7 @@ export interface TransitionContext {
 export interface ValidatedTransition {
   kind: EntityKind;
   policy: Policy;
-  command: z.output<typeof transitionCommandSchema>;
+  command: TransitionCommandData;
   alsoInTransaction?: TransitionCommand["alsoInTransaction"];
 }
 
@@ -74,12 +110,9 @@ export function validateTransition(entityType: string, command: TransitionComman
   const kind = canonicalKind(entityType);
   if (!kind) throw new TransitionValidationError(`unknown entity kind '${entityType}'`);
   const { alsoInTransaction, ...data } = command;
-  const parsed = transitionCommandSchema.safeParse(data);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new TransitionValidationError(`invalid transition: ${issue.path.join(".") || "command"}: ${issue.message}`);
-  }
-  const cmd = parsed.data;
+  const problem = commandShapeProblem(data);
+  if (problem) throw new TransitionValidationError(`invalid transition: ${problem}`);
+  const cmd = data as TransitionCommandData;
   const policy = POLICIES[kind];
   if (!policy.statuses.has(cmd.newStatus)) {
     throw new TransitionValidationError(`'${cmd.newStatus}' is not a ${kind} status (valid: ${[...policy.statuses].join(", ")})`);

@@ -88,6 +88,38 @@ describe("guards and validation leave the database unchanged", () => {
     });
   }
 
+  // The command's shape is checked before anything is read or written; the message names the field.
+  const shapes: [string, Record<string, unknown>, RegExp][] = [
+    ["an empty newStatus", { newStatus: "", reasonCode: "run.completed.ok" }, /newStatus: must not be empty/],
+    ["a missing reasonCode", { newStatus: "completed" }, /reasonCode: required/],
+    ["a field the command does not know", { newStatus: "completed", reasonCode: "run.completed.ok", status: "completed" }, /unknown field 'status'/],
+    ["a summary that is not a string", { newStatus: "completed", reasonCode: "run.completed.ok", reasonSummary: 7 }, /reasonSummary: expected a string/],
+    ["evidence that is not a list of objects", { newStatus: "completed", reasonCode: "run.completed.ok", evidenceRefs: ["x"] }, /evidenceRefs: expected an array of objects/],
+    ["metadata that is an array", { newStatus: "completed", reasonCode: "run.completed.ok", metadata: [] }, /metadata: expected an object/],
+    ["an expectedStatuses holding a number", { newStatus: "completed", reasonCode: "run.completed.ok", expectedStatuses: ["running", 3] }, /expectedStatuses: expected an array of statuses or null/],
+    ["an expectedUpdatedAt that is not finite", { newStatus: "completed", reasonCode: "run.completed.ok", expectedUpdatedAt: Number.NaN }, /expectedUpdatedAt: expected a finite number/],
+    ["an override that is not a boolean", { newStatus: "completed", reasonCode: "run.completed.ok", override: "yes" }, /override: expected a boolean/],
+  ];
+  for (const [name, command, message] of shapes) {
+    test(`${name} is refused before any write, naming the field`, async () => {
+      const t = tempLedger({ now: fakeClock().now });
+      const id = (await t.ledger.createEntity("invocation")).id;
+      const before = t.dump();
+      const error = await t.ledger.updateStatus("invocation", id, command as never).then(() => null, (e: unknown) => e);
+      expect(error).toBeInstanceOf(TransitionValidationError);
+      expect((error as Error).message).toMatch(message);
+      expect(t.dump()).toEqual(before);
+      t.ledger.close();
+    });
+  }
+
+  test("optional fields given as undefined are absent, and a null actor is accepted", async () => {
+    const t = tempLedger();
+    const id = (await t.ledger.createEntity("invocation")).id;
+    expect(await t.ledger.updateStatus("invocation", id, { newStatus: "completed", reasonCode: "run.completed.ok", reasonSummary: undefined, actor: null })).toBe(true);
+    t.ledger.close();
+  });
+
   test("a matching expectedStatuses with null among them applies", async () => {
     const t = tempLedger();
     const id = (await t.ledger.createEntity("invocation")).id;
