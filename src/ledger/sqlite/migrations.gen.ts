@@ -56,5 +56,44 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
     "statements": [
       "ALTER TABLE `legs` ADD `host_name` text;"
     ]
+  },
+  {
+    "name": "0002_long_wildside",
+    "hash": "b847bd392b0adbdafb6bdb9ecc02f0f795a20237a5fe6849681b794c60959afe",
+    "statements": [
+      "DROP INDEX `branches_session_idx`;",
+      "CREATE INDEX `branches_session_idx` ON `branches` (`session_id`,`created_at`,`id`);",
+      "DROP INDEX `invocations_status_idx`;",
+      "CREATE INDEX `invocations_updated_idx` ON `invocations` (`updated_at`,`id`);",
+      "CREATE INDEX `invocations_status_idx` ON `invocations` (`status`,`updated_at`,`id`);",
+      "DROP INDEX `messages_session_idx`;",
+      "CREATE INDEX `messages_session_idx` ON `messages` (`session_id`,`created_at`,`id`);",
+      "DROP INDEX `plays_status_idx`;",
+      "CREATE INDEX `plays_updated_idx` ON `plays` (`updated_at`,`id`);",
+      "CREATE INDEX `plays_status_idx` ON `plays` (`status`,`updated_at`,`id`);",
+      "DROP INDEX `schedule_runs_status_idx`;",
+      "CREATE INDEX `schedule_runs_updated_idx` ON `schedule_runs` (`updated_at`,`id`);",
+      "CREATE INDEX `schedule_runs_status_idx` ON `schedule_runs` (`status`,`updated_at`,`id`);",
+      "DROP INDEX `sessions_status_idx`;",
+      "DROP INDEX `sessions_invocation_idx`;",
+      "DROP INDEX `sessions_updated_idx`;",
+      "CREATE INDEX `sessions_running_idx` ON `sessions` (`status`,`id`) WHERE \"sessions\".\"status\" = 'running';",
+      "CREATE INDEX `sessions_status_idx` ON `sessions` (`status`,`updated_at`,`id`);",
+      "CREATE INDEX `sessions_invocation_idx` ON `sessions` (`invocation_id`,`updated_at`,`id`);",
+      "CREATE INDEX `sessions_updated_idx` ON `sessions` (`updated_at`,`id`);",
+      "DROP INDEX `shows_status_idx`;",
+      "CREATE INDEX `shows_updated_idx` ON `shows` (`updated_at`,`id`);",
+      "CREATE INDEX `shows_status_idx` ON `shows` (`status`,`updated_at`,`id`);",
+      "DROP INDEX `status_transitions_entity_idx`;",
+      "CREATE INDEX `status_transitions_entity_idx` ON `status_transitions` (`entity_type`,`entity_id`,`created_at`,`seq`);",
+      "DROP INDEX `teams_status_idx`;",
+      "CREATE INDEX `teams_updated_idx` ON `teams` (`updated_at`,`id`);",
+      "CREATE INDEX `teams_status_idx` ON `teams` (`status`,`updated_at`,`id`);",
+      "DROP INDEX `terminal_callbacks_session_idx`;",
+      "CREATE INDEX `terminal_callbacks_session_idx` ON `terminal_callbacks` (`session_id`,`created_at`,`id`);",
+      "CREATE INDEX `legs_state_root_idx` ON `legs` (`state_root`);",
+      "CREATE INDEX `legs_artifact_root_idx` ON `legs` (`artifact_root`);",
+      "CREATE INDEX `terminal_deliveries_state_idx` ON `terminal_deliveries` (`state`,`updated_at`,`consumer`);"
+    ]
   }
 ];

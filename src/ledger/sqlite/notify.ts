@@ -193,14 +193,15 @@ export class SqliteNotifyStore implements NotifyStore {
       : null;
     // The leg whose end the event was (recorded on the transition), so a notice delivered after a
     // resume made another leg current still names its own run; else the current leg, else the latest.
+    // Three lookups by key rather than one ORDER BY over expressions (which sorts every leg of the session).
+    const legColumns = "id, run_id, state_root, artifact_root, exit_code";
+    type EventLeg = { id: string; run_id: string; state_root: string; artifact_root: string; exit_code: number | null };
+    const sid = transition.entity_id;
     const leg =
       transition.entity_type === "session"
-        ? this.get<{ id: string; run_id: string; state_root: string; artifact_root: string; exit_code: number | null }>(
-            `SELECT l.id, l.run_id, l.state_root, l.artifact_root, l.exit_code FROM legs l
-             WHERE l.session_id = $sid
-             ORDER BY (l.id = $leg) DESC, (l.id = (SELECT current_leg_id FROM sessions WHERE id = $sid)) DESC, l.seq DESC LIMIT 1`,
-            { sid: transition.entity_id, leg: transition.leg_id ?? null },
-          )
+        ? ((transition.leg_id ? this.get<EventLeg>(`SELECT ${legColumns} FROM legs WHERE id = $leg AND session_id = $sid`, { leg: transition.leg_id, sid }) : null) ??
+          this.get<EventLeg>(`SELECT ${legColumns} FROM legs WHERE id = (SELECT current_leg_id FROM sessions WHERE id = $sid) AND session_id = $sid`, { sid }) ??
+          this.get<EventLeg>(`SELECT ${legColumns} FROM legs WHERE session_id = $sid ORDER BY seq DESC LIMIT 1`, { sid }))
         : null;
     return { transition, entity, branchId, leg };
   }

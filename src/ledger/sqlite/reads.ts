@@ -158,7 +158,7 @@ export class SqliteReads implements LedgerReads {
   listDeliveries(kind: EntityKind, id: string): DeliveryRow[] {
     return this.q(
       `SELECT d.* FROM terminal_deliveries d JOIN status_transitions t ON t.id = d.transition_id
-       WHERE t.entity_type = ? AND t.entity_id = ? ORDER BY t.seq, d.consumer`,
+       WHERE t.entity_type = ? AND t.entity_id = ? ORDER BY t.created_at, t.seq, d.consumer`,
     ).all(kind, id) as unknown as DeliveryRow[];
   }
 

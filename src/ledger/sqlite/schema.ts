@@ -47,9 +47,14 @@ export const sessions = sqliteTable(
   },
   (t) => [
     check("sessions_status_check", statusIn("session", t.status)),
-    index("sessions_status_idx").on(t.status, t.updated_at),
-    index("sessions_invocation_idx").on(t.invocation_id, t.updated_at),
-    index("sessions_updated_idx").on(t.updated_at),
+    // Listings order by (updated_at, id) newest first: with id in the index no LIMIT makes the planner
+    // sort the table instead (test/ledger/query-plans.test.ts reads every query's plan).
+    index("sessions_status_idx").on(t.status, t.updated_at, t.id),
+    index("sessions_invocation_idx").on(t.invocation_id, t.updated_at, t.id),
+    index("sessions_updated_idx").on(t.updated_at, t.id),
+    // The sweeps page through running sessions by id; only running rows are in it, so it stays small.
+    // (status, id) rather than (id): without statistics the planner only prefers it over the status index so.
+    index("sessions_running_idx").on(t.status, t.id).where(sql`${t.status} = 'running'`),
     // The prune nulls this soft reference per batch (§12.5); without an index that is a scan of every session.
     index("sessions_linked_idx").on(t.linked_session_id),
   ],
@@ -65,7 +70,7 @@ export const branches = sqliteTable(
     created_at: real("created_at").notNull(),
     updated_at: real("updated_at").notNull(),
   },
-  (t) => [index("branches_session_idx").on(t.session_id)],
+  (t) => [index("branches_session_idx").on(t.session_id, t.created_at, t.id)],
 );
 
 export const messages = sqliteTable(
@@ -80,7 +85,7 @@ export const messages = sqliteTable(
     truncated: integer("truncated").notNull().default(0),
     created_at: real("created_at").notNull(),
   },
-  (t) => [index("messages_session_idx").on(t.session_id, t.created_at), index("messages_leg_idx").on(t.leg_id)],
+  (t) => [index("messages_session_idx").on(t.session_id, t.created_at, t.id), index("messages_leg_idx").on(t.leg_id)],
 );
 
 export const legs = sqliteTable(
@@ -119,6 +124,9 @@ export const legs = sqliteTable(
     uniqueIndex("legs_run_id_idx").on(t.run_id),
     uniqueIndex("legs_session_seq_idx").on(t.session_id, t.seq),
     index("legs_open_idx").on(t.ended_at),
+    // prune --files asks which legs use a directory (or one inside it): range scans, never a scan of every leg.
+    index("legs_state_root_idx").on(t.state_root),
+    index("legs_artifact_root_idx").on(t.artifact_root),
   ],
 );
 
@@ -130,7 +138,11 @@ export const invocations = sqliteTable(
     started_at: real("started_at"),
     ended_at: real("ended_at"),
   },
-  (t) => [check("invocations_status_check", statusIn("invocation", t.status)), index("invocations_status_idx").on(t.status)],
+  (t) => [
+    check("invocations_status_check", statusIn("invocation", t.status)),
+    index("invocations_status_idx").on(t.status, t.updated_at, t.id),
+    index("invocations_updated_idx").on(t.updated_at, t.id),
+  ],
 );
 
 export const plays = sqliteTable(
@@ -145,7 +157,8 @@ export const plays = sqliteTable(
   },
   (t) => [
     check("plays_status_check", statusIn("play", t.status)),
-    index("plays_status_idx").on(t.status),
+    index("plays_status_idx").on(t.status, t.updated_at, t.id),
+    index("plays_updated_idx").on(t.updated_at, t.id),
     index("plays_session_idx").on(t.session_id),
   ],
 );
@@ -162,7 +175,8 @@ export const scheduleRuns = sqliteTable(
   },
   (t) => [
     check("schedule_runs_status_check", statusIn("schedule_run", t.status)),
-    index("schedule_runs_status_idx").on(t.status),
+    index("schedule_runs_status_idx").on(t.status, t.updated_at, t.id),
+    index("schedule_runs_updated_idx").on(t.updated_at, t.id),
     index("schedule_runs_invocation_idx").on(t.invocation_id),
   ],
 );
@@ -170,13 +184,21 @@ export const scheduleRuns = sqliteTable(
 export const shows = sqliteTable(
   "shows",
   { id: text("id").primaryKey(), ...statusColumns() },
-  (t) => [check("shows_status_check", statusIn("show", t.status)), index("shows_status_idx").on(t.status)],
+  (t) => [
+    check("shows_status_check", statusIn("show", t.status)),
+    index("shows_status_idx").on(t.status, t.updated_at, t.id),
+    index("shows_updated_idx").on(t.updated_at, t.id),
+  ],
 );
 
 export const teams = sqliteTable(
   "teams",
   { id: text("id").primaryKey(), ...statusColumns() },
-  (t) => [check("teams_status_check", statusIn("team", t.status)), index("teams_status_idx").on(t.status)],
+  (t) => [
+    check("teams_status_check", statusIn("team", t.status)),
+    index("teams_status_idx").on(t.status, t.updated_at, t.id),
+    index("teams_updated_idx").on(t.updated_at, t.id),
+  ],
 );
 
 export const statusTransitions = sqliteTable(
@@ -203,7 +225,7 @@ export const statusTransitions = sqliteTable(
   },
   (t) => [
     uniqueIndex("status_transitions_seq_idx").on(t.seq),
-    index("status_transitions_entity_idx").on(t.entity_type, t.entity_id, t.created_at),
+    index("status_transitions_entity_idx").on(t.entity_type, t.entity_id, t.created_at, t.seq),
     index("status_transitions_events_idx").on(t.terminal_event, t.seq),
     check("status_transitions_source_check", oneOf(t.source, SOURCES)),
   ],
@@ -246,7 +268,7 @@ export const terminalCallbacks = sqliteTable(
   (t) => [
     check("terminal_callbacks_scope_check", oneOf(t.scope, CALLBACK_SCOPES)),
     uniqueIndex("terminal_callbacks_consumer_idx").on(t.consumer),
-    index("terminal_callbacks_session_idx").on(t.session_id),
+    index("terminal_callbacks_session_idx").on(t.session_id, t.created_at, t.id),
     index("terminal_callbacks_leg_idx").on(t.leg_id),
     // Passes over handlers read only the live ones; settled leg registrations accumulate beside them.
     index("terminal_callbacks_live_idx").on(t.scope, t.host_id).where(sql`${t.retired_at} IS NULL`),
@@ -278,6 +300,7 @@ export const terminalDeliveries = sqliteTable(
     primaryKey({ columns: [t.transition_id, t.consumer] }),
     check("terminal_deliveries_state_check", oneOf(t.state, DELIVERY_STATES)),
     index("terminal_deliveries_consumer_idx").on(t.consumer, t.state),
+    index("terminal_deliveries_state_idx").on(t.state, t.updated_at, t.consumer),
   ],
 );
 

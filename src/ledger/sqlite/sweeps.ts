@@ -67,13 +67,15 @@ export function countPruneCandidates(db: Database, options: { terminalStatuses: 
 
 export function legsUsingDirectory(db: Database, dir: string): LegDirs[] {
   const inside = dir.endsWith("/") ? dir : `${dir}/`;
-  // substr comparison instead of LIKE: directory names may hold % and _.
+  // Everything inside `dir/` sorts from "dir/" up to "dir0" ('0' follows '/'): a range on each root's
+  // index instead of LIKE (names may hold % and _) or substr (which reads every leg).
+  const after = `${inside.slice(0, -1)}0`;
   return db
-    .query<LegDirs, [string, string, number]>(
+    .query<LegDirs, [string, string, string]>(
       `SELECT id, session_id, state_root, artifact_root FROM legs
-       WHERE state_root = ?1 OR substr(state_root, 1, ?3) = ?2 OR artifact_root = ?1 OR substr(artifact_root, 1, ?3) = ?2`,
+       WHERE state_root = ?1 OR (state_root >= ?2 AND state_root < ?3) OR artifact_root = ?1 OR (artifact_root >= ?2 AND artifact_root < ?3)`,
     )
-    .all(dir, inside, inside.length);
+    .all(dir, inside, after);
 }
 
 export function passiveCheckpoint(db: Database): void {

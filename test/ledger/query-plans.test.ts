@@ -1,0 +1,200 @@
+// Every listing and lookup query uses an index whatever the limit and filters: each statement the read,
+// sweep and notify seams run is recorded with its parameters, and SQLite's own EXPLAIN QUERY PLAN for
+// it must show neither a full table scan nor a temporary B-tree for ORDER BY. Deterministic: plans
+// depend on the schema and the bound values, not on the rows (no ANALYZE), so a small ledger shows what
+// a million-row one would do.
+
+import { Database, type Statement } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ENTITY_KINDS, POLICIES } from "../../src/lifecycle/policy.ts";
+import { Ledger } from "../../src/ledger/ledger.ts";
+import { resolveIn, VIEW_LOOKUP_ORDER, WAIT_LOOKUP_ORDER } from "../../src/ledger/resolve.ts";
+import { SqliteBackend } from "../../src/ledger/sqlite/backend.ts";
+import { SqliteReads } from "../../src/ledger/sqlite/reads.ts";
+import { tempLedger, type TempLedger } from "../helpers/ledger.ts";
+import { insertSession } from "../helpers/sweep-fixtures.ts";
+
+interface Ran {
+  sql: string;
+  params: unknown[];
+}
+
+/** A connection that records every statement run through it (sql and bound values), then runs it. */
+function recording(db: Database, log: Ran[]): Database {
+  const wrap = (statement: Statement, sql: string) =>
+    new Proxy(statement, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (typeof value !== "function") return value;
+        if (prop === "all" || prop === "get" || prop === "run" || prop === "values" || prop === "iterate") {
+          return (...params: unknown[]) => {
+            log.push({ sql, params });
+            return (value as (...a: unknown[]) => unknown).apply(target, params);
+          };
+        }
+        return value.bind(target);
+      },
+    });
+  return new Proxy(db, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      if (prop === "query" || prop === "prepare") return (sql: string) => wrap((value as (s: string) => Statement).call(target, sql), sql);
+      if (prop === "run") {
+        return (sql: string, ...params: unknown[]) => {
+          log.push({ sql, params });
+          return (value as (...a: unknown[]) => unknown).apply(target, [sql, ...params]);
+        };
+      }
+      return value.bind(target);
+    },
+  });
+}
+
+/** What makes a plan unacceptable: a table read row by row, or a sort of the whole result for ORDER BY. */
+function planProblems(detail: string[]): string[] {
+  return detail.filter((line) => (/^SCAN /.test(line) && !/ USING (COVERING )?INDEX /.test(line) && !/VIRTUAL TABLE|CONSTANT ROW|^SCAN \(/.test(line)) || /TEMP B-TREE FOR .*ORDER BY/.test(line));
+}
+
+const READS_ONLY = /^\s*(SELECT|UPDATE|DELETE|WITH)\b/i;
+
+/**
+ * The only sorts allowed, each over a set the query's index already bounds (never the table), with why.
+ * A scan is never excused. Each entry must still match a statement, so the list cannot outlive its query.
+ */
+const BOUNDED_SORTS: readonly { sql: RegExp; why: string }[] = [
+  { sql: /FROM terminal_deliveries d JOIN status_transitions t/, why: "one entity's deliveries: its history by index, each transition's deliveries by key, sorted by consumer" },
+  { sql: /UNION ALL/, why: "events owed: each part reaches its rows by index; the owed rows of a pass (not the table) are merged by seq" },
+  { sql: /FROM legs g JOIN sessions s ON s\.id = g\.session_id\s+WHERE g\.session_id IN/, why: "the legs of one sweep batch (at most the batch's sessions), each session's by index" },
+];
+
+let t: TempLedger;
+let raw: Database;
+let log: Ran[];
+let ledger: Ledger;
+let backend: SqliteBackend;
+let reads: SqliteReads;
+const T0 = 1_800_000_000;
+/** label → the statements it ran: each label must run at least one (a check that ran nothing proves nothing). */
+const ranBy = new Map<string, Ran[]>();
+
+async function exercise(label: string, fn: () => unknown): Promise<void> {
+  const start = log.length;
+  await fn();
+  ranBy.set(label, log.slice(start));
+}
+
+beforeAll(async () => {
+  t = tempLedger({ now: () => T0 });
+  // Rows of every kind, so each lookup goes all the way (a wait on a play reads its session, …).
+  const inv = await t.ledger.createEntity("invocation", { id: "inv-00000001" });
+  await insertSession(t.ledger, { id: "ses-00000001", startedAt: T0 - 60, updatedAt: T0 - 30, legs: [{ id: "leg-00000001", startedAt: T0 - 60, stateRoot: "/runs/r1" }] });
+  await insertSession(t.ledger, { id: "ses-00000002", status: "completed", startedAt: T0 - 9000, updatedAt: T0 - 8000, legs: [{ id: "leg-00000002", startedAt: T0 - 9000, endedAt: T0 - 8000, status: "completed" }] });
+  await t.ledger.createEntity("play", { id: "pla-00000001", fields: { session_id: "ses-00000001" } });
+  await t.ledger.createEntity("schedule_run", { id: "sch-00000001", fields: { invocation_id: inv.id } });
+  await t.ledger.createEntity("show", { id: "sho-00000001" });
+  await t.ledger.createEntity("team", { id: "tea-00000001" });
+  t.ledger.close();
+  raw = new Database(t.dbPath, { strict: true });
+  log = [];
+  backend = new SqliteBackend(recording(new Database(t.dbPath, { strict: true }), log), t.dbPath);
+  ledger = new Ledger(backend, { now: () => T0 });
+  reads = backend.reads;
+
+  // li ls: every kind alone and all together, each filter of li ls, limits 1, 2, 50 and 1000.
+  for (const kinds of [ENTITY_KINDS, ...ENTITY_KINDS.map((k) => [k])]) {
+    for (const limit of [1, 2, 50, 1000]) {
+      const name = kinds.length === 1 ? kinds[0] : "every kind";
+      await exercise(`ls ${name} --limit ${limit}`, () => reads.listRecent({ kinds, limit }));
+      const status = [...POLICIES[kinds[0]!].statuses][0]!;
+      await exercise(`ls ${name} --status ${status} --limit ${limit}`, () => reads.listRecent({ kinds, status, limit }));
+      await exercise(`ls ${name} --since --limit ${limit}`, () => reads.listRecent({ kinds, since: T0 - 3600, limit }));
+      await exercise(`ls ${name} --status ${status} --since --limit ${limit}`, () => reads.listRecent({ kinds, status, since: T0 - 3600, limit }));
+    }
+  }
+  // li wait / li show: resolution by full id and by prefix (entities, a branch, a run), each kind's wait state.
+  for (const id of ["ses-00000001", "ses-0000", "inv-00000001", "pla-0000", "run-leg-00000001", "run-leg-", "nothing-like-this"]) {
+    await exercise(`resolve ${id} (wait order)`, () => resolveIn(reads, id, WAIT_LOOKUP_ORDER));
+    await exercise(`resolve ${id} (view order)`, () => resolveIn(reads, id, VIEW_LOOKUP_ORDER));
+  }
+  const branch = raw.query<{ id: string }, []>("SELECT id FROM branches LIMIT 1").get();
+  if (branch) await exercise("resolve a branch id", () => resolveIn(reads, branch.id, WAIT_LOOKUP_ORDER));
+  for (const [kind, id] of [["session", "ses-00000001"], ["invocation", "inv-00000001"], ["play", "pla-00000001"], ["schedule_run", "sch-00000001"], ["show", "sho-00000001"], ["team", "tea-00000001"]] as const) {
+    await exercise(`wait state of a ${kind}`, () => reads.waitState(kind, id));
+    await exercise(`show ${kind}`, async () => {
+      reads.entityRow(kind, id);
+      reads.transitionsOf(kind, id);
+      reads.adminEventsOf(kind, id);
+      reads.listDeliveries(kind, id);
+    });
+  }
+  await exercise("shortest unique prefix", () => reads.sharedPrefixLength("ses-00000001"));
+  await exercise("show a session's legs, notices and messages", async () => {
+    reads.legsOf("ses-00000001");
+    reads.listCallbacks("ses-00000001");
+    await backend.listMessages("ses-00000001");
+  });
+  // A leg's own lookups.
+  await exercise("leg lookups", async () => {
+    await backend.getLeg("leg-00000001");
+    await backend.runIdTaken("run-leg-00000001");
+    await backend.sessionLegState("ses-00000001");
+    if (branch) await backend.getBranch(branch.id);
+  });
+  // Events owed: the push's query for one event, a delivery pass over every handler, a consumer's page.
+  const transition = raw.query<{ id: string }, []>("SELECT id FROM status_transitions WHERE terminal_event = 1 LIMIT 1").get()!;
+  await exercise("events owed to the handlers of one event (push)", () => backend.notify.owedToHandlers({ hostId: "h", transitionId: transition.id, now: T0, limit: 256 }));
+  await exercise("events owed to every handler (delivery pass)", () => backend.notify.owedToHandlers({ hostId: "h", now: T0, limit: 100 }));
+  await exercise("events owed to one handler", () => backend.notify.owedToHandlers({ consumer: "cb:x", now: T0, limit: 100 }));
+  await exercise("events owed to a consumer", () => backend.notify.owedToConsumer("reader", 100));
+  await exercise("dead deliveries", () => backend.notify.listDead(100));
+  await exercise("an event's context", () => backend.notify.eventContext(transition.id));
+  // The sweeps' candidate queries.
+  await exercise("running sessions (reaper, doctor, linked finalizer)", () => backend.listRunningSessions({ afterId: null, limit: 100 }));
+  await exercise("running sessions after a cursor", () => backend.listRunningSessions({ afterId: "ses-0", limit: 100 }));
+  await exercise("one sweep session", () => backend.getSweepSession("ses-00000001"));
+  await exercise("prune candidates", () => backend.listPruneCandidates({ terminalStatuses: ["completed", "failed"], cutoff: T0, afterId: null, limit: 100 }));
+  await exercise("prune candidates after a cursor", () => backend.listPruneCandidates({ terminalStatuses: ["completed", "failed"], cutoff: T0, afterId: "ses-0", limit: 100 }));
+  await exercise("legs using a directory (prune --files)", () => backend.legsUsingDirectory("/runs/r1"));
+  void ledger;
+});
+
+afterAll(() => {
+  raw?.close();
+});
+
+describe("query plans", () => {
+  test("every exercise ran at least one statement", () => {
+    expect(ranBy.size).toBeGreaterThan(100);
+    for (const [label, ran] of ranBy) expect({ label, statements: ran.length > 0 }).toEqual({ label, statements: true });
+  });
+
+  test("no listing or lookup scans a table or sorts its whole result for ORDER BY", () => {
+    const bad: string[] = [];
+    const seen = new Set<string>();
+    const usedExcuses = new Set<(typeof BOUNDED_SORTS)[number]>();
+    for (const [label, ran] of ranBy) {
+      for (const { sql, params } of ran) {
+        if (!READS_ONLY.test(sql)) continue;
+        const key = `${sql}\u0000${JSON.stringify(params)}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const plan = raw.query<{ detail: string }, never[]>(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as never[])).map((r) => r.detail);
+        const excused = BOUNDED_SORTS.find((b) => b.sql.test(sql));
+        if (excused) usedExcuses.add(excused);
+        const problems = planProblems(plan).filter((p) => !(excused && p.includes("TEMP B-TREE")));
+        if (problems.length > 0) bad.push(`${label}: ${problems.join("; ")}\n    ${sql.replace(/\s+/g, " ").slice(0, 300)}\n    plan: ${plan.join(" | ")}`);
+      }
+    }
+    expect(seen.size).toBeGreaterThan(20);
+    expect(bad).toEqual([]);
+    expect(BOUNDED_SORTS.filter((b) => !usedExcuses.has(b)).map((b) => b.why)).toEqual([]);
+  });
+
+  test("the check itself recognises a full scan and a sort for ORDER BY", () => {
+    const plan = (sql: string, ...params: unknown[]) => raw.query<{ detail: string }, never[]>(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as never[])).map((r) => r.detail);
+    expect(planProblems(plan("SELECT * FROM sessions WHERE +status = ?", "running"))).not.toEqual([]);
+    expect(planProblems(plan("SELECT id FROM sessions ORDER BY ended_at LIMIT 1"))).not.toEqual([]);
+    expect(planProblems(plan("SELECT id FROM sessions WHERE id = ?", "x"))).toEqual([]);
+  });
+});
