@@ -9,7 +9,7 @@ import { join, resolve } from "node:path";
 import { resolvePaths } from "../src/ledger/location.ts";
 import { openLedger } from "../src/ledger/open.ts";
 import { addHandler } from "../src/notify/consumers.ts";
-import { handlerHost } from "../src/notify/engine.ts";
+import { handlerHost } from "../src/notify/host.ts";
 import { handlerSpawnFloorMs, quantile, r2, wallNs } from "./floor.ts";
 
 const N = Number(process.argv[2] ?? 500);

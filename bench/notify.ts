@@ -10,7 +10,7 @@ import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
 import { addHandler } from "../src/notify/consumers.ts";
-import { handlerHost } from "../src/notify/engine.ts";
+import { handlerHost } from "../src/notify/host.ts";
 import { pushTerminal } from "../src/notify/push.ts";
 import { registerLegCallback } from "../src/notify/register.ts";
 import { handlerSpawnFloorMs, quantile, r2, r3, wallNs } from "./floor.ts";

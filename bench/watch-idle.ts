@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { resolvePaths } from "../src/ledger/location.ts";
 import { openLedger } from "../src/ledger/open.ts";
 import { addHandler } from "../src/notify/consumers.ts";
-import { handlerHost } from "../src/notify/engine.ts";
+import { handlerHost } from "../src/notify/host.ts";
 import { compileFloor, r2 } from "./floor.ts";
 
 const { values } = parseArgs({ options: { seconds: { type: "string", default: "600" }, sessions: { type: "string", default: "10000" }, "sweep-interval": { type: "string", default: "30s" } } });

@@ -138,11 +138,12 @@ export function hostId(options: HostIdOptions = {}): string {
 /** The identity of the current process, as a leg records it. */
 export function processIdentity(options: HostIdOptions = {}): ProcessIdentity {
   const procRoot = options.procRoot ?? PROC_ROOT;
+  const boot = bootId(procRoot); // read once: hostId() would read it again
   return {
     pid: process.pid,
     startTicks: readStartTicks(process.pid, procRoot),
-    bootId: bootId(procRoot),
-    hostId: hostId(options),
+    bootId: boot,
+    hostId: `${machineId(options.machineIdPaths)}:${boot}`,
     hostName: os.hostname(),
   };
 }

@@ -1,7 +1,8 @@
 // The delivery engine (SPEC §9.5): one pass over everything this host's handlers are owed and nobody holds.
 
 import type { Ledger } from "../ledger/ledger.ts";
-import { canonicalHost, claimRunSettle, handlerHost, MAX_ATTEMPTS, type EngineOptions, type PassSummary } from "./engine.ts";
+import { claimRunSettle, MAX_ATTEMPTS, type EngineOptions, type PassSummary } from "./engine.ts";
+import { canonicalHost, handlerHost } from "./host.ts";
 
 export interface DeliverOptions extends EngineOptions {
   /** At most this many (handler, event) pairs per pass. */

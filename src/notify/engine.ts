@@ -3,7 +3,6 @@
 import path from "node:path";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { EventContext, OwedDelivery } from "../ledger/notify-store.ts";
-import { machineId, machineOf } from "../legs/proc.ts";
 import { renderArgv } from "./argv.ts";
 import { envelopeFromContext, placeholderValues } from "./envelope.ts";
 import { DEFAULT_BUDGET_MS, runHandlers, type HandlerJob, type HandlerResult } from "./run.ts";
@@ -19,17 +18,6 @@ const BACKOFF_MAX_S = 300;
 export function backoffSeconds(attempts: number): number {
   return Math.min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** Math.max(0, attempts - 1));
 }
-
-/**
- * The host a handler belongs to. The machine id rather than `hostId()` (machine + boot): a standing
- * handler must survive a reboot, and the events it is owed must still be delivered after one.
- */
-export function handlerHost(): string {
-  return canonicalHost(machineId());
-}
-
-/** A handler's host from either form `hostId()` (machine:boot) or `machineId()` (machine): the machine part. */
-export const canonicalHost = machineOf;
 
 export interface EngineOptions {
   /** Defaults to handlerHost(). */

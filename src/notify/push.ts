@@ -2,7 +2,8 @@
 
 import type { Ledger } from "../ledger/ledger.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
-import { canonicalHost, claimRunSettle, handlerHost, type EngineOptions, type PassSummary } from "./engine.ts";
+import type { EngineOptions, PassSummary } from "./engine.ts";
+import { canonicalHost, handlerHost } from "./host.ts";
 
 /** More handlers than this on one event are left to the delivery engine. */
 const PUSH_LIMIT = 256;
@@ -28,6 +29,9 @@ export async function pushTerminal(
       now: now(),
       limit: PUSH_LIMIT,
     });
+    // Most legs have no handler: the engine (argv, envelope, handler runs) loads only when one is owed.
+    if (owed.length === 0) return empty;
+    const { claimRunSettle } = await import("./engine.ts");
     return await claimRunSettle(ledger, owed, opts);
   } catch (error) {
     // The transition is committed whatever happens here; what push could not do, delivery will.

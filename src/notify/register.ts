@@ -4,7 +4,7 @@ import type { Tx } from "../ledger/backend.ts";
 import { notifyAppliesToLeg, type Settings } from "../settings/settings.ts";
 import { randomId } from "../util/ids.ts";
 import { compileArgvWords, compileTemplate, type CompiledArgv } from "./argv.ts";
-import { canonicalHost, handlerHost } from "./engine.ts";
+import { canonicalHost, handlerHost } from "./host.ts";
 import { REGISTRATION_PREFIX } from "./prefixes.ts";
 
 export interface LegNotify {

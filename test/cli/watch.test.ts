@@ -6,7 +6,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { openLedger } from "../../src/ledger/open.ts";
 import { resolvePaths } from "../../src/ledger/location.ts";
-import { handlerHost } from "../../src/notify/engine.ts";
+import { handlerHost } from "../../src/notify/host.ts";
 import { addHandler } from "../../src/notify/consumers.ts";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";

@@ -3,7 +3,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import { addHandler } from "../../src/notify/consumers.ts";
-import { handlerHost } from "../../src/notify/engine.ts";
+import { handlerHost } from "../../src/notify/host.ts";
 import { pushTerminal } from "../../src/notify/push.ts";
 import { registerLegCallback } from "../../src/notify/register.ts";
 import { killSession } from "../../src/sweeps/kill.ts";

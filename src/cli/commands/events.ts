@@ -6,7 +6,7 @@ import type { CallbackRow } from "../../ledger/notify-store.ts";
 import { previewWord } from "../../notify/argv.ts";
 import { ackEvents, addConsumer, addHandler, assertPlainConsumer, checkHandlerInput, listDead, listHandlers, listOwed, removeHandler, retireConsumer } from "../../notify/consumers.ts";
 import { deliverOnce } from "../../notify/deliver.ts";
-import { handlerHost } from "../../notify/engine.ts";
+import { handlerHost } from "../../notify/host.ts";
 import { describeArgv } from "../../notify/run.ts";
 import { UsageError } from "../../util/errors.ts";
 import { command } from "../command.ts";
