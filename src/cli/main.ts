@@ -1,7 +1,6 @@
 // The entry point: routes argv through the command tree, enforces the one flag convention (kebab-case,
 // one spelling, strict), opens and closes the ledger a command declares, and owns every exit code (§16).
 
-import { parseArgs } from "citty";
 import { ExitCode, UsageError } from "../util/errors.ts";
 import type { LedgerNeed, LiArgs, LiCommand } from "./command.ts";
 import { exitFor } from "./exit.ts";
@@ -9,6 +8,7 @@ import { cliContext } from "./globals.ts";
 import { commandHelp, groupHelp } from "./help.ts";
 import { writeErr, writeNote, writeOut } from "./io.ts";
 import { stripAnsi } from "./output.ts";
+import { parseArgs } from "./parse-args.ts";
 import { isGroup, TREE, type Command, type Group } from "./tree.ts";
 import { versionText } from "./version.ts";
 
@@ -33,7 +33,7 @@ function knownFlags(args: LiArgs): { names: Set<string>; takesValue: Set<string>
   return { names, takesValue };
 }
 
-/** citty accepts unknown flags silently; li rejects them with one line naming the flag. */
+/** Unknown flags are refused with one line naming the flag, before anything is parsed. */
 function rejectUnknownFlags(tokens: string[], args: LiArgs, where: string): void {
   const { names, takesValue } = knownFlags(args);
   for (let i = 0; i < tokens.length; i++) {
@@ -92,7 +92,7 @@ async function ledgerOpener(need: LedgerNeed): Promise<() => { close(): void }> 
 async function execute(command: LiCommand, where: string, rest: string[], passthrough: string[] | null): Promise<number> {
   rejectUnknownFlags(rest, command.args, where);
   if (passthrough !== null && !command.takesCommand) throw new UsageError(`'${where}' takes no command after --`);
-  const args = parseArgs(rest, command.args);
+  const args = parseArgs(rest, command.args, where);
   const open = await ledgerOpener(command.ledger);
   let opened: { close(): void } | null = null;
   try {
