@@ -112,47 +112,22 @@ export class PolicyError extends Error {
   override readonly name = "PolicyError";
 }
 
-/** A Set that refuses changes once built (Object.freeze alone does not stop Set.add). */
-class FrozenSet<T> extends Set<T> {
-  private sealed = false;
-  constructor(values: Iterable<T>) {
-    super(values);
-    this.sealed = true;
-    Object.freeze(this);
-  }
-  override add(value: T): this {
-    if (this.sealed) throw new TypeError("the lifecycle registry is frozen");
-    return super.add(value);
-  }
-  override delete(): boolean {
-    throw new TypeError("the lifecycle registry is frozen");
-  }
-  override clear(): void {
-    throw new TypeError("the lifecycle registry is frozen");
-  }
-}
+const frozen = (): never => {
+  throw new TypeError("the lifecycle registry is frozen");
+};
 
-class FrozenMap<K, V> extends Map<K, V> {
-  private sealed = false;
-  constructor(entries: Iterable<readonly [K, V]>) {
-    super(entries);
-    this.sealed = true;
-    Object.freeze(this);
-  }
-  override set(key: K, value: V): this {
-    if (this.sealed) throw new TypeError("the lifecycle registry is frozen");
-    return super.set(key, value);
-  }
-  override delete(): boolean {
-    throw new TypeError("the lifecycle registry is frozen");
-  }
-  override clear(): void {
-    throw new TypeError("the lifecycle registry is frozen");
-  }
+/**
+ * A Set or Map that refuses changes (Object.freeze alone does not stop Set.add): its own add/set/
+ * delete/clear shadow the prototype's. Plain collections rather than subclasses: constructing ~50
+ * subclassed Sets at every start-up cost li ~0.3-0.7 ms (every command loads this module).
+ */
+function seal<T extends Set<unknown> | Map<unknown, unknown>>(collection: T): T {
+  Object.defineProperties(collection, { add: { value: frozen }, set: { value: frozen }, delete: { value: frozen }, clear: { value: frozen } });
+  return Object.freeze(collection);
 }
 
 function freezeSet<T>(values: Iterable<T>): ReadonlySet<T> {
-  return new FrozenSet(values);
+  return seal(new Set(values));
 }
 
 /** Builds and validates one policy; a malformed declaration fails here, at start-up. */
@@ -196,7 +171,7 @@ export function buildPolicy(kind: string, spec: PolicySpec): Policy {
     statuses: freezeSet(spec.statuses),
     initial: freezeSet(spec.initial),
     terminal: freezeSet(spec.terminal),
-    edges: new FrozenMap(edges) as ReadonlyMap<string, ReadonlySet<string>>,
+    edges: seal(new Map(edges)) as ReadonlyMap<string, ReadonlySet<string>>,
     extraFields: freezeSet(spec.extraFields),
     reasonDomains: Object.freeze([...spec.reasonDomains]),
     execution: spec.execution,

@@ -45,6 +45,19 @@ describe("the policy registry", () => {
     expect(() => (POLICIES.session.terminal as Set<string>).add("running")).toThrow();
     expect(() => (POLICIES.session.edges as Map<string, unknown>).set("completed", new Set())).toThrow();
     expect(POLICIES.session.terminal.has("running")).toBe(false);
+    // Every set and map of every policy refuses add/set, delete and clear, and keeps its contents.
+    for (const policy of Object.values(POLICIES)) {
+      for (const set of [policy.statuses, policy.initial, policy.terminal, policy.extraFields, ...policy.edges.values()] as Set<string>[]) {
+        const before = [...set];
+        expect(() => set.add("x")).toThrow(TypeError);
+        expect(() => set.delete(before[0]!)).toThrow(TypeError);
+        expect(() => set.clear()).toThrow(TypeError);
+        expect([...set]).toEqual(before);
+      }
+      const edges = policy.edges as Map<string, ReadonlySet<string>>;
+      expect(() => edges.delete([...edges.keys()][0]!)).toThrow(TypeError);
+      expect(() => edges.clear()).toThrow(TypeError);
+    }
   });
 
   test("session and invocation share the run vocabulary and its single edge set", () => {
