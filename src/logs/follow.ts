@@ -52,7 +52,7 @@ export async function followSession(o: FollowOptions): Promise<FollowEnd> {
         return StreamReader.open(file);
       } catch (error) {
         if (!(error instanceof LogFileError)) throw error;
-        if (!/ENOENT/.test(error.message)) {
+        if (!error.missing) {
           refused.add(file);
           o.onProblem(error.message);
         }

@@ -1,13 +1,22 @@
-// Reading a leg's stream file: opened without following a final symlink and without blocking (the
+// Reading a leg's stream file: opened like every file someone else could have made (util/untrusted-file.ts: no final symlink, no blocking; the
 // command could have replaced it — it knows its run directory), checked to be a regular file, then
 // read in bounded chunks from an offset, so a huge log never sits in memory and a growing one can be
 // followed.
 
 import fs from "node:fs";
+import { openUntrustedFile } from "../util/untrusted-file.ts";
 
 const CHUNK = 64 * 1024;
 
-export class LogFileError extends Error {}
+export class LogFileError extends Error {
+  constructor(
+    message: string,
+    /** Nothing there yet (a leg writes its stream file once its command starts). */
+    readonly missing: boolean,
+  ) {
+    super(message);
+  }
+}
 
 export class StreamReader {
   private constructor(
@@ -17,20 +26,11 @@ export class StreamReader {
     public offset: number,
   ) {}
 
-  /** Opens `file`; a symlink, FIFO, device or directory is refused with one line naming it. */
+  /** Opens `file` as every file someone else could have made (§18); a symlink, FIFO, device or directory is refused with one line naming it. */
   static open(file: string): StreamReader {
-    let fd: number;
-    try {
-      fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      throw new LogFileError(code === "ELOOP" ? `${file} is a symbolic link; not read` : `${file}: cannot open (${code ?? (error as Error).message})`);
-    }
-    if (!fs.fstatSync(fd).isFile()) {
-      fs.closeSync(fd);
-      throw new LogFileError(`${file} is not a regular file; not read`);
-    }
-    return new StreamReader(file, fd, 0);
+    const opened = openUntrustedFile(file);
+    if (!opened.ok) throw new LogFileError(opened.missing ? `${file} does not exist` : `${file} ${opened.problem}; not read`, opened.missing);
+    return new StreamReader(file, opened.fd, 0);
   }
 
   /** Starts at the last `lines` lines (a final line without its newline counts as one). */

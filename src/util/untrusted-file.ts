@@ -16,8 +16,13 @@ export type UntrustedRead =
 // O_NONBLOCK: a FIFO opens at once instead of blocking open() until a writer appears; fstat then refuses it.
 const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY;
 
-/** Reads `file` as UTF-8 when it is a regular file of at most `limit` bytes; never follows a final symlink, never blocks. */
-export function readUntrustedFile(file: string, limit: number = UNTRUSTED_FILE_LIMIT): UntrustedRead {
+export type UntrustedOpen = { ok: true; fd: number; stat: fs.Stats } | Exclude<UntrustedRead, { ok: true }>;
+
+/**
+ * Opens `file` for reading the same way, without reading it: for a caller that streams a file it may
+ * not hold whole (`li logs` on a leg's stream file). The caller closes `fd`.
+ */
+export function openUntrustedFile(file: string): UntrustedOpen {
   let fd: number;
   try {
     fd = fs.openSync(file, OPEN_FLAGS);
@@ -29,7 +34,21 @@ export function readUntrustedFile(file: string, limit: number = UNTRUSTED_FILE_L
   }
   try {
     const stat = fs.fstatSync(fd);
-    if (!stat.isFile()) return { ok: false, missing: false, problem: `is ${kindOf(stat)}, not a regular file` };
+    if (stat.isFile()) return { ok: true, fd, stat };
+    fs.closeSync(fd);
+    return { ok: false, missing: false, problem: `is ${kindOf(stat)}, not a regular file` };
+  } catch (error) {
+    fs.closeSync(fd);
+    return { ok: false, missing: false, problem: `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
+  }
+}
+
+/** Reads `file` as UTF-8 when it is a regular file of at most `limit` bytes; never follows a final symlink, never blocks. */
+export function readUntrustedFile(file: string, limit: number = UNTRUSTED_FILE_LIMIT): UntrustedRead {
+  const opened = openUntrustedFile(file);
+  if (!opened.ok) return opened;
+  const { fd, stat } = opened;
+  try {
     if (stat.size > limit) return { ok: false, missing: false, problem: `is larger than ${formatBytes(limit)} (${stat.size} bytes)` };
     // Read up to one byte past the bound: a file that grows after fstat is still refused, never read whole.
     const buffer = Buffer.alloc(Math.min(limit, Math.max(stat.size, 64 * 1024)) + 1);

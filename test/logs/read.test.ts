@@ -59,7 +59,7 @@ describe("StreamReader", () => {
     expect(() => StreamReader.open(link)).toThrow(`${link} is a symbolic link`);
     const fifo = path.join(dir, "fifo");
     Bun.spawnSync(["mkfifo", fifo]);
-    expect(() => StreamReader.open(fifo)).toThrow(`${fifo} is not a regular file`);
-    expect(() => StreamReader.open(dir)).toThrow(`${dir} is not a regular file`);
+    expect(() => StreamReader.open(fifo)).toThrow(`${fifo} is a FIFO, not a regular file`);
+    expect(() => StreamReader.open(dir)).toThrow(`${dir} is a directory, not a regular file`);
   });
 });
