@@ -49,7 +49,8 @@ export const reaper: Sweep<ReaperOptions, SessionSweepSummary> = {
           sweep: true,
           status: "failed",
           reasonCode: "session.orphaned.no_process",
-          reasonSummary: `running for ${Math.round(j.ageSeconds)}s with no process markers`,
+          // "unknown" is also a recorded pid li cannot verify (no start ticks, §18): say which, the evidence shows it.
+          reasonSummary: `running for ${Math.round(j.ageSeconds)}s with no process markers${j.liveness?.evidence.basis === "probe" ? " li can verify" : ""}`,
           killOrphan: false,
         };
       },

@@ -249,6 +249,8 @@ describe("the phantom reaper", () => {
     const old = await reaper.runOnce(ledger, NOW + 2 * HOUR, reaper.validate({}), hostEnv({ signalGroup: refuse, signalProcess: refuse }));
     expect(old.swept).toBe(1);
     expect(status("unverified")).toEqual({ status: "failed", status_reason_code: "session.orphaned.no_process" });
+    const summary2 = query<{ status_reason_summary: string }>(ledger, "SELECT status_reason_summary FROM sessions WHERE id = 'unverified'")[0]!;
+    expect(summary2.status_reason_summary).toEndWith("with no process markers li can verify");
     expect(isAlive(stranger.pid)).toBe(true);
   });
 
