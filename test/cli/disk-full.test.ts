@@ -216,7 +216,7 @@ describe("disk full at teardown (the ledger on the full disk, the run directory 
     const dbPath = join(home, "state.db");
     const said = lines(r);
     expect(said).toHaveLength(1);
-    expect(said[0]).toMatch(new RegExp(`^li: the outcome was NOT recorded: ledger ${dbPath}: disk full: .*SQLITE_FULL.*; it was completed \\(run\\.completed\\.ok\\) session \\S+`));
+    expect(said[0]).toMatch(new RegExp(`^li: the outcome was NOT recorded: ledger ${dbPath}: disk full: .*SQLITE_FULL.*; it was completed \\(run\\.completed\\.ok\\) session \\S+ branch \\S+ \\(command exit 0\\)`));
     expect(r.stderr).not.toMatch(/^li: completed/m);
     // The stream file and the run directory stay for the record.
     const [runDir] = readdirSync(runs);
@@ -257,7 +257,7 @@ describe("disk full at teardown (the ledger on the full disk, the run directory 
     const r = await li(["agent", "--json", "--", "sh", "-c", `dd if=/dev/zero of=${filler} bs=4096 2>/dev/null; true`], { home, env: { LI_RUNS_ROOT: join(elsewhere(), "runs") } });
     expect(r.code).toBe(78);
     const record = JSON.parse(r.stdout);
-    expect(record).toMatchObject({ status: "completed", persisted: false, ledger_error: expect.stringContaining(`ledger ${join(home, "state.db")}: disk full`) });
+    expect(record).toMatchObject({ status: "completed", exit_code: 0, persisted: false, ledger_error: expect.stringContaining(`ledger ${join(home, "state.db")}: disk full`) });
     rmSync(filler);
     expectLedgerSound(join(home, "state.db"));
   });

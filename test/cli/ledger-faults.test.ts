@@ -159,9 +159,34 @@ describe("a ledger on a read-only mount", () => {
       expect(leg.code).toBe(0);
       expect(leg.stdout).toBe("RAN\n");
       expect(leg.stderr).toMatch(why);
+      // Its run directory cannot even be made (mkdir: EROFS): the command runs all the same.
+      expect(leg.stderr).toMatch(/warning: cannot write the run directory \S+ \(EROFS/);
       expect(leg.stderr).toContain("(not recorded)");
     } finally {
       Bun.spawnSync(["umount", mountPoint]);
     }
+  });
+});
+
+describe("a damaged file", () => {
+  test("bytes that are not SQLite at all: 78 naming the file, for readers and writers; a foreground leg still runs", async () => {
+    const dir = home();
+    const path = join(dir, "state.db");
+    writeFileSync(path, Buffer.alloc(8192, 0x5a));
+    for (const args of [["ls"], ["state", "create", "play"]]) expectRefused(await li(args, { home: dir }), path, /not a SQLite database: .*SQLITE_NOTADB/);
+    const leg = await li(["agent", "--", "true"], { home: dir });
+    expect(leg.code).toBe(0);
+    expect(leg.stderr).toContain("SQLITE_NOTADB");
+  });
+
+  test("a li ledger whose pages were overwritten: 78 'corrupt', never 'internal error'", async () => {
+    const dir = home();
+    expect((await li(["agent", "--", "true"], { home: dir })).code).toBe(0);
+    const path = join(dir, "state.db");
+    const image = readFileSync(path);
+    // Every page after the first three (the schema and the first tables) gets garbage over its header.
+    for (let page = 3; page * 4096 < image.length; page++) image.fill(0x5a, page * 4096, page * 4096 + 200);
+    writeFileSync(path, image);
+    for (const args of [["ls"], ["show", "abc"], ["state", "create", "play"]]) expectRefused(await li(args, { home: dir }), path, /corrupt.*SQLITE_CORRUPT/);
   });
 });

@@ -131,7 +131,11 @@ export default command({
  */
 function summaryLine({ plan, result }: AgentOutcome): string {
   const outcome = `${result.status} (${result.reasonCode || "-"}) session ${plan.sessionId} branch ${plan.branchId}`;
-  if (result.ledgerError) return `the outcome was NOT recorded: ${result.ledgerError.message}; it was ${outcome}, which the ledger still shows running`;
+  if (result.ledgerError) {
+    // li exits 78 here, so the command's own exit code is said too.
+    const code = result.exitCode === null ? "the command did not run" : `command exit ${result.exitCode}`;
+    return `the outcome was NOT recorded: ${result.ledgerError.message}; it was ${outcome} (${code}), which the ledger still shows running`;
+  }
   return `${outcome}${result.persisted === "none" ? " (not recorded)" : ""}`;
 }
 
