@@ -3,8 +3,8 @@
 
 import { writeSync } from "node:fs";
 
-/** Writes all of `data` to `fd`, across partial writes and a non-blocking descriptor's EAGAIN. */
-export function writeAll(fd: number, data: string | Uint8Array): void {
+/** Writes all of `data` to `fd`, across partial writes and a non-blocking descriptor's EAGAIN; false when the reader went away. */
+export function writeAll(fd: number, data: string | Uint8Array): boolean {
   const bytes = typeof data === "string" ? Buffer.from(data) : data;
   let offset = 0;
   while (offset < bytes.length) {
@@ -16,10 +16,11 @@ export function writeAll(fd: number, data: string | Uint8Array): void {
         Bun.sleepSync(1);
         continue;
       }
-      if (code === "EPIPE") return; // the reader went away (e.g. `li ls | head`): nothing left to tell it
+      if (code === "EPIPE") return false; // the reader went away (e.g. `li ls | head`): nothing left to tell it
       throw error;
     }
   }
+  return true;
 }
 
 export { isTerminal } from "./terminal.ts";

@@ -102,6 +102,26 @@ describe("li logs", () => {
     expect(wait.code).toBe(1);
   }, 60_000);
 
+  test("-f stops when its reader goes away (li logs -f ID | head), while the leg runs on", async () => {
+    const home = newHome();
+    const go = path.join(tempDir("li-logs-go-"), "go");
+    const detach = await li(["agent", "--detach", "--", "sh", "-c", 'while [ ! -e "$1" ]; do echo tick; sleep 0.05; done', "sh", go], { home });
+    const id = detach.stdout.trim();
+    try {
+      const pipeline = Bun.spawn(["sh", "-c", `"${LI_BINARY}" logs -f "$1" | head -n 2`, "sh", id], { env: liEnv(home), stdout: "pipe", stderr: "pipe" });
+      spawned.push(pipeline);
+      const [out, code] = await Promise.all([new Response(pipeline.stdout).text(), pipeline.exited]);
+      expect(out).toBe("tick\ntick\n");
+      expect(code).toBe(0);
+      // The leg was not waited for: it is still running.
+      const shown = JSON.parse((await li(["show", "--json", id], { home })).stdout);
+      expect(shown.entity.status).toBe("running");
+    } finally {
+      fs.writeFileSync(go, "");
+    }
+    expect((await li(["wait", "--timeout", "60", id], { home })).code).toBe(0);
+  }, 60_000);
+
   test("-f on a session that already ended prints its output and exits at once with its code", async () => {
     const home = newHome();
     const s = await leg(home, ["--", "sh", "-c", "echo done"]);

@@ -35,13 +35,19 @@ function header(leg: LegRow): string {
   return `==> leg ${leg.seq} · run ${safeText(leg.run_id)} · started ${isoTime(leg.started_at)} · ${end} <==\n`;
 }
 
-/** Writes a leg's bytes to stdout: exactly (`--raw`) or escaped, decoding UTF-8 across chunk boundaries. */
-function stdoutSink(raw: boolean): { sink: (bytes: Uint8Array) => void; flush: () => void } {
-  if (raw) return { sink: (bytes) => writeAll(1, bytes), flush: () => {} };
+/**
+ * Writes a leg's bytes to stdout: exactly (`--raw`) or escaped, decoding UTF-8 across chunk boundaries.
+ * `onGone` runs once the reader has gone away (`li logs -f ID | head`): a follow stops there.
+ */
+function stdoutSink(raw: boolean, onGone: () => void): { sink: (bytes: Uint8Array) => void; flush: () => void } {
+  const write = (data: string | Uint8Array) => {
+    if (!writeAll(1, data)) onGone();
+  };
+  if (raw) return { sink: (bytes) => write(bytes), flush: () => {} };
   const decoder = new TextDecoder();
   return {
-    sink: (bytes) => writeAll(1, safeLines(decoder.decode(bytes, { stream: true }))),
-    flush: () => writeAll(1, safeLines(decoder.decode())),
+    sink: (bytes) => write(safeLines(decoder.decode(bytes, { stream: true }))),
+    flush: () => write(safeLines(decoder.decode())),
   };
 }
 
@@ -117,7 +123,8 @@ export default command({
       return records.every((r) => r.error === null) ? 0 : 1;
     }
 
-    const { sink, flush } = stdoutSink(Boolean(args.raw));
+    const stop = new AbortController();
+    const { sink, flush } = stdoutSink(Boolean(args.raw), () => stop.abort());
     let problems = 0;
     let followReader: StreamReader | null = null;
     for (const out of outputs) {
@@ -150,7 +157,6 @@ export default command({
     const live = current ?? chosen.at(-1)!;
     const liveOut = outputs.find((o) => o.leg.id === live.id);
     if (liveOut && !liveOut.ok) return 1;
-    const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
