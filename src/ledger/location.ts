@@ -1,6 +1,7 @@
 // Where the ledger and the run directories live (SPEC §3): LI_HOME, LI_DB, --db, LI_RUNS_ROOT.
 
 import { LedgerUnavailableError } from "../util/errors.ts";
+import { pgLedgerNameOfUrl } from "./postgres/redact.ts";
 
 // node:path and node:os load only when a path needs real work: the first `node:*` import costs ~1 ms of
 // start-up in the compiled binary, and the common case (absolute LI_HOME, or $HOME set) needs neither.
@@ -64,14 +65,7 @@ export function sqlitePathOf(location: LedgerLocation): string {
   return location.path;
 }
 
-/** A location safe to print: a postgres URL loses its password. */
+/** A location safe to print: a postgres URL is named by host, port and database only (postgres/redact.ts). */
 export function describeLocation(location: LedgerLocation): string {
-  if (location.kind === "sqlite") return location.path;
-  try {
-    const url = new URL(location.url);
-    if (url.password) url.password = "***";
-    return url.toString();
-  } catch {
-    return "postgres://(unparseable url)";
-  }
+  return location.kind === "sqlite" ? location.path : pgLedgerNameOfUrl(location.url);
 }

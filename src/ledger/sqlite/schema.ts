@@ -1,20 +1,11 @@
 // The ledger's tables for SQLite (SPEC §3); names follow the seeds so an operator's SQL keeps working.
 
-import { sql, type SQL } from "drizzle-orm";
-import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex, type AnySQLiteColumn } from "drizzle-orm/sqlite-core";
-import { POLICY_SPECS, type EntityKind } from "../../lifecycle/policy.ts";
+import { sql } from "drizzle-orm";
+import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import type { EntityKind } from "../../lifecycle/policy.ts";
 import { SOURCES } from "../backend.ts";
 import { CALLBACK_SCOPES, DELIVERY_STATES } from "../notify-store.ts";
-
-/** `column IN (…)` over a vocabulary declared in code, so the database enforces the same list. */
-function oneOf(column: AnySQLiteColumn, values: readonly string[]): SQL {
-  return sql`${column} IN (${sql.raw(values.map((v) => `'${v}'`).join(", "))})`;
-}
-
-/** The status vocabulary of `kind`, from the registry. */
-function statusIn(kind: EntityKind, column: AnySQLiteColumn): SQL {
-  return oneOf(column, POLICY_SPECS[kind].statuses);
-}
+import { oneOf, statusIn } from "../schema-checks.ts";
 
 /** Columns every status-bearing entity carries: current status and its denormalized reason. */
 const statusColumns = () => ({

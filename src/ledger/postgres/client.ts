@@ -1,0 +1,85 @@
+// Opens a session pool on a PostgreSQL ledger through Bun's built-in SQL client (SPEC §14), with
+// explicit options only (options.ts resolved them as libpq does), li's schema on the search_path and
+// the session timeouts that keep a stuck server from hanging a command.
+
+import { SQL } from "bun";
+import { LedgerUnavailableError } from "../../util/errors.ts";
+import { asPgLedgerError } from "./errors.ts";
+import { targetName, type PgTarget } from "./options.ts";
+import { scrubPassword } from "./redact.ts";
+
+/** Session limits, sent as startup parameters so every pooled connection has them from its first query. */
+export interface SessionLimits {
+  statementTimeoutMs: number;
+  lockTimeoutMs: number;
+}
+
+/** li's statements are short; a statement or lock wait beyond these is a sick server, not a slow one. */
+export const DEFAULT_LIMITS: SessionLimits = { statementTimeoutMs: 60_000, lockTimeoutMs: 15_000 };
+
+export interface PgClient {
+  sql: SQL;
+  target: PgTarget;
+  /** `postgres://HOST:PORT/DATABASE`, the only way li names this ledger. */
+  name: string;
+  close(): Promise<void>;
+}
+
+/** `"li"`: an identifier quoted for SQL (schema names are validated by options.ts; quoting is the belt). */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+function tlsOption(target: PgTarget): Bun.SQL.PostgresOrMySQLOptions["tls"] {
+  const files = target.sslRootCert || target.sslCert || target.sslKey;
+  if (!files || target.sslmode === "disable") return target.sslmode;
+  // A root certificate means verifying the server: Bun then checks the host name too (verify-full).
+  return {
+    ...(target.sslRootCert ? { ca: Bun.file(target.sslRootCert) } : {}),
+    ...(target.sslCert ? { cert: Bun.file(target.sslCert) } : {}),
+    ...(target.sslKey ? { key: Bun.file(target.sslKey) } : {}),
+  };
+}
+
+/** The options handed to Bun: every field set, so no environment variable Bun reads can change them. */
+export function clientOptions(target: PgTarget, limits: SessionLimits = DEFAULT_LIMITS, max = 4): Bun.SQL.PostgresOrMySQLOptions {
+  const connection: Record<string, string> = {
+    search_path: quoteIdent(target.schema),
+    statement_timeout: String(Math.floor(limits.statementTimeoutMs)),
+    lock_timeout: String(Math.floor(limits.lockTimeoutMs)),
+    application_name: target.applicationName,
+  };
+  if (target.serverOptions) connection.options = target.serverOptions;
+  const socket = target.host.startsWith("/");
+  return {
+    adapter: "postgres",
+    ...(socket ? { path: target.host, hostname: "localhost" } : { hostname: target.host }),
+    port: target.port,
+    username: target.user,
+    password: target.password ?? "",
+    database: target.database,
+    tls: tlsOption(target),
+    connectionTimeout: target.connectTimeoutSeconds,
+    connection,
+    max,
+    idleTimeout: 0,
+    bigint: false,
+  };
+}
+
+/**
+ * Connects (one round trip, so a wrong host or password fails here, named) and returns the pool. A
+ * failure is a LedgerUnavailableError (78) naming host, port and database, its reason scrubbed of the password.
+ */
+export async function connectPg(target: PgTarget, options: { limits?: SessionLimits; max?: number } = {}): Promise<PgClient> {
+  const name = targetName(target);
+  const sql = new SQL(clientOptions(target, options.limits, options.max));
+  try {
+    await sql`SELECT 1`;
+  } catch (error) {
+    await sql.close({ timeout: 0 }).catch(() => {});
+    // Anything that fails the first round trip is about reaching the ledger, classified or not.
+    throw asPgLedgerError(error, name, target.password) ?? new LedgerUnavailableError(name, scrubPassword(String((error as Error)?.message ?? error), target.password));
+  }
+  return { sql, target, name, close: () => sql.close({ timeout: 5 }) };
+}

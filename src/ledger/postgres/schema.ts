@@ -1,0 +1,294 @@
+// The ledger's tables for PostgreSQL (SPEC §3, §14): the SQLite schema's tables, columns, CHECK
+// constraints and indexes, declared once more in drizzle's PostgreSQL dialect. The tables are declared
+// without a schema: the migration runner applies them under `search_path` = li's schema (default `li`,
+// LI_PG_SCHEMA or the URL's search_path), so one set of migrations serves any schema name.
+//
+// Types: SQLite's REAL (Unix seconds) is `double precision` (PostgreSQL's `real` is 4 bytes and cannot
+// hold a Unix time to the second); SQLite's 64-bit INTEGER is `bigint` where the value comes from
+// outside li (pids, clock ticks, seq, watermarks) and `integer` for flags, counters and exit codes.
+// test/ledger/postgres/migrate.test.ts compares the two schemas column by column.
+
+import { sql } from "drizzle-orm";
+import { bigint, check, doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import type { EntityKind } from "../../lifecycle/policy.ts";
+import { SOURCES } from "../backend.ts";
+import { CALLBACK_SCOPES, DELIVERY_STATES } from "../notify-store.ts";
+import { oneOf, statusIn } from "../schema-checks.ts";
+
+/** A Unix time in seconds (SQLite REAL). */
+const seconds = (name: string) => doublePrecision(name);
+/** A 64-bit integer read as a JS number (pids, ticks and seq stay far below 2^53). */
+const int64 = (name: string) => bigint(name, { mode: "number" });
+
+/** Columns every status-bearing entity carries: current status and its denormalized reason. */
+const statusColumns = () => ({
+  status: text("status").notNull(),
+  status_reason_code: text("status_reason_code"),
+  status_reason_summary: text("status_reason_summary"),
+  status_evidence_refs: text("status_evidence_refs"),
+  created_at: seconds("created_at").notNull(),
+  updated_at: seconds("updated_at").notNull(),
+});
+
+export const sessions = pgTable(
+  "sessions",
+  {
+    id: text("id").primaryKey(),
+    progression_id: text("progression_id"),
+    first_msg_id: text("first_msg_id"),
+    last_msg_id: text("last_msg_id"),
+    ...statusColumns(),
+    started_at: seconds("started_at"),
+    ended_at: seconds("ended_at"),
+    invocation_id: text("invocation_id"),
+    artifacts_path: text("artifacts_path"),
+    artifact_contract_json: text("artifact_contract_json"),
+    artifact_verification_json: text("artifact_verification_json"),
+    node_metadata: text("node_metadata"),
+    exit_code: integer("exit_code"),
+    current_leg_id: text("current_leg_id"),
+    linked_session_id: text("linked_session_id"),
+  },
+  (t) => [
+    check("sessions_status_check", statusIn("session", t.status)),
+    index("sessions_status_idx").on(t.status, t.updated_at),
+    index("sessions_invocation_idx").on(t.invocation_id, t.updated_at),
+    index("sessions_updated_idx").on(t.updated_at),
+    // The prune nulls this soft reference per batch (§12.5); without an index that is a scan of every session.
+    index("sessions_linked_idx").on(t.linked_session_id),
+  ],
+);
+
+export const branches = pgTable(
+  "branches",
+  {
+    id: text("id").primaryKey(),
+    session_id: text("session_id").notNull(),
+    name: text("name"),
+    metadata: text("metadata"),
+    created_at: seconds("created_at").notNull(),
+    updated_at: seconds("updated_at").notNull(),
+  },
+  (t) => [index("branches_session_idx").on(t.session_id)],
+);
+
+export const messages = pgTable(
+  "messages",
+  {
+    id: text("id").primaryKey(),
+    session_id: text("session_id").notNull(),
+    branch_id: text("branch_id"),
+    leg_id: text("leg_id"),
+    role: text("role").notNull(),
+    content: text("content").notNull(),
+    truncated: integer("truncated").notNull().default(0),
+    created_at: seconds("created_at").notNull(),
+  },
+  (t) => [index("messages_session_idx").on(t.session_id, t.created_at), index("messages_leg_idx").on(t.leg_id)],
+);
+
+export const legs = pgTable(
+  "legs",
+  {
+    id: text("id").primaryKey(),
+    session_id: text("session_id").notNull(),
+    seq: integer("seq").notNull(),
+    run_id: text("run_id").notNull(),
+    state_root: text("state_root").notNull(),
+    artifact_root: text("artifact_root").notNull(),
+    command: text("command").notNull(),
+    cwd: text("cwd"),
+    pid: int64("pid"),
+    pid_start_ticks: int64("pid_start_ticks"),
+    boot_id: text("boot_id"),
+    host_id: text("host_id"),
+    command_pid: int64("command_pid"),
+    command_start_ticks: int64("command_start_ticks"),
+    started_at: seconds("started_at").notNull(),
+    heartbeat_at: seconds("heartbeat_at"),
+    kill_requested_at: seconds("kill_requested_at"),
+    ended_at: seconds("ended_at"),
+    status: text("status").notNull(),
+    reason_code: text("reason_code"),
+    exit_code: integer("exit_code"),
+    deferred: integer("deferred").notNull().default(0),
+    /** The leg's message endpoints (the session's own columns are outside the guarded write's allowlist, §4). */
+    first_msg_id: text("first_msg_id"),
+    last_msg_id: text("last_msg_id"),
+  },
+  (t) => [
+    check("legs_status_check", statusIn("session", t.status)),
+    uniqueIndex("legs_run_id_idx").on(t.run_id),
+    uniqueIndex("legs_session_seq_idx").on(t.session_id, t.seq),
+    index("legs_open_idx").on(t.ended_at),
+  ],
+);
+
+export const invocations = pgTable(
+  "invocations",
+  {
+    id: text("id").primaryKey(),
+    ...statusColumns(),
+    started_at: seconds("started_at"),
+    ended_at: seconds("ended_at"),
+  },
+  (t) => [check("invocations_status_check", statusIn("invocation", t.status)), index("invocations_status_idx").on(t.status)],
+);
+
+export const plays = pgTable(
+  "plays",
+  {
+    id: text("id").primaryKey(),
+    ...statusColumns(),
+    session_id: text("session_id"),
+    started_at: seconds("started_at"),
+    ended_at: seconds("ended_at"),
+    exit_code: integer("exit_code"),
+  },
+  (t) => [
+    check("plays_status_check", statusIn("play", t.status)),
+    index("plays_status_idx").on(t.status),
+    index("plays_session_idx").on(t.session_id),
+  ],
+);
+
+export const scheduleRuns = pgTable(
+  "schedule_runs",
+  {
+    id: text("id").primaryKey(),
+    ...statusColumns(),
+    invocation_id: text("invocation_id"),
+    started_at: seconds("started_at"),
+    ended_at: seconds("ended_at"),
+    exit_code: integer("exit_code"),
+  },
+  (t) => [
+    check("schedule_runs_status_check", statusIn("schedule_run", t.status)),
+    index("schedule_runs_status_idx").on(t.status),
+    index("schedule_runs_invocation_idx").on(t.invocation_id),
+  ],
+);
+
+export const shows = pgTable(
+  "shows",
+  { id: text("id").primaryKey(), ...statusColumns() },
+  (t) => [check("shows_status_check", statusIn("show", t.status)), index("shows_status_idx").on(t.status)],
+);
+
+export const teams = pgTable(
+  "teams",
+  { id: text("id").primaryKey(), ...statusColumns() },
+  (t) => [check("teams_status_check", statusIn("team", t.status)), index("teams_status_idx").on(t.status)],
+);
+
+export const statusTransitions = pgTable(
+  "status_transitions",
+  {
+    id: text("id").primaryKey(),
+    /** Consumer watermarks use it; making it final in commit order on PostgreSQL is issue 11 item 4. */
+    seq: int64("seq").notNull(),
+    entity_type: text("entity_type").notNull(),
+    entity_id: text("entity_id").notNull(),
+    previous_status: text("previous_status"),
+    status: text("status").notNull(),
+    reason_code: text("reason_code").notNull(),
+    reason_summary: text("reason_summary"),
+    evidence_refs: text("evidence_refs"),
+    source: text("source").notNull(),
+    actor: text("actor"),
+    created_at: seconds("created_at").notNull(),
+    metadata: text("metadata"),
+    /** 1 when this row is a terminal event (§2): applied, changed status, landed terminal, execution kind. */
+    terminal_event: integer("terminal_event").notNull().default(0),
+    /** Sessions only: the current leg once this transition applied, so a notice is matched to its leg. */
+    leg_id: text("leg_id"),
+  },
+  (t) => [
+    uniqueIndex("status_transitions_seq_idx").on(t.seq),
+    index("status_transitions_entity_idx").on(t.entity_type, t.entity_id, t.created_at),
+    index("status_transitions_events_idx").on(t.terminal_event, t.seq),
+    check("status_transitions_source_check", oneOf(t.source, SOURCES)),
+  ],
+);
+
+export const adminEvents = pgTable(
+  "admin_events",
+  {
+    id: text("id").primaryKey(),
+    event_type: text("event_type").notNull(),
+    entity_type: text("entity_type"),
+    entity_id: text("entity_id"),
+    actor: text("actor"),
+    justification: text("justification"),
+    payload: text("payload"),
+    created_at: seconds("created_at").notNull(),
+  },
+  (t) => [index("admin_events_entity_idx").on(t.entity_type, t.entity_id, t.created_at), index("admin_events_type_idx").on(t.event_type)],
+);
+
+export const terminalCallbacks = pgTable(
+  "terminal_callbacks",
+  {
+    id: text("id").primaryKey(),
+    /** 'leg' (bound to one leg's session) or 'standing' (a named handler over many entities). */
+    scope: text("scope").notNull(),
+    name: text("name"),
+    consumer: text("consumer").notNull(),
+    session_id: text("session_id"),
+    leg_id: text("leg_id"),
+    argv: text("argv").notNull(),
+    filter_kinds: text("filter_kinds"),
+    filter_ids: text("filter_ids"),
+    origin: text("origin").notNull(),
+    host_id: text("host_id").notNull(),
+    enabled: integer("enabled").notNull().default(1),
+    created_at: seconds("created_at").notNull(),
+    retired_at: seconds("retired_at"),
+  },
+  (t) => [
+    check("terminal_callbacks_scope_check", oneOf(t.scope, CALLBACK_SCOPES)),
+    uniqueIndex("terminal_callbacks_consumer_idx").on(t.consumer),
+    index("terminal_callbacks_session_idx").on(t.session_id),
+    index("terminal_callbacks_leg_idx").on(t.leg_id),
+    // Passes over handlers read only the live ones; settled leg registrations accumulate beside them.
+    index("terminal_callbacks_live_idx").on(t.scope, t.host_id).where(sql`${t.retired_at} IS NULL`),
+  ],
+);
+
+export const consumers = pgTable("consumers", {
+  name: text("name").primaryKey(),
+  watermark: int64("watermark").notNull(),
+  registered_at: seconds("registered_at").notNull(),
+  retired_at: seconds("retired_at"),
+});
+
+export const terminalDeliveries = pgTable(
+  "terminal_deliveries",
+  {
+    transition_id: text("transition_id").notNull(),
+    consumer: text("consumer").notNull(),
+    state: text("state").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    last_error: text("last_error"),
+    claimed_until: seconds("claimed_until"),
+    next_attempt_at: seconds("next_attempt_at"),
+    acked_at: seconds("acked_at"),
+    created_at: seconds("created_at").notNull(),
+    updated_at: seconds("updated_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.transition_id, t.consumer] }),
+    check("terminal_deliveries_state_check", oneOf(t.state, DELIVERY_STATES)),
+    index("terminal_deliveries_consumer_idx").on(t.consumer, t.state),
+  ],
+);
+
+/** The table of each entity kind, as in the SQLite schema. */
+export const ENTITY_TABLES = {
+  session: sessions,
+  invocation: invocations,
+  schedule_run: scheduleRuns,
+  play: plays,
+  show: shows,
+  team: teams,
+} as const satisfies Record<EntityKind, unknown>;

@@ -1,0 +1,217 @@
+// A throwaway PostgreSQL cluster on loopback for the test run (one per test process, started on first
+// use, stopped after the last test file by the preload postgres-teardown.ts) and a fresh database per test file. When PostgreSQL is not
+// installed the PostgreSQL suites say loudly that they did not run; under CI they fail instead, because
+// .ci/run installs it. LI_TEST_PG_BIN names the server's bin directory when it is not under
+// /usr/lib/postgresql/*/bin (Debian's layout) or on PATH.
+
+import { afterAll, beforeAll, describe, test } from "bun:test";
+import { SQL } from "bun";
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { isAlive } from "./until.ts";
+
+/** The role every pw_* test role belongs to: pg_hba asks these for a password, everyone else is trusted. */
+export const PASSWORD_ROLE_GROUP = "li_password_users";
+
+export interface PgCluster {
+  host: "127.0.0.1";
+  port: number;
+  /** The superuser (trusted on loopback). */
+  user: "postgres";
+  binDir: string;
+  dataDir: string;
+  /** A URL for the superuser on `database` (no password: loopback is trusted). */
+  url(database: string): string;
+}
+
+/** The newest server bin directory: LI_TEST_PG_BIN, else Debian's /usr/lib/postgresql/N/bin, else PATH. */
+export function postgresBinDir(): string | null {
+  const explicit = process.env.LI_TEST_PG_BIN;
+  if (explicit) return existsSync(join(explicit, "initdb")) ? explicit : null;
+  const root = "/usr/lib/postgresql";
+  if (existsSync(root)) {
+    const versions = readdirSync(root)
+      .filter((v) => /^[0-9]+$/.test(v) && existsSync(join(root, v, "bin", "initdb")))
+      .sort((a, b) => Number(b) - Number(a));
+    if (versions[0]) return join(root, versions[0], "bin");
+  }
+  const onPath = Bun.which("initdb");
+  return onPath ? dirname(onPath) : null;
+}
+
+const isRoot = () => process.getuid?.() === 0;
+const CLUSTER_PREFIX = "li-pg-";
+
+/** Runs a server program (as the postgres user when we are root: initdb and pg_ctl refuse root). */
+function runServerTool(argv: string[], what: string): string {
+  const full = isRoot() ? ["runuser", "-u", "postgres", "--", ...argv] : argv;
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" };
+  const result = Bun.spawnSync(full, { env, stdout: "pipe", stderr: "pipe" });
+  const output = result.stdout.toString() + result.stderr.toString();
+  if (result.exitCode !== 0) throw new Error(`${what} failed (exit ${result.exitCode}): ${output.trim().slice(-2000)}`);
+  return output;
+}
+
+/** Gives `path` to the postgres user (the server refuses a data directory it does not own). */
+function chownToPostgres(path: string): void {
+  const id = (flag: string) => Number(Bun.spawnSync(["id", flag, "postgres"]).stdout.toString().trim());
+  chownSync(path, id("-u"), id("-g"));
+}
+
+/** A loopback port nobody listens on right now (the server may still lose a race for it: start retries). */
+function freePort(): number {
+  const server = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = server.port;
+  server.stop(true);
+  return port;
+}
+
+/** Clusters left by test processes that died without stopping theirs (kill -9): stopped and removed. */
+function reapAbandonedClusters(binDir: string): void {
+  for (const entry of readdirSync(tmpdir())) {
+    const owner = Number(/^li-pg-([0-9]+)-/.exec(entry)?.[1]);
+    if (!owner || owner === process.pid || isAlive(owner)) continue;
+    const dir = join(tmpdir(), entry);
+    try {
+      if (existsSync(join(dir, "data", "postmaster.pid"))) runServerTool([join(binDir, "pg_ctl"), "-D", join(dir, "data"), "-m", "immediate", "stop"], "pg_ctl stop");
+    } catch {
+      // Already stopped, or half initialised: removing the directory is all that is left to do.
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function startCluster(binDir: string): PgCluster {
+  reapAbandonedClusters(binDir);
+  const dir = mkdtempSync(join(tmpdir(), `${CLUSTER_PREFIX}${process.pid}-`));
+  const dataDir = join(dir, "data");
+  if (isRoot()) chownToPostgres(dir);
+  runServerTool([join(binDir, "initdb"), "-D", dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"], "initdb");
+  // The first matching line decides: members of PASSWORD_ROLE_GROUP must give a password (the credential tests).
+  writeFileSync(
+    join(dataDir, "pg_hba.conf"),
+    [
+      "local all all trust",
+      `host all +${PASSWORD_ROLE_GROUP} 127.0.0.1/32 scram-sha-256`,
+      "host all all 127.0.0.1/32 trust",
+      "",
+    ].join("\n"),
+  );
+  if (isRoot()) chownToPostgres(join(dataDir, "pg_hba.conf"));
+  const settings = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300";
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = freePort();
+    try {
+      runServerTool(
+        [join(binDir, "pg_ctl"), "-D", dataDir, "-l", join(dir, "server.log"), "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} ${settings}`, "-w", "-t", "60", "start"],
+        "pg_ctl start",
+      );
+      stopCluster = () => {
+        try {
+          runServerTool([join(binDir, "pg_ctl"), "-D", dataDir, "-m", "immediate", "stop"], "pg_ctl stop");
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      };
+      return { host: "127.0.0.1", port, user: "postgres", binDir, dataDir, url: (db) => `postgres://postgres@127.0.0.1:${port}/${db}?sslmode=disable` };
+    } catch (error) {
+      lastError = error; // most likely the port was taken in between: try another
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  throw lastError;
+}
+
+let cluster: PgCluster | undefined;
+let stopCluster: (() => void) | undefined;
+
+/**
+ * Stops this process's cluster, if one was started. bun test runs no process exit handler, so the
+ * preload test/helpers/postgres-teardown.ts calls this from a global afterAll.
+ */
+export function stopPostgresCluster(): void {
+  const stop = stopCluster;
+  cluster = undefined;
+  stopCluster = undefined;
+  stop?.();
+}
+
+/** This test process's cluster, started on first use. */
+export function postgresCluster(): PgCluster {
+  const binDir = postgresBinDir();
+  if (!binDir) throw new Error("PostgreSQL is not installed (no initdb found)");
+  cluster ??= startCluster(binDir);
+  return cluster;
+}
+
+/** Runs `fn` on a superuser connection to `database` (default: the maintenance database). */
+export async function asSuperuser<T>(fn: (sql: SQL) => Promise<T>, database = "postgres"): Promise<T> {
+  const sql = new SQL({ url: postgresCluster().url(database), max: 1 });
+  try {
+    return await fn(sql);
+  } finally {
+    await sql.close();
+  }
+}
+
+export interface PgDatabase {
+  /** Filled in before the file's first test. */
+  name: string;
+  /** The superuser's URL of this database. */
+  url: string;
+}
+
+/** A fresh database for this test file: created before its first test, dropped after its last. */
+export function usePostgresDatabase(): PgDatabase {
+  const db: PgDatabase = { name: "", url: "" };
+  beforeAll(async () => {
+    db.name = `t_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`;
+    await asSuperuser((sql) => sql.unsafe(`CREATE DATABASE "${db.name}"`));
+    db.url = postgresCluster().url(db.name);
+  });
+  afterAll(async () => {
+    if (db.name) await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS "${db.name}" WITH (FORCE)`));
+  });
+  return db;
+}
+
+const underCi = (): boolean => !!process.env.CI && process.env.CI !== "false" && process.env.CI !== "0";
+
+/**
+ * `describe` for a PostgreSQL suite. Without PostgreSQL it is skipped with a loud line on stderr; under
+ * CI it fails instead, since CI installs PostgreSQL and a silent skip there would look green.
+ */
+export function describePostgres(name: string, body: () => void): void {
+  if (postgresBinDir()) {
+    describe(name, body);
+    return;
+  }
+  const why = "PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin, LI_TEST_PG_BIN or PATH)";
+  if (underCi()) {
+    describe(name, () => {
+      test("PostgreSQL is installed (CI=true: .ci/run installs it)", () => {
+        throw new Error(`${why}: the PostgreSQL tests cannot run under CI`);
+      });
+    });
+    return;
+  }
+  console.error(`\n!!! NOT RUN: PostgreSQL tests "${name}": ${why}. See README "PostgreSQL tests".\n`);
+  describe.skip(name, body);
+}
+
+/**
+ * A login role that must give `password` (pg_hba asks members of PASSWORD_ROLE_GROUP for one), with
+ * every privilege on `database`. Returns its name.
+ */
+export async function createPasswordRole(password: string, database: string): Promise<string> {
+  const role = `pw_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
+  await asSuperuser(async (sql) => {
+    await sql.unsafe(`DO $$ BEGIN CREATE ROLE ${PASSWORD_ROLE_GROUP} NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`);
+    await sql.unsafe(`CREATE ROLE ${role} LOGIN PASSWORD '${password.replace(/'/g, "''")}' IN ROLE ${PASSWORD_ROLE_GROUP}`);
+    await sql.unsafe(`GRANT ALL ON DATABASE "${database}" TO ${role}`);
+  });
+  await asSuperuser((sql) => sql.unsafe(`GRANT ALL ON SCHEMA public TO ${role}`), database);
+  return role;
+}
