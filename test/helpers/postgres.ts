@@ -177,11 +177,12 @@ export function usePostgresDatabase(): PgDatabase {
   return db;
 }
 
-const underCi = (): boolean => !!process.env.CI && process.env.CI !== "false" && process.env.CI !== "0";
+/** CI=true (any CI), or LI_REQUIRE_POSTGRES=1 (.ci/run, which installs PostgreSQL): a skip would look green. */
+const mustRun = (): boolean => process.env.LI_REQUIRE_POSTGRES === "1" || (!!process.env.CI && process.env.CI !== "false" && process.env.CI !== "0");
 
 /**
  * `describe` for a PostgreSQL suite. Without PostgreSQL it is skipped with a loud line on stderr; under
- * CI it fails instead, since CI installs PostgreSQL and a silent skip there would look green.
+ * CI (CI=true, or LI_REQUIRE_POSTGRES=1 from .ci/run) it fails instead, since CI installs PostgreSQL.
  */
 export function describePostgres(name: string, body: () => void): void {
   if (postgresBinDir()) {
@@ -189,9 +190,9 @@ export function describePostgres(name: string, body: () => void): void {
     return;
   }
   const why = "PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin, LI_TEST_PG_BIN or PATH)";
-  if (underCi()) {
+  if (mustRun()) {
     describe(name, () => {
-      test("PostgreSQL is installed (CI=true: .ci/run installs it)", () => {
+      test("PostgreSQL is installed (CI=true or LI_REQUIRE_POSTGRES=1: .ci/run installs it)", () => {
         throw new Error(`${why}: the PostgreSQL tests cannot run under CI`);
       });
     });
