@@ -51,6 +51,7 @@ CREATE TABLE "legs" (
 	"pid_start_ticks" bigint,
 	"boot_id" text,
 	"host_id" text,
+	"host_name" text,
 	"command_pid" bigint,
 	"command_start_ticks" bigint,
 	"started_at" double precision NOT NULL,

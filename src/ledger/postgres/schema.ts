@@ -102,6 +102,8 @@ export const legs = pgTable(
     pid_start_ticks: int64("pid_start_ticks"),
     boot_id: text("boot_id"),
     host_id: text("host_id"),
+    /** A readable name for host_id (the supervisor's host name), for views across hosts (§14). */
+    host_name: text("host_name"),
     command_pid: int64("command_pid"),
     command_start_ticks: int64("command_start_ticks"),
     started_at: seconds("started_at").notNull(),
