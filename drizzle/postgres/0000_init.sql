@@ -208,28 +208,37 @@ CREATE TABLE "terminal_deliveries" (
 --> statement-breakpoint
 CREATE INDEX "admin_events_entity_idx" ON "admin_events" USING btree ("entity_type","entity_id","created_at");--> statement-breakpoint
 CREATE INDEX "admin_events_type_idx" ON "admin_events" USING btree ("event_type");--> statement-breakpoint
-CREATE INDEX "branches_session_idx" ON "branches" USING btree ("session_id");--> statement-breakpoint
-CREATE INDEX "invocations_status_idx" ON "invocations" USING btree ("status");--> statement-breakpoint
+CREATE INDEX "branches_session_idx" ON "branches" USING btree ("session_id","created_at","id");--> statement-breakpoint
+CREATE INDEX "invocations_status_idx" ON "invocations" USING btree ("status","updated_at","id");--> statement-breakpoint
+CREATE INDEX "invocations_updated_idx" ON "invocations" USING btree ("updated_at","id");--> statement-breakpoint
 CREATE UNIQUE INDEX "legs_run_id_idx" ON "legs" USING btree ("run_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "legs_session_seq_idx" ON "legs" USING btree ("session_id","seq");--> statement-breakpoint
 CREATE INDEX "legs_open_idx" ON "legs" USING btree ("ended_at");--> statement-breakpoint
-CREATE INDEX "messages_session_idx" ON "messages" USING btree ("session_id","created_at");--> statement-breakpoint
+CREATE INDEX "legs_state_root_idx" ON "legs" USING btree ("state_root");--> statement-breakpoint
+CREATE INDEX "legs_artifact_root_idx" ON "legs" USING btree ("artifact_root");--> statement-breakpoint
+CREATE INDEX "messages_session_idx" ON "messages" USING btree ("session_id","created_at","id");--> statement-breakpoint
 CREATE INDEX "messages_leg_idx" ON "messages" USING btree ("leg_id");--> statement-breakpoint
-CREATE INDEX "plays_status_idx" ON "plays" USING btree ("status");--> statement-breakpoint
+CREATE INDEX "plays_status_idx" ON "plays" USING btree ("status","updated_at","id");--> statement-breakpoint
+CREATE INDEX "plays_updated_idx" ON "plays" USING btree ("updated_at","id");--> statement-breakpoint
 CREATE INDEX "plays_session_idx" ON "plays" USING btree ("session_id");--> statement-breakpoint
-CREATE INDEX "schedule_runs_status_idx" ON "schedule_runs" USING btree ("status");--> statement-breakpoint
+CREATE INDEX "schedule_runs_status_idx" ON "schedule_runs" USING btree ("status","updated_at","id");--> statement-breakpoint
+CREATE INDEX "schedule_runs_updated_idx" ON "schedule_runs" USING btree ("updated_at","id");--> statement-breakpoint
 CREATE INDEX "schedule_runs_invocation_idx" ON "schedule_runs" USING btree ("invocation_id");--> statement-breakpoint
-CREATE INDEX "sessions_status_idx" ON "sessions" USING btree ("status","updated_at");--> statement-breakpoint
-CREATE INDEX "sessions_invocation_idx" ON "sessions" USING btree ("invocation_id","updated_at");--> statement-breakpoint
-CREATE INDEX "sessions_updated_idx" ON "sessions" USING btree ("updated_at");--> statement-breakpoint
+CREATE INDEX "sessions_status_idx" ON "sessions" USING btree ("status","updated_at","id");--> statement-breakpoint
+CREATE INDEX "sessions_invocation_idx" ON "sessions" USING btree ("invocation_id","updated_at","id");--> statement-breakpoint
+CREATE INDEX "sessions_updated_idx" ON "sessions" USING btree ("updated_at","id");--> statement-breakpoint
+CREATE INDEX "sessions_running_idx" ON "sessions" USING btree ("status","id") WHERE "sessions"."status" = 'running';--> statement-breakpoint
 CREATE INDEX "sessions_linked_idx" ON "sessions" USING btree ("linked_session_id");--> statement-breakpoint
-CREATE INDEX "shows_status_idx" ON "shows" USING btree ("status");--> statement-breakpoint
+CREATE INDEX "shows_status_idx" ON "shows" USING btree ("status","updated_at","id");--> statement-breakpoint
+CREATE INDEX "shows_updated_idx" ON "shows" USING btree ("updated_at","id");--> statement-breakpoint
 CREATE UNIQUE INDEX "status_transitions_seq_idx" ON "status_transitions" USING btree ("seq");--> statement-breakpoint
-CREATE INDEX "status_transitions_entity_idx" ON "status_transitions" USING btree ("entity_type","entity_id","created_at");--> statement-breakpoint
+CREATE INDEX "status_transitions_entity_idx" ON "status_transitions" USING btree ("entity_type","entity_id","created_at","seq");--> statement-breakpoint
 CREATE INDEX "status_transitions_events_idx" ON "status_transitions" USING btree ("terminal_event","seq");--> statement-breakpoint
-CREATE INDEX "teams_status_idx" ON "teams" USING btree ("status");--> statement-breakpoint
+CREATE INDEX "teams_status_idx" ON "teams" USING btree ("status","updated_at","id");--> statement-breakpoint
+CREATE INDEX "teams_updated_idx" ON "teams" USING btree ("updated_at","id");--> statement-breakpoint
 CREATE UNIQUE INDEX "terminal_callbacks_consumer_idx" ON "terminal_callbacks" USING btree ("consumer");--> statement-breakpoint
-CREATE INDEX "terminal_callbacks_session_idx" ON "terminal_callbacks" USING btree ("session_id");--> statement-breakpoint
+CREATE INDEX "terminal_callbacks_session_idx" ON "terminal_callbacks" USING btree ("session_id","created_at","id");--> statement-breakpoint
 CREATE INDEX "terminal_callbacks_leg_idx" ON "terminal_callbacks" USING btree ("leg_id");--> statement-breakpoint
 CREATE INDEX "terminal_callbacks_live_idx" ON "terminal_callbacks" USING btree ("scope","host_id") WHERE "terminal_callbacks"."retired_at" IS NULL;--> statement-breakpoint
-CREATE INDEX "terminal_deliveries_consumer_idx" ON "terminal_deliveries" USING btree ("consumer","state");
+CREATE INDEX "terminal_deliveries_consumer_idx" ON "terminal_deliveries" USING btree ("consumer","state");--> statement-breakpoint
+CREATE INDEX "terminal_deliveries_state_idx" ON "terminal_deliveries" USING btree ("state","updated_at","consumer");

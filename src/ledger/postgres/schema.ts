@@ -6,7 +6,9 @@
 // Types: SQLite's REAL (Unix seconds) is `double precision` (PostgreSQL's `real` is 4 bytes and cannot
 // hold a Unix time to the second); SQLite's 64-bit INTEGER is `bigint` where the value comes from
 // outside li (pids, clock ticks, seq, watermarks) and `integer` for flags, counters and exit codes.
-// test/ledger/postgres/migrate.test.ts compares the two schemas column by column.
+// Keep it in step with src/ledger/sqlite/schema.ts: below this header the two files differ only in
+// the dialect (pgTable, seconds(), int64()); test/ledger/postgres/migrate.test.ts compares the two
+// migrated catalogs table by table (columns, types, primary keys, CHECKs, indexes) and fails on drift.
 
 import { sql } from "drizzle-orm";
 import { bigint, check, doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
@@ -51,9 +53,14 @@ export const sessions = pgTable(
   },
   (t) => [
     check("sessions_status_check", statusIn("session", t.status)),
-    index("sessions_status_idx").on(t.status, t.updated_at),
-    index("sessions_invocation_idx").on(t.invocation_id, t.updated_at),
-    index("sessions_updated_idx").on(t.updated_at),
+    // Listings order by (updated_at, id) newest first: with id in the index no LIMIT makes the planner
+    // sort the table instead (test/ledger/query-plans.test.ts reads every query's plan).
+    index("sessions_status_idx").on(t.status, t.updated_at, t.id),
+    index("sessions_invocation_idx").on(t.invocation_id, t.updated_at, t.id),
+    index("sessions_updated_idx").on(t.updated_at, t.id),
+    // The sweeps page through running sessions by id; only running rows are in it, so it stays small.
+    // (status, id) rather than (id): without statistics the planner only prefers it over the status index so.
+    index("sessions_running_idx").on(t.status, t.id).where(sql`${t.status} = 'running'`),
     // The prune nulls this soft reference per batch (§12.5); without an index that is a scan of every session.
     index("sessions_linked_idx").on(t.linked_session_id),
   ],
@@ -69,7 +76,7 @@ export const branches = pgTable(
     created_at: seconds("created_at").notNull(),
     updated_at: seconds("updated_at").notNull(),
   },
-  (t) => [index("branches_session_idx").on(t.session_id)],
+  (t) => [index("branches_session_idx").on(t.session_id, t.created_at, t.id)],
 );
 
 export const messages = pgTable(
@@ -84,7 +91,7 @@ export const messages = pgTable(
     truncated: integer("truncated").notNull().default(0),
     created_at: seconds("created_at").notNull(),
   },
-  (t) => [index("messages_session_idx").on(t.session_id, t.created_at), index("messages_leg_idx").on(t.leg_id)],
+  (t) => [index("messages_session_idx").on(t.session_id, t.created_at, t.id), index("messages_leg_idx").on(t.leg_id)],
 );
 
 export const legs = pgTable(
@@ -123,6 +130,9 @@ export const legs = pgTable(
     uniqueIndex("legs_run_id_idx").on(t.run_id),
     uniqueIndex("legs_session_seq_idx").on(t.session_id, t.seq),
     index("legs_open_idx").on(t.ended_at),
+    // prune --files asks which legs use a directory (or one inside it): range scans, never a scan of every leg.
+    index("legs_state_root_idx").on(t.state_root),
+    index("legs_artifact_root_idx").on(t.artifact_root),
   ],
 );
 
@@ -134,7 +144,11 @@ export const invocations = pgTable(
     started_at: seconds("started_at"),
     ended_at: seconds("ended_at"),
   },
-  (t) => [check("invocations_status_check", statusIn("invocation", t.status)), index("invocations_status_idx").on(t.status)],
+  (t) => [
+    check("invocations_status_check", statusIn("invocation", t.status)),
+    index("invocations_status_idx").on(t.status, t.updated_at, t.id),
+    index("invocations_updated_idx").on(t.updated_at, t.id),
+  ],
 );
 
 export const plays = pgTable(
@@ -149,7 +163,8 @@ export const plays = pgTable(
   },
   (t) => [
     check("plays_status_check", statusIn("play", t.status)),
-    index("plays_status_idx").on(t.status),
+    index("plays_status_idx").on(t.status, t.updated_at, t.id),
+    index("plays_updated_idx").on(t.updated_at, t.id),
     index("plays_session_idx").on(t.session_id),
   ],
 );
@@ -166,7 +181,8 @@ export const scheduleRuns = pgTable(
   },
   (t) => [
     check("schedule_runs_status_check", statusIn("schedule_run", t.status)),
-    index("schedule_runs_status_idx").on(t.status),
+    index("schedule_runs_status_idx").on(t.status, t.updated_at, t.id),
+    index("schedule_runs_updated_idx").on(t.updated_at, t.id),
     index("schedule_runs_invocation_idx").on(t.invocation_id),
   ],
 );
@@ -174,13 +190,21 @@ export const scheduleRuns = pgTable(
 export const shows = pgTable(
   "shows",
   { id: text("id").primaryKey(), ...statusColumns() },
-  (t) => [check("shows_status_check", statusIn("show", t.status)), index("shows_status_idx").on(t.status)],
+  (t) => [
+    check("shows_status_check", statusIn("show", t.status)),
+    index("shows_status_idx").on(t.status, t.updated_at, t.id),
+    index("shows_updated_idx").on(t.updated_at, t.id),
+  ],
 );
 
 export const teams = pgTable(
   "teams",
   { id: text("id").primaryKey(), ...statusColumns() },
-  (t) => [check("teams_status_check", statusIn("team", t.status)), index("teams_status_idx").on(t.status)],
+  (t) => [
+    check("teams_status_check", statusIn("team", t.status)),
+    index("teams_status_idx").on(t.status, t.updated_at, t.id),
+    index("teams_updated_idx").on(t.updated_at, t.id),
+  ],
 );
 
 export const statusTransitions = pgTable(
@@ -207,7 +231,7 @@ export const statusTransitions = pgTable(
   },
   (t) => [
     uniqueIndex("status_transitions_seq_idx").on(t.seq),
-    index("status_transitions_entity_idx").on(t.entity_type, t.entity_id, t.created_at),
+    index("status_transitions_entity_idx").on(t.entity_type, t.entity_id, t.created_at, t.seq),
     index("status_transitions_events_idx").on(t.terminal_event, t.seq),
     check("status_transitions_source_check", oneOf(t.source, SOURCES)),
   ],
@@ -250,7 +274,7 @@ export const terminalCallbacks = pgTable(
   (t) => [
     check("terminal_callbacks_scope_check", oneOf(t.scope, CALLBACK_SCOPES)),
     uniqueIndex("terminal_callbacks_consumer_idx").on(t.consumer),
-    index("terminal_callbacks_session_idx").on(t.session_id),
+    index("terminal_callbacks_session_idx").on(t.session_id, t.created_at, t.id),
     index("terminal_callbacks_leg_idx").on(t.leg_id),
     // Passes over handlers read only the live ones; settled leg registrations accumulate beside them.
     index("terminal_callbacks_live_idx").on(t.scope, t.host_id).where(sql`${t.retired_at} IS NULL`),
@@ -282,6 +306,7 @@ export const terminalDeliveries = pgTable(
     primaryKey({ columns: [t.transition_id, t.consumer] }),
     check("terminal_deliveries_state_check", oneOf(t.state, DELIVERY_STATES)),
     index("terminal_deliveries_consumer_idx").on(t.consumer, t.state),
+    index("terminal_deliveries_state_idx").on(t.state, t.updated_at, t.consumer),
   ],
 );
 
