@@ -34,7 +34,7 @@ export function table(rows: Cell[][], options: TableOptions = {}): string {
   if (rows.length === 0) return "";
   const texts = rows.map((row) => row.map((cell) => safeText(typeof cell === "string" ? cell : cell.text)));
   const widths: number[] = [];
-  for (const row of texts) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  for (const row of texts) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, displayWidth(cell))));
   const lines = texts.map((row, r) => {
     let line = "";
     let visible = 0;
@@ -44,7 +44,7 @@ export function table(rows: Cell[][], options: TableOptions = {}): string {
       const shown = last && options.maxWidth !== undefined ? cut(text, Math.max(1, options.maxWidth - visible)) : text;
       const cell = rows[r]![i]!;
       line += typeof cell === "string" ? shown : paint(shown, cell.colour, options.colour === true);
-      if (!last) (line += " ".repeat(widths[i]! - text.length)), (visible += widths[i]!);
+      if (!last) (line += " ".repeat(widths[i]! - displayWidth(text))), (visible += widths[i]!);
     });
     // An empty last cell would leave the column gap behind.
     return line.trimEnd();
@@ -52,9 +52,21 @@ export function table(rows: Cell[][], options: TableOptions = {}): string {
   return lines.join("\n") + "\n";
 }
 
-/** `text` in at most `width` characters, its end replaced by … when cut. */
+/** Columns a (escaped, colourless) text takes on a terminal: wide CJK and emoji count two (Bun's own measure). */
+export const displayWidth = (text: string): number => Bun.stringWidth(text);
+
+/** `text` in at most `width` terminal columns, its end replaced by … when cut (never inside a character). */
 export function cut(text: string, width: number): string {
-  return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
+  if (displayWidth(text) <= width) return text;
+  let out = "";
+  let used = 0;
+  for (const ch of text) {
+    const w = displayWidth(ch);
+    if (used + w > width - 1) break;
+    out += ch;
+    used += w;
+  }
+  return `${out}…`;
 }
 
 /** Parses a JSON column for display; returns the raw text when it is not JSON. */

@@ -3,6 +3,7 @@
 // pipe or a file nothing is printed at all.
 
 import { writeAll } from "./fd.ts";
+import { cut } from "./output.ts";
 import { isTerminal, terminalWidth } from "./terminal.ts";
 import { safeText } from "./text.ts";
 
@@ -29,7 +30,7 @@ export class StatusLine {
     const now = performance.now();
     if (!force && now - this.lastDrawMs < this.minIntervalMs) return;
     this.lastDrawMs = now;
-    const line = safeText(text).slice(0, Math.max(1, this.width - 1));
+    const line = cut(safeText(text), Math.max(1, this.width - 1));
     if (line === this.shown) return;
     this.shown = line;
     writeAll(2, ERASE + line);

@@ -46,6 +46,11 @@ describe("table", () => {
     expect(table(rows, { colour: true })).toBe("\u001b[1mSTATUS\u001b[0m  X\n\u001b[32mok\u001b[0m      Y\n");
   });
 
+  test("widths are terminal columns: wide characters count two, and a cut never splits one", () => {
+    expect(table([["日本", "x"], ["ab", "y"]])).toBe("日本  x\nab    y\n");
+    expect(table([["id", "😀😀😀😀"]], { maxWidth: 9 })).toBe("id  😀😀…\n");
+  });
+
   test("maxWidth cuts the last column only, marking the cut", () => {
     expect(table([["abcdefgh", "a long command line"]], { maxWidth: 16 })).toBe("abcdefgh  a lon…\n");
     expect(table([["abcdefgh", "short"]], { maxWidth: 16 })).toBe("abcdefgh  short\n");
