@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
+import { fixture } from "../helpers/fixtures.ts";
 import { agentHome, rows, spawnLi } from "../legs/agent-harness.ts";
 import { signalPid, until } from "../helpers/until.ts";
 
@@ -21,4 +22,20 @@ describe("SIGTERM as soon as the session is recorded", () => {
       expect(fs.readdirSync(path.join(home.runs)).length).toBe(1);
     }
   }, 60_000);
+
+  test("a SIGTERM while the deadline is stopping the command is not lost: the --auto-resume leg after it ends cancelled (li exits 143, not 124)", async () => {
+    const home = agentHome();
+    const seen = path.join(home.scratch, "signals");
+    const ready = path.join(home.scratch, "ready");
+    // count-signals records the deadline's SIGTERM, then takes half a second to exit: the deadline, not li's signal, ends leg 1.
+    const run = spawnLi(["agent", "--timeout", "300ms", "--auto-resume", "1", "--", fixture("count-signals"), seen, ready], home);
+    await until("the deadline's SIGTERM to reach the command", () => fs.existsSync(seen) && fs.readFileSync(seen, "utf8").includes("TERM"));
+    signalPid(run.proc.pid, "SIGTERM", { what: "li" });
+    const r = await run.out;
+    expect(r.code).toBe(143);
+    const [session] = rows<Record<string, unknown>>(home.db, "SELECT status, status_reason_code FROM sessions");
+    expect(session).toEqual({ status: "cancelled", status_reason_code: "run.cancelled.sigterm" });
+    const legs = rows<{ status: string; deferred: number }>(home.db, "SELECT status, deferred FROM legs ORDER BY seq");
+    expect(legs).toEqual([{ status: "timed_out", deferred: 1 }, { status: "cancelled", deferred: 0 }]);
+  }, 30_000);
 });
