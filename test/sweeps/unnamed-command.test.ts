@@ -61,6 +61,25 @@ describe("a command no marker names", () => {
     }
   }, 30_000);
 
+  test("li kill on such a session kills the command too, found the same way, and records cancelled", async () => {
+    const home = agentHome();
+    const pidFile = path.join(home.scratch, "command.pid");
+    const leg = legAt(home, "afterSpawn", "die", [fixture("forever"), pidFile]);
+    expect((await leg.out).signal).toBe("SIGKILL");
+    const command = await pidFromFile(pidFile, "the orphaned command's pid");
+    try {
+      const [session] = rows<{ id: string }>(home.db, "SELECT id FROM sessions");
+      const killed = await li(["kill", session!.id], { home: home.home });
+      expect({ code: killed.code, stderr: killed.stderr }).toEqual({ code: 0, stderr: "" });
+      await untilGone(command, "the command li kill found by its LI_LEG_RUN_ID");
+      const [row] = rows<Record<string, any>>(home.db, "SELECT status, status_reason_code, status_evidence_refs FROM sessions");
+      expect(row).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
+      expect(JSON.parse(row!.status_evidence_refs)).toContainEqual(expect.objectContaining({ kind: "killed", found_by: "environ:LI_LEG_RUN_ID", pgid: command }));
+    } finally {
+      if (isAlive(command)) signalPid(command, "SIGKILL", { group: true, what: "the orphaned command" });
+    }
+  }, 30_000);
+
   test("only processes of that run id that started at or after the leg are found", async () => {
     const home = agentHome();
     const pidFile = path.join(home.scratch, "pid");
