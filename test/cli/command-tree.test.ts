@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { KEBAB, type LiCommand } from "../../src/cli/command.ts";
 import { commandPaths, groupPaths, isGroup, TREE, type Command, type Group } from "../../src/cli/tree.ts";
+import { buildCommit } from "../../scripts/build.ts";
 import { li } from "../helpers/cli.ts";
 import { tempDir } from "../helpers/ledger.ts";
 
@@ -140,7 +141,9 @@ describe("the command tree's --help, from the compiled binary", () => {
     expect(text.code).toBe(0);
     const parsed = JSON.parse(json.stdout) as { version: string; commit: string; target: string };
     expect(parsed.version).toMatch(/^\d+\.\d+\.\d+$/);
-    expect(parsed.commit).toMatch(/^[0-9a-f]{12}(-dirty)?$/);
+    // What scripts/build.ts baked in: this checkout's commit (12 hex digits, -dirty with local changes), or "unknown" outside git.
+    expect(parsed.commit.replace(/-dirty$/, "")).toBe((await buildCommit()).replace(/-dirty$/, ""));
+    expect(parsed.commit).toMatch(/^([0-9a-f]{12}(-dirty)?|unknown)$/);
     expect(parsed.target).toBe(`linux-${process.arch}`);
     expect(text.stdout).toBe(`li ${parsed.version} (commit ${parsed.commit}, ${parsed.target})\n`);
     expect((await li(["--version", "--bogus"])).code).toBe(2);
