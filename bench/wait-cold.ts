@@ -1,13 +1,12 @@
 // Benchmark `wait-cold`: `li wait` on an already-terminal id as a fresh process — on an empty ledger, on a
 // ledger of 1,000,000 sessions, and a compiled hello-world built in the same run — interleaved, medians.
-// Usage: bun bench/wait-cold.ts [--rows 1000000] [--runs 40]   (build dist/li first)
+// Usage: bun bench/wait-cold.ts [--rows 1000000] [--runs 40] [--baseline OTHER_LI]   (build dist/li first)
+// --baseline adds OTHER_LI (e.g. a build of an older commit) waiting on a session it recorded itself.
 
-import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openLedger } from "../src/ledger/open.ts";
-import { resolvePaths } from "../src/ledger/location.ts";
+import { bigLedger, SESSION_COLUMNS } from "./big-ledger.ts";
 import { compileFloor } from "./floor.ts";
 
 const arg = (name: string, fallback: number) => {
@@ -27,37 +26,29 @@ const TARGET = "7a3e0c1d-5b2f-4c8e-9d10-1b2c3d4e5f60";
 /** A ledger holding `rows` terminal sessions plus the target (a finished session with one leg). */
 function makeLedger(name: string, rows: number): string {
   const home = join(work, name);
-  openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: true }).close(); // migrations applied
-  const db = new Database(join(home, "state.db"));
-  db.run("PRAGMA synchronous = OFF");
-  const started = performance.now();
-  db.run("BEGIN");
-  const now = Date.now() / 1000;
-  const PER = 500;
-  const cols = "(id, status, status_reason_code, created_at, updated_at, started_at, ended_at, exit_code)";
-  const batch = db.prepare(`INSERT INTO sessions ${cols} VALUES ${Array(PER).fill("(?, 'completed', 'run.completed.ok', ?, ?, ?, ?, 0)").join(",")}`);
-  for (let done = 0; done + PER <= rows; done += PER) {
-    const params: (string | number)[] = [];
-    for (let i = 0; i < PER; i++) {
-      const t = now - (rows - done - i);
-      params.push(crypto.randomUUID(), t, t, t, t);
-    }
-    batch.run(...params);
-  }
-  for (let i = rows - (rows % PER); i < rows; i++) db.run(`INSERT INTO sessions ${cols} VALUES (?, 'completed', 'run.completed.ok', ?, ?, ?, ?, 0)`, [crypto.randomUUID(), now, now, now, now]);
-  db.run(`INSERT INTO sessions ${cols.replace(")", ", current_leg_id)")} VALUES (?, 'completed', 'run.completed.ok', ?, ?, ?, ?, 0, 'leg-target')`, [TARGET, now, now, now, now]);
-  db.run(
-    "INSERT INTO legs (id, session_id, seq, run_id, state_root, artifact_root, command, started_at, ended_at, status, exit_code) VALUES ('leg-target', ?, 1, 'run-target', '/r', '/r/artifacts', '[\"true\"]', ?, ?, 'completed', 0)",
-    [TARGET, now, now],
-  );
-  db.run("COMMIT");
-  db.close();
-  if (rows > 0) console.log(`generated ${rows} sessions in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  bigLedger(home, rows, (db, now) => {
+    db.run(`INSERT INTO sessions ${SESSION_COLUMNS.replace(")", ", current_leg_id)")} VALUES (?, 'completed', 'run.completed.ok', ?, ?, ?, ?, 0, 'leg-target')`, [TARGET, now, now, now, now]);
+    db.run(
+      "INSERT INTO legs (id, session_id, seq, run_id, state_root, artifact_root, command, started_at, ended_at, status, exit_code) VALUES ('leg-target', ?, 1, 'run-target', '/r', '/r/artifacts', '[\"true\"]', ?, ?, 'completed', 0)",
+      [TARGET, now, now],
+    );
+  });
   return home;
 }
 
 const empty = makeLedger("empty", 0);
 const big = makeLedger("big", ROWS);
+
+const baselineAt = process.argv.indexOf("--baseline");
+const baseline = baselineAt >= 0 ? process.argv[baselineAt + 1]! : null;
+/** The baseline records its own leg, on a ledger of its own schema, and waits on that session. */
+function baselineCase() {
+  if (!baseline) return [];
+  const home = join(work, "baseline");
+  const made = Bun.spawnSync([baseline, "agent", "--json", "--", "true"], { env: { ...process.env, LI_HOME: home }, stdout: "pipe", stderr: "ignore" });
+  const session = (JSON.parse(made.stdout.toString()) as { session_id: string }).session_id;
+  return [{ name: "baseline, its own one-session ledger", argv: [baseline, "wait", session], home, check: `${session}\tstatus=completed` }];
+}
 
 const expectLine = `${TARGET}\tstatus=completed`;
 const cases: { name: string; argv: string[]; home?: string; check?: string }[] = [
@@ -65,6 +56,7 @@ const cases: { name: string; argv: string[]; home?: string; check?: string }[] =
   { name: "empty ledger", argv: [LI, "wait", TARGET], home: empty, check: expectLine },
   { name: `${ROWS} sessions`, argv: [LI, "wait", TARGET], home: big, check: expectLine },
   { name: `${ROWS} sessions, 8-char prefix`, argv: [LI, "wait", TARGET.slice(0, 8)], home: big, check: expectLine },
+  ...baselineCase(),
 ];
 const times = new Map<string, number[]>(cases.map((c) => [c.name, []]));
 for (let run = -3; run < RUNS; run++) {
@@ -95,7 +87,8 @@ const result = {
   median_ms: m,
   empty_vs_hello: r2(emptyMs / helloMs),
   big_vs_empty: r2(bigMs / emptyMs),
+  ...(baseline ? { baseline_vs_hello: r2(m["baseline, its own one-session ledger"]! / helloMs) } : {}),
 };
-console.log(`empty / hello-world = ${result.empty_vs_hello}× (target ≤ 2.5×); ${ROWS} / empty = ${result.big_vs_empty}× (target ≤ 1.10×)`);
+console.log(`empty / hello-world = ${result.empty_vs_hello}× (target ≤ 2.0×); ${ROWS} / empty = ${result.big_vs_empty}× (target ≤ 1.10×)`);
 console.log(JSON.stringify(result));
 rmSync(work, { recursive: true, force: true }); // the 1M-session ledger is ~350 MB

@@ -8,7 +8,7 @@ import type { Backend, EntityRow, Source, Tx } from "./backend.ts";
 import { TransitionValidationError } from "./errors.ts";
 import type { AppliedTransition, TransitionCommand, TransitionContext, TransitionHooks, TransitionOutcome } from "./transition.ts";
 
-/** The write path (and zod) load on first write, so read-only commands start fast. */
+/** The write path loads on first write, so read-only commands start fast. */
 let transitionModule: Promise<typeof import("./transition.ts")> | undefined;
 export const loadTransition = () => (transitionModule ??= import("./transition.ts"));
 

@@ -1,4 +1,4 @@
-// Opens a ledger for reading only, without the write machinery (drizzle, zod): `li wait`'s cold path.
+// Opens a ledger for reading only, without the write machinery: `li wait`'s cold path.
 
 import { sqlitePathOf, type Paths } from "./location.ts";
 import type { LedgerReads } from "./reads.ts";
