@@ -96,6 +96,8 @@ export class LegNotifier {
       const notify = this.resolve(plan);
       if (notify.argv === null) return;
       const [{ undurableEnvelope }, { describeArgv, runUndurable }] = await Promise.all([import("../notify/envelope.ts"), import("../notify/run.ts")]);
+      // A run directory removed for want of space (§16) is neither named to the handler nor made again for its stderr.
+      const runDir = existsSync(plan.run.stateRoot) ? plan.run.stateRoot : null;
       const envelope = undurableEnvelope({
         sessionId: plan.sessionId,
         branchId: plan.branchId,
@@ -104,12 +106,11 @@ export class LegNotifier {
         status: result.status,
         reasonCode: result.reasonCode,
         occurredAt: this.now(),
-        runDir: plan.run.stateRoot,
-        artifactRoot: plan.run.artifactRoot,
+        runDir,
+        artifactRoot: runDir === null && plan.run.artifactRoot.startsWith(`${plan.run.stateRoot}/`) ? null : plan.run.artifactRoot,
       });
       const ran = await runUndurable(notify.argv, envelope, {
-        // A run directory removed for want of space is not made again for the handler's stderr.
-        stderrPath: existsSync(plan.run.stateRoot) ? path.join(plan.run.stateRoot, "notify-undurable.stderr") : null,
+        stderrPath: runDir === null ? null : path.join(runDir, "notify-undurable.stderr"),
         exitCode: result.exitCode,
         ...(this.o.budgetMs !== undefined ? { budgetMs: this.o.budgetMs } : {}),
       });

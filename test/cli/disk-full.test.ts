@@ -94,6 +94,13 @@ function sessions(dbPath: string): { id: string; status: string; exit_code: numb
   }
 }
 
+/** The stream file of the one leg under `runs` (it stays for the record whatever the ledger did). */
+function onlyStreamText(runs: string): string {
+  const [runDir] = readdirSync(runs);
+  const streamDir = join(runs, runDir!, "stream");
+  return readFileSync(join(streamDir, readdirSync(streamDir)[0]!), "utf8");
+}
+
 const lines = (r: LiResult) => r.stderr.trimEnd().split("\n");
 
 describe("disk full before setup (the ledger and the run directories on the full disk)", () => {
@@ -118,7 +125,10 @@ describe("disk full before setup (the ledger and the run directories on the full
     expect(readdirSync(join(home, "runs"))).toEqual(runsBefore);
     // Once, undurable: no event id (nothing was recorded to de-duplicate against).
     expect(recorded(notices)).toEqual([expect.stringMatching(/^ failed session \S+ ?$/)]);
-    expect(JSON.parse(readFileSync(`${notices}.stdin`, "utf8"))).toMatchObject({ durable: false, terminal_status: "failed" });
+    const envelope = JSON.parse(readFileSync(`${notices}.stdin`, "utf8"));
+    expect(envelope).toMatchObject({ durable: false, terminal_status: "failed" });
+    // The run directory it would name was removed (empty): the envelope names no directory that is not there.
+    expect(envelope.artifacts).toEqual([]);
 
     rmSync(filler);
     expectLedgerSound(join(home, "state.db"));
@@ -188,10 +198,7 @@ describe("disk full during the command's output (the run directory on the full d
     expect(r.stderr).toContain("ENOSPC");
     expect(lines(r).at(-1)).toMatch(/^li: failed \(run\.failed\.exit_nonzero\) session \S+ branch \S+$/);
     // The stream file stays for the record, with what fitted.
-    const [runDir] = readdirSync(runs);
-    const streamDir = join(runs, runDir!, "stream");
-    const [stream] = readdirSync(streamDir);
-    expect(readFileSync(join(streamDir, stream!), "utf8")).toStartWith("line 1\nline 2\n");
+    expect(onlyStreamText(runs)).toStartWith("line 1\nline 2\n");
     rmSync(filler);
     expectLedgerSound(join(home, "state.db"));
     expect(sessions(join(home, "state.db"))).toEqual([expect.objectContaining({ status: "failed", exit_code: 3 })]);
@@ -219,9 +226,7 @@ describe("disk full at teardown (the ledger on the full disk, the run directory 
     expect(said[0]).toMatch(new RegExp(`^li: the outcome was NOT recorded: ledger ${dbPath}: disk full: .*SQLITE_FULL.*; it was completed \\(run\\.completed\\.ok\\) session \\S+ branch \\S+ \\(command exit 0\\)`));
     expect(r.stderr).not.toMatch(/^li: completed/m);
     // The stream file and the run directory stay for the record.
-    const [runDir] = readdirSync(runs);
-    const streamDir = join(runs, runDir!, "stream");
-    expect(readFileSync(join(streamDir, readdirSync(streamDir)[0]!), "utf8")).toBe("FILLED\n");
+    expect(onlyStreamText(runs)).toBe("FILLED\n");
     rmSync(filler);
     // The ledger is whole; the session is still running (the reaper will call it a phantom) and its history agrees.
     expectLedgerSound(dbPath);
