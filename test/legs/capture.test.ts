@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { drainPumps, pump, Tail } from "../../src/legs/capture.ts";
 import { fixture } from "../helpers/fixtures.ts";
+import { signalPid, validPid } from "../helpers/until.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -38,13 +39,14 @@ describe("pumps", () => {
   });
 
   test("a grandchild holding the pipes is cut off after the grace instead of hanging", async () => {
-    const child = Bun.spawn([fixture("grandchild-holds-pipes")], { stdout: "pipe", stderr: "pipe" });
+    // process.env carries the owner token, so the orphaned grandchild is still recognised as ours.
+    const child = Bun.spawn([fixture("grandchild-holds-pipes")], { env: process.env, stdout: "pipe", stderr: "pipe" });
     const out: Uint8Array[] = [];
     const pumps = [pump(child.stdout, [(c) => void out.push(c)]), pump(child.stderr, [])];
     await child.exited;
     await drainPumps(pumps, 100);
     const text = new TextDecoder().decode(Buffer.concat(out));
     expect(text).toMatch(/^grandchild \d+\n$/);
-    process.kill(Number(/\d+/.exec(text)![0]), "SIGKILL");
+    signalPid(validPid(/\d+/.exec(text)?.[0], "the grandchild"), "SIGKILL", { what: "the grandchild" });
   });
 });

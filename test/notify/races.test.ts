@@ -1,9 +1,10 @@
 // Claimers racing as separate processes (§9.5): one run per handler per event, and a dead claimer replaced.
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deliverOnce } from "../../src/notify/deliver.ts";
-import { isAlive, NeverHappens, overlapMs, pidFromFile, signalPid, until } from "../helpers/until.ts";
+import { assertEachOverlapped, runRace } from "../helpers/race.ts";
+import { isAlive, pidFromFile, signalPid } from "../helpers/until.ts";
 import { complete, HOST, notifyWorld, RECORD, recorded, runningSession, standing } from "./helpers.ts";
 
 const WORKER = join(import.meta.dir, "workers/notify-worker.ts");
@@ -27,33 +28,16 @@ async function finish(proc: ReturnType<typeof worker>): Promise<RaceResult> {
   return JSON.parse(out) as RaceResult;
 }
 
-const count = (dir: string, prefix: string) => readdirSync(dir).filter((f) => f.startsWith(`${prefix}.`)).length;
-
 /**
- * Runs the contenders as one race: every one has opened the ledger before the start line is drawn, and
- * the handlers (started with `--after=<release>`) are held until every contender has entered, so a claim
- * taken by one is still held when the last one enters. The test fails unless every contender's interval
- * overlapped another's.
+ * Runs the contenders as one race (test/helpers/race.ts). The handlers (started with `--after=<release>`)
+ * are held until every contender has entered, so a claim taken by one is still held when the last one
+ * enters; the test fails unless every contender's interval overlapped another's.
  */
 async function race(raceDir: string, contenders: string[][]): Promise<RaceResult[]> {
   const procs = contenders.map(worker);
-  const all = async (prefix: string) => {
-    if (count(raceDir, prefix) === procs.length) return true;
-    const gone = procs.find((p) => p.exitCode !== null);
-    if (gone) throw new NeverHappens(`a contender exited (${gone.exitCode}): ${await new Response(gone.stderr as ReadableStream).text()}`);
-    return false;
-  };
-  await until(`all ${procs.length} contenders to open the ledger`, () => all("ready"));
-  writeFileSync(join(raceDir, "start"), "go");
-  await until(`all ${procs.length} contenders to enter`, () => all("entered"));
-  writeFileSync(join(raceDir, "release"), "");
+  await runRace(raceDir, procs);
   const results = await Promise.all(procs.map(finish));
-  // A contender that found every claim held leaves at once, so not all need share one instant; but each
-  // must have overlapped another (the holder of the claim it met), or it raced nobody.
-  for (const [i, mine] of results.entries()) {
-    const best = Math.max(...results.filter((_, j) => j !== i).map((other) => overlapMs([mine, other])));
-    if (!(best > 0)) throw new Error(`contender ${i} raced nobody (best overlap ${best} ms): ${JSON.stringify(results)}`);
-  }
+  assertEachOverlapped(results);
   return results;
 }
 

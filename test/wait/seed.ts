@@ -5,6 +5,7 @@ import { Database } from "bun:sqlite";
 import type { Subprocess } from "bun";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import { LI_BINARY, liEnv } from "../helpers/cli.ts";
+import { NeverHappens, until } from "../helpers/until.ts";
 
 export interface SeedLeg {
   id?: string;
@@ -99,7 +100,7 @@ export function rawSql(dbPath: string, sql: string, ...params: (string | number 
 
 export interface RunningWait {
   proc: Subprocess<"ignore", "pipe", "pipe">;
-  /** Resolves with the first `n` stdout lines (rejects after `ms`, which is a hang guard, not a timing assertion). */
+  /** Resolves with the first `n` stdout lines (fails after `ms`, which is a hang guard, not a timing assertion). */
   lines(n: number, ms?: number): Promise<string[]>;
   /** Every stdout line so far. */
   seen(): string[];
@@ -110,7 +111,6 @@ export interface RunningWait {
 export function startWait(args: string[], home: string, env: Record<string, string | undefined> = {}): RunningWait {
   const proc = Bun.spawn([LI_BINARY, "wait", ...args], { env: liEnv(home, env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const got: string[] = [];
-  let notify: () => void = () => {};
   let ended = false;
   const pump = (async () => {
     const decoder = new TextDecoder();
@@ -121,30 +121,21 @@ export function startWait(args: string[], home: string, env: Record<string, stri
       while ((nl = buffer.indexOf("\n")) >= 0) {
         got.push(buffer.slice(0, nl));
         buffer = buffer.slice(nl + 1);
-        notify();
       }
     }
     ended = true;
-    notify();
   })();
   const stderr = new Response(proc.stderr).text();
   return {
     proc,
     seen: () => [...got],
     lines: (n, ms = 15_000) =>
-      new Promise((resolve, reject) => {
-        const guard = setTimeout(() => reject(new Error(`li wait printed ${got.length} of ${n} lines: ${JSON.stringify(got)}`)), ms);
-        const check = () => {
-          if (got.length >= n) {
-            clearTimeout(guard);
-            resolve(got.slice(0, n));
-          } else if (ended) {
-            clearTimeout(guard);
-            reject(new Error(`li wait ended after ${got.length} of ${n} lines: ${JSON.stringify(got)}`));
-          }
-        };
-        notify = check;
-        check();
+      until(`li wait's first ${n} lines`, () => {
+        if (got.length >= n) return got.slice(0, n);
+        if (ended) throw new NeverHappens(`li wait ended after ${got.length} of ${n} lines: ${JSON.stringify(got)}`);
+        return null;
+      }, { timeoutMs: ms, intervalMs: 2 }).catch((error: Error) => {
+        throw new Error(`${error.message}; printed so far: ${JSON.stringify(got)}`);
       }),
     done: async () => {
       const code = await proc.exited;

@@ -2,9 +2,10 @@
 import { acquireWatchLock } from "../../../src/watch/lock.ts";
 
 const lock = acquireWatchLock(process.argv[2]!);
-process.stdout.write("held\n");
+// The handler first: a SIGTERM sent as soon as "held" is read must release the lock, not kill us outright.
 process.on("SIGTERM", () => {
   lock.release();
   process.exit(0);
 });
-setInterval(() => {}, 1 << 30);
+process.stdout.write("held\n");
+setInterval(() => {}, 1 << 30); // stays alive, holding the lock, until signalled
