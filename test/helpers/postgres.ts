@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, test } from "bun:test";
 import { SQL } from "bun";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { isAlive } from "./until.ts";
@@ -21,6 +21,11 @@ export interface PgCluster {
   user: "postgres";
   binDir: string;
   dataDir: string;
+  /**
+   * The self-signed certificate the server offers TLS with (CN localhost, SAN 127.0.0.1), to use as a
+   * client's sslrootcert; null when openssl is not installed (the server then offers no TLS).
+   */
+  tlsCert: string | null;
   /** A URL for the superuser on `database` (no password: loopback is trusted). */
   url(database: string): string;
 }
@@ -82,6 +87,25 @@ function reapAbandonedClusters(binDir: string): void {
   }
 }
 
+/** A self-signed server certificate and key in `dir` (the key owner-only, as the server demands), or null without openssl. */
+function makeServerCertificate(dir: string): string | null {
+  const openssl = Bun.which("openssl");
+  if (!openssl) return null;
+  const cert = join(dir, "server.crt");
+  const key = join(dir, "server.key");
+  const made = Bun.spawnSync(
+    [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", key, "-out", cert],
+    { stdout: "pipe", stderr: "pipe" },
+  );
+  if (made.exitCode !== 0) throw new Error(`openssl could not make the test server's certificate: ${made.stderr.toString().trim()}`);
+  chmodSync(key, 0o600);
+  if (isRoot()) {
+    chownToPostgres(cert);
+    chownToPostgres(key);
+  }
+  return cert;
+}
+
 function startCluster(binDir: string): PgCluster {
   reapAbandonedClusters(binDir);
   const dir = mkdtempSync(join(tmpdir(), `${CLUSTER_PREFIX}${process.pid}-`));
@@ -99,7 +123,9 @@ function startCluster(binDir: string): PgCluster {
     ].join("\n"),
   );
   if (isRoot()) chownToPostgres(join(dataDir, "pg_hba.conf"));
-  const settings = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300";
+  const tlsCert = makeServerCertificate(dir);
+  const tls = tlsCert ? ` -c ssl=on -c ssl_cert_file=${tlsCert} -c ssl_key_file=${join(dir, "server.key")}` : "";
+  const settings = `-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300${tls}`;
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = freePort();
@@ -115,7 +141,7 @@ function startCluster(binDir: string): PgCluster {
           rmSync(dir, { recursive: true, force: true });
         }
       };
-      return { host: "127.0.0.1", port, user: "postgres", binDir, dataDir, url: (db) => `postgres://postgres@127.0.0.1:${port}/${db}?sslmode=disable` };
+      return { host: "127.0.0.1", port, user: "postgres", binDir, dataDir, tlsCert, url: (db) => `postgres://postgres@127.0.0.1:${port}/${db}?sslmode=disable` };
     } catch (error) {
       lastError = error; // most likely the port was taken in between: try another
     }

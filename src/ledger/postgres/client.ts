@@ -79,7 +79,8 @@ export async function connectPg(target: PgTarget, options: { limits?: SessionLim
   } catch (error) {
     await sql.close({ timeout: 0 }).catch(() => {});
     // Anything that fails the first round trip is about reaching the ledger, classified or not.
-    throw asPgLedgerError(error, name, target.password) ?? new LedgerUnavailableError(name, scrubPassword(String((error as Error)?.message ?? error), target.password));
+    const said = scrubPassword(String((error as Error)?.message ?? error), target.password);
+    throw asPgLedgerError(error, name, target.password) ?? new LedgerUnavailableError(name, `cannot connect: ${said}`);
   }
   return { sql, target, name, close: () => sql.close({ timeout: 5 }) };
 }

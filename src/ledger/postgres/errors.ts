@@ -23,6 +23,8 @@ const CLIENT_FAULTS: Readonly<Record<string, { reason: string; unreachable: bool
   ERR_POSTGRES_TLS_UPGRADE_FAILED: { reason: "TLS failed", unreachable: false },
 };
 
+const TLS_VERIFY = /CERT|SELF_SIGNED|HOSTNAME|ALTNAME|ISSUER/;
+
 /** SQLSTATE classes (the first two characters) and codes that are about the ledger, not li's SQL. */
 const SERVER_FAULTS: readonly { sqlstate: string; reason: string; unreachable: boolean }[] = [
   { sqlstate: "28", reason: "authentication failed", unreachable: false },
@@ -47,8 +49,11 @@ function field(error: unknown, name: "code" | "errno"): string | null {
 /** The fault behind an error of Bun's PostgreSQL client, or null when it is not about the ledger. */
 export function classifyPgError(error: unknown, password?: string): PgFault | null {
   const code = field(error, "code");
-  if (code === null || !code.startsWith("ERR_POSTGRES_")) return null;
+  if (code === null) return null;
   const message = scrubPassword((error as Error).message, password);
+  // TLS verification fails with OpenSSL's codes (DEPTH_ZERO_SELF_SIGNED_CERT, CERT_HAS_EXPIRED, …).
+  if (TLS_VERIFY.test(code)) return { reason: `the server's TLS certificate was refused: ${message} (${code})`, unreachable: false };
+  if (!code.startsWith("ERR_POSTGRES_")) return null;
   const sqlstate = field(error, "errno");
   if (sqlstate !== null) {
     const fault = SERVER_FAULTS.find((f) => sqlstate.startsWith(f.sqlstate));

@@ -67,6 +67,59 @@ describePostgres("connecting to a PostgreSQL ledger (§14)", () => {
     expect(ledgerError?.unreachable).toBe(true);
   });
 
+  test("a lock wait past lock_timeout is a ledger failure (78, worth retrying)", async () => {
+    const holder = await connect(db.url);
+    await holder.sql`CREATE TABLE IF NOT EXISTS public.lock_probe (id int PRIMARY KEY)`;
+    await holder.sql`INSERT INTO public.lock_probe VALUES (1) ON CONFLICT DO NOTHING`;
+    const waiter = await connectPg(resolvePgTarget(db.url, {}), { limits: { statementTimeoutMs: 60_000, lockTimeoutMs: 50 } });
+    opened.push(waiter);
+    const reserved = await holder.sql.reserve();
+    try {
+      await reserved`BEGIN`;
+      await reserved`SELECT id FROM public.lock_probe WHERE id = 1 FOR UPDATE`;
+      const error = await waiter.sql`UPDATE public.lock_probe SET id = 1 WHERE id = 1`.catch((e: unknown) => e);
+      const ledgerError = asPgLedgerError(error, waiter.name);
+      expect(ledgerError?.message).toBe(`ledger ${waiter.name}: lock wait timed out: canceling statement due to lock timeout (SQLSTATE 55P03)`);
+      expect(ledgerError?.unreachable).toBe(true);
+    } finally {
+      await reserved`ROLLBACK`;
+      reserved.release();
+    }
+  });
+
+  test("a server that accepts the connection but never answers fails at connect_timeout, named", async () => {
+    const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    try {
+      const error = await failure(`postgres://u:${ENCODED}@127.0.0.1:${silent.port}/nowhere?sslmode=disable&connect_timeout=1`);
+      expect(error.message).toBe(`ledger postgres://127.0.0.1:${silent.port}/nowhere: connect timed out (ERR_POSTGRES_CONNECTION_TIMEOUT)`);
+      expect(error.unreachable).toBe(true);
+      expectNoSecret(renderings(error), "a connect timeout");
+    } finally {
+      silent.stop(true);
+    }
+  });
+
+  test("sslmode: disable talks plain text, require and prefer use TLS, verify-full checks the server against sslrootcert", async () => {
+    const { tlsCert, port } = postgresCluster();
+    if (tlsCert === null) throw new Error("openssl is needed for the TLS cases (the test cluster offers TLS with a self-signed certificate)");
+    const usesTls = async (url: string) => {
+      const client = await connect(url);
+      const [row] = await client.sql`SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()`;
+      return row.ssl as boolean;
+    };
+    const base = `postgres://postgres@127.0.0.1:${port}/${db.name}`;
+    expect(await usesTls(`${base}?sslmode=disable`)).toBe(false);
+    expect(await usesTls(`${base}?sslmode=prefer`)).toBe(true);
+    expect(await usesTls(`${base}?sslmode=require`)).toBe(true);
+    expect(await usesTls(`${base}?sslmode=verify-full&sslrootcert=${encodeURIComponent(tlsCert)}`)).toBe(true);
+    // PGSSLMODE and PGSSLROOTCERT do the same when the URL says nothing.
+    const client = await connect(base, { PGSSLMODE: "verify-full", PGSSLROOTCERT: tlsCert });
+    expect((await client.sql`SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()`)[0].ssl).toBe(true);
+    // A certificate nobody vouches for: verify-full refuses the server (78), require does not check it.
+    const unverified = await failure(`${base}?sslmode=verify-full`);
+    expect(unverified.message).toBe(`ledger postgres://127.0.0.1:${port}/${db.name}: the server's TLS certificate was refused: self signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)`);
+  });
+
   test("DATABASE_URL, PGDATABASE and PGHOST in the environment cannot redirect a resolved target", async () => {
     const saved = { DATABASE_URL: process.env.DATABASE_URL, PGDATABASE: process.env.PGDATABASE, PGHOST: process.env.PGHOST, PGPASSWORD: process.env.PGPASSWORD };
     Object.assign(process.env, { DATABASE_URL: "postgres://intruder:bad@127.0.0.2:1/elsewhere", PGDATABASE: "elsewhere", PGHOST: "127.0.0.2", PGPASSWORD: "bad" });
