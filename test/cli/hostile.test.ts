@@ -269,6 +269,35 @@ describe("li trust: a repository's settings cannot run a program until trusted (
     expect(r.stderr).not.toContain("trust");
   }, 30_000);
 
+  // A repository unpacked under a directory whose name holds OSC 52 and a newline: li trust echoes paths.
+  test("li trust, --list and --revoke print a hostile directory name escaped, each on one line", async () => {
+    const home = agentHome();
+    const repo = path.join(home.scratch, "repo\u001b]52;c;aGk=\u0007\nforged");
+    const file = path.join(repo, ".li", "settings.yaml");
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, "agent:\n  timeout: 1h\n");
+    const escaped = path.join(home.scratch, "repo\\x1b]52;c;aGk=\\x07\\x0aforged", ".li", "settings.yaml");
+    const outputs = [
+      await li(["trust", repo], { home: home.home }),
+      await li(["trust", "--list"], { home: home.home }),
+      await li(["trust", "--revoke", file], { home: home.home }),
+      await li(["trust", "--revoke", file], { home: home.home }),
+    ];
+    expect(outputs.map((r) => r.code)).toEqual([0, 0, 0, 1]);
+    expect(outputs[0]!.stdout).toStartWith(`trusted ${escaped} (sha256 `);
+    expect(outputs[1]!.stdout).toContain(`  ${escaped}\n`);
+    expect(outputs[2]!.stdout).toBe(`revoked ${escaped}\n`);
+    expect(outputs[3]!.stderr).toBe(`li: ${escaped} is not trusted\n`);
+    for (const r of outputs) {
+      expect(r.stdout + r.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+      expect((r.stdout + r.stderr).trimEnd().split("\n")).toHaveLength(r === outputs[1] ? 2 : 1);
+    }
+    // --json keeps the real path exactly.
+    fs.writeFileSync(file, "agent:\n  timeout: 2h\n");
+    await li(["trust", repo], { home: home.home });
+    expect(JSON.parse((await li(["trust", "--list", "--json"], { home: home.home })).stdout)[0].path).toBe(file);
+  });
+
   test("bad li trust input is one line and exit 2", async () => {
     const home = agentHome();
     for (const [args, message] of [

@@ -8,7 +8,8 @@ import { UsageError } from "../../util/errors.ts";
 import { readUntrustedFile } from "../../util/untrusted-file.ts";
 import { table, writeJson } from "../output.ts";
 import { cliPaths } from "../paths.ts";
-import { writeErr, writeOut } from "../io.ts";
+import { writeNote, writeOut } from "../io.ts";
+import { safeText } from "../text.ts";
 
 export default command({
   description:
@@ -33,10 +34,11 @@ export default command({
       if (args.revoke === "") throw new UsageError("--revoke: an empty path");
       const key = trustKey(args.revoke);
       if (!revokeTrust(liHome, args.revoke)) {
-        writeErr(`li: ${key} is not trusted\n`);
+        writeNote(`${key} is not trusted`);
         return 1;
       }
-      writeOut(`revoked ${key}\n`);
+      // Paths are the user's or a repository's: a directory name can hold ESC or a newline (§18).
+      writeOut(`revoked ${safeText(key)}\n`);
       return 0;
     }
     const file = settingsFileFor(positional[0], liHome);
@@ -46,7 +48,7 @@ export default command({
     } catch (error) {
       throw new UsageError(`li trust: ${(error as Error).message}`);
     }
-    writeOut(`trusted ${entry.path} (sha256 ${entry.sha256.slice(0, 12)}…)\n`);
+    writeOut(`trusted ${safeText(entry.path)} (sha256 ${entry.sha256.slice(0, 12)}…)\n`);
     return 0;
   },
 });
@@ -72,7 +74,7 @@ function settingsFileFor(given: string | undefined, liHome: string): string {
 function list(liHome: string, json: boolean): number {
   const rows = readTrustStore(liHome).map((e) => ({ ...e, state: currentState(e) }));
   if (json) writeJson(rows);
-  else if (rows.length === 0) writeErr("li: nothing trusted yet\n");
+  else if (rows.length === 0) writeNote("nothing trusted yet");
   else writeOut(table([["STATE", "SHA256", "PATH"], ...rows.map((r) => [r.state, r.sha256.slice(0, 12), r.path])]));
   return 0;
 }
