@@ -6,6 +6,7 @@ import { z } from "zod";
 import type { Ledger } from "../ledger/ledger.ts";
 import { SETUP_PENDING_FILE } from "../legs/rundir.ts";
 import { isStrictlyInside, realOrNull } from "./prune-files.ts";
+import { readUntrustedFile } from "../util/untrusted-file.ts";
 import { validateWith, type Sweep } from "./sweep.ts";
 
 export interface OrphanRunDirOptions {
@@ -20,7 +21,7 @@ export interface OrphanRunDirEnv {
 }
 
 /** Why a directory holding the marker was kept. */
-export type OrphanKept = "in_use" | "holds_save_dir" | "outside_runs_root" | "error";
+export type OrphanKept = "in_use" | "holds_save_dir" | "outside_runs_root" | "unreadable_marker" | "error";
 
 export interface OrphanRunDirSummary {
   sweep: "orphan_run_dirs";
@@ -36,10 +37,16 @@ export interface OrphanRunDirSummary {
 
 const schema = z.strictObject({ minAgeSeconds: z.number().nonnegative().finite(), dryRun: z.boolean() });
 
-/** The marker as the allocation wrote it; only its artifact root is used (a --save-dir inside the directory keeps it). */
-function markerArtifactRoot(marker: string): string | null {
+/**
+ * The marker as the allocation wrote it; only its artifact root is used (a --save-dir inside the directory keeps it).
+ * A leg's command can write into RUNS_ROOT, so the marker is read as any file someone else could have made (§18):
+ * never through a symlink or a FIFO, at most 1 MiB. "unreadable": something li would not read stands there.
+ */
+function markerArtifactRoot(marker: string): string | null | "unreadable" {
+  const read = readUntrustedFile(marker);
+  if (!read.ok) return "unreadable";
   try {
-    const parsed: unknown = JSON.parse(fs.readFileSync(marker, "utf8"));
+    const parsed: unknown = JSON.parse(read.text);
     const root = typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>).artifact_root : undefined;
     return typeof root === "string" && path.isAbsolute(root) ? path.resolve(root) : null;
   } catch {
@@ -63,6 +70,8 @@ async function judge(ledger: Ledger, root: string, realRoot: string, name: strin
   const real = realOrNull(dir);
   if (!real || !isStrictlyInside(realRoot, real) || path.dirname(real) !== realRoot) return "outside_runs_root";
   const own = markerArtifactRoot(marker);
+  // li's own marker is a few hundred bytes: one it will not read was not written by li, so nothing is removed on its word.
+  if (own === "unreadable") return "unreadable_marker";
   const inDir = (p: string) => p === dir || p === real || isStrictlyInside(dir, p) || isStrictlyInside(real, p);
   if (own !== null && own !== path.join(dir, "artifacts") && inDir(own)) return "holds_save_dir";
   const users = [...(await ledger.backend.legsUsingDirectory(dir)), ...(real === dir ? [] : await ledger.backend.legsUsingDirectory(real))];

@@ -128,6 +128,27 @@ describe("orphan run directories (killed between allocation and setup)", () => {
     expect(fs.existsSync(outside)).toBe(true);
   }, 30_000);
 
+  // §18: a leg's command can write into RUNS_ROOT. A marker li would not read (over 1 MiB) is not li's: the directory stays,
+  // whatever the marker says (here: an artifact root elsewhere, which would otherwise let the directory go).
+  test("a marker over 1 MiB is not read: the directory is kept as unreadable_marker, not removed", async () => {
+    const home = agentHome();
+    expect((await li(["agent", "--run-id", "first", "--", "true"], { home: home.home })).code).toBe(0);
+    const planted = allocateRun({ runsRoot: home.runs, runId: "planted", env: {} }).stateRoot;
+    const marker = path.join(planted, SETUP_PENDING_FILE);
+    fs.writeFileSync(marker, JSON.stringify({ artifact_root: "/nowhere", pad: "x".repeat(2 * 1024 * 1024) }));
+    const small = allocateRun({ runsRoot: home.runs, runId: "small", env: {} }).stateRoot;
+    for (const dir of [planted, small]) backdate(dir, 2 * HOUR);
+    const ledger = openLedger(resolvePaths({ env: { LI_HOME: home.home } }), { create: false });
+    try {
+      const summary = await orphanRunDirs.runOnce(ledger, Date.now() / 1000, orphanRunDirs.validate({}), { runsRoot: home.runs });
+      expect(summary.kept).toEqual([{ path: planted, why: "unreadable_marker" }]);
+      expect(summary.removed).toEqual([small]);
+    } finally {
+      ledger.close();
+    }
+    expect(fs.existsSync(marker)).toBe(true);
+  }, 30_000);
+
   test("a leg that runs normally leaves no marker behind (recorded, or unrecorded with --no-persist)", async () => {
     const home = agentHome();
     expect((await li(["agent", "--run-id", "recorded", "--", "true"], { home: home.home })).code).toBe(0);
