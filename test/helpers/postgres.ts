@@ -21,6 +21,8 @@ export interface PgCluster {
   user: "postgres";
   binDir: string;
   dataDir: string;
+  /** The directory of the server's unix socket. */
+  socketDir: string;
   /**
    * The self-signed certificate the server offers TLS with (CN localhost, SAN 127.0.0.1), to use as a
    * client's sslrootcert; null when openssl is not installed (the server then offers no TLS).
@@ -141,7 +143,7 @@ function startCluster(binDir: string): PgCluster {
           rmSync(dir, { recursive: true, force: true });
         }
       };
-      return { host: "127.0.0.1", port, user: "postgres", binDir, dataDir, tlsCert, url: (db) => `postgres://postgres@127.0.0.1:${port}/${db}?sslmode=disable` };
+      return { host: "127.0.0.1", port, user: "postgres", binDir, dataDir, socketDir: dir, tlsCert, url: (db) => `postgres://postgres@127.0.0.1:${port}/${db}?sslmode=disable` };
     } catch (error) {
       lastError = error; // most likely the port was taken in between: try another
     }

@@ -4,7 +4,7 @@
 // Bun's own environment reading (DATABASE_URL, PGDATABASE over the URL) never changes the target.
 
 import { LedgerUnavailableError } from "../../util/errors.ts";
-import { pgLedgerName, pgLedgerNameOfUrl, scrubPassword } from "./redact.ts";
+import { decoded, pgLedgerName, pgLedgerNameOfUrl, scrubPassword } from "./redact.ts";
 
 export const SSL_MODES = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] as const;
 export type SslMode = (typeof SSL_MODES)[number];
@@ -51,16 +51,11 @@ const URL_PARAMETERS = [
   "search_path",
 ] as const;
 
+/** scheme, userinfo@, host (up to a port, path, query or fragment), the rest. IPv6 hosts are left to URL. */
+const AUTHORITY = /^(postgres(?:ql)?:\/\/)([^@/?#]*@)?([^:/?#[]*)(.*)$/is;
+
 /** A schema name li accepts: a plain lower-case identifier (PostgreSQL folds unquoted names to lower case). */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-
-function decoded(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}
 
 /** The first entry of a search_path value (`li`, `"li", public`, `$user, li`…), unquoted. */
 function firstSchemaOf(searchPath: string): string {
@@ -86,9 +81,15 @@ export function resolvePgTarget(url: string, env: Record<string, string | undefi
     throw new LedgerUnavailableError(scrubPassword(name, password), scrubPassword(why, password));
   };
   if (!/^postgres(ql)?:\/\//i.test(url)) refuse("not a postgres:// or postgresql:// URL");
+  // Two hosts libpq takes are no valid WHATWG host: a percent-encoded socket directory
+  // (postgres://u@%2Frun%2Fpostgresql/db) and none after a user (postgres://u@/db?host=…). Take the host
+  // out before parsing; a socket directory is then used as the host parameter would be.
+  const authority = AUTHORITY.exec(url);
+  const hostText = authority?.[3] ?? "";
+  const replaceHost = authority !== null && ((hostText === "" && !authority[4]!.startsWith("[")) || /^%2F/i.test(hostText));
   let parsed: URL;
   try {
-    parsed = new URL(url);
+    parsed = new URL(replaceHost ? `${authority[1]}${authority[2] ?? ""}localhost${authority[4]}` : url);
   } catch {
     return refuse("the URL cannot be parsed");
   }
@@ -100,7 +101,7 @@ export function resolvePgTarget(url: string, env: Record<string, string | undefi
     if (!(URL_PARAMETERS as readonly string[]).includes(key)) refuse(`unknown URL parameter '${key}'`);
   }
 
-  const urlHost = decoded(parsed.hostname).replace(/^\[(.*)\]$/, "$1") || undefined;
+  const urlHost = replaceHost ? decoded(hostText) || undefined : decoded(parsed.hostname).replace(/^\[(.*)\]$/, "$1") || undefined;
   const host = param("host") ?? urlHost ?? fromEnv("PGHOST") ?? "localhost";
   if (host.includes(",")) refuse("several hosts in one URL are not supported; name one server");
 

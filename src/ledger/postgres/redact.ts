@@ -15,7 +15,8 @@ export function pgLedgerName(server: PgServerName): string {
   return `postgres://${host}:${server.port}/${server.database}`;
 }
 
-function decoded(text: string): string {
+/** `text` percent-decoded, or as it is when it is not valid percent-encoding. */
+export function decoded(text: string): string {
   try {
     return decodeURIComponent(text);
   } catch {

@@ -120,6 +120,19 @@ describePostgres("connecting to a PostgreSQL ledger (§14)", () => {
     expect(unverified.message).toBe(`ledger postgres://127.0.0.1:${port}/${db.name}: the server's TLS certificate was refused: self signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)`);
   });
 
+  test("a host that is a directory is the server's unix socket (in the URL, as ?host= or as PGHOST)", async () => {
+    const { socketDir, port } = postgresCluster();
+    const viaSocket = async (url: string, env: Record<string, string> = {}) => {
+      const client = await connect(url, env);
+      const [row] = await client.sql`SELECT inet_server_addr() IS NULL AS local, current_database() AS db`;
+      return row;
+    };
+    const expected = { local: true, db: db.name };
+    expect(await viaSocket(`postgres://postgres@${encodeURIComponent(socketDir)}:${port}/${db.name}`)).toEqual(expected);
+    expect(await viaSocket(`postgres://postgres@/${db.name}?host=${encodeURIComponent(socketDir)}&port=${port}`)).toEqual(expected);
+    expect(await viaSocket(`postgres:///${db.name}`, { PGHOST: socketDir, PGPORT: String(port), PGUSER: "postgres" })).toEqual(expected);
+  });
+
   test("DATABASE_URL, PGDATABASE and PGHOST in the environment cannot redirect a resolved target", async () => {
     const saved = { DATABASE_URL: process.env.DATABASE_URL, PGDATABASE: process.env.PGDATABASE, PGHOST: process.env.PGHOST, PGPASSWORD: process.env.PGPASSWORD };
     Object.assign(process.env, { DATABASE_URL: "postgres://intruder:bad@127.0.0.2:1/elsewhere", PGDATABASE: "elsewhere", PGHOST: "127.0.0.2", PGPASSWORD: "bad" });

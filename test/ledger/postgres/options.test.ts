@@ -46,6 +46,12 @@ describe("resolving a PostgreSQL target", () => {
     expect(resolvePgTarget("postgres://h/db", {}).schema).toBe("li");
   });
 
+  test("libpq's host forms that are no WHATWG host: a percent-encoded socket directory, no host after a user", () => {
+    expect(resolvePgTarget("postgres://u:pw@%2Frun%2Fpostgresql:5433/db", {})).toMatchObject({ host: "/run/postgresql", port: 5433, user: "u", password: "pw", database: "db" });
+    expect(resolvePgTarget("postgresql://u@/db?host=/tmp", {})).toMatchObject({ host: "/tmp", user: "u", database: "db" });
+    expect(resolvePgTarget("postgres://u@:6000/db", { PGHOST: "envhost" })).toMatchObject({ host: "envhost", port: 6000 });
+  });
+
   test("IPv6 hosts lose their brackets", () => {
     expect(resolvePgTarget("postgres://[::1]:5432/db", {}).host).toBe("::1");
   });
