@@ -11,6 +11,7 @@ import { Ledger } from "../../src/ledger/ledger.ts";
 import { resolveIn, VIEW_LOOKUP_ORDER, WAIT_LOOKUP_ORDER } from "../../src/ledger/resolve.ts";
 import { SqliteBackend } from "../../src/ledger/sqlite/backend.ts";
 import { SqliteReads } from "../../src/ledger/sqlite/reads.ts";
+import { BATCH_STATEMENTS } from "../../src/sweeps/prune.ts";
 import { tempLedger, type TempLedger } from "../helpers/ledger.ts";
 import { insertSession } from "../helpers/sweep-fixtures.ts";
 
@@ -156,6 +157,29 @@ beforeAll(async () => {
   await exercise("prune candidates", () => backend.listPruneCandidates({ terminalStatuses: ["completed", "failed"], cutoff: T0, afterId: null, limit: 100 }));
   await exercise("prune candidates after a cursor", () => backend.listPruneCandidates({ terminalStatuses: ["completed", "failed"], cutoff: T0, afterId: "ses-0", limit: 100 }));
   await exercise("legs using a directory (prune --files)", () => backend.legsUsingDirectory("/runs/r1"));
+  await exercise("prune's candidate count", () => backend.countPruneCandidates({ terminalStatuses: ["completed", "failed"], cutoff: T0 }));
+  await exercise("a session's branches (li show)", () => reads.branchesOf("ses-00000001"));
+  // The reads inside write transactions (the sweeps' guard, a leg's next seq, the guarded write's read)
+  // and every statement of a prune batch, in a transaction rolled back at the end.
+  const rollback = new Error("roll back");
+  await exercise("reads under the write lock, and a prune batch", () =>
+    backend
+      .transaction(async (tx) => {
+        await tx.readSweepGuard("ses-00000001");
+        await tx.nextLegSeq("ses-00000001");
+        await tx.readStatus("session", "ses-00000001");
+        await tx.legsOfSessions(["ses-00000002"]);
+        for (const statement of BATCH_STATEMENTS) {
+          if (statement === "record_admin_event" || statement === "read_legs") continue; // an INSERT; legsOfSessions above
+          if (statement === "find_owed") continue; // scans every live consumer: the todo below
+          await tx.pruneStatement(statement, ["ses-00000002"], { terminalStatuses: ["completed"], cutoff: T0 });
+        }
+        throw rollback;
+      })
+      .catch((error: unknown) => {
+        if (error !== rollback) throw error;
+      }),
+  );
   void ledger;
 });
 
@@ -190,6 +214,11 @@ describe("query plans", () => {
     expect(bad).toEqual([]);
     expect(BOUNDED_SORTS.filter((b) => !usedExcuses.has(b)).map((b) => b.why)).toEqual([]);
   });
+
+  // Known and not yet fixed: the prune batch's find_owed joins every live consumer (SCAN k) for each
+  // terminal event of the batch; it needs a form that reaches standing handlers, the sessions' own
+  // registrations and plain consumers each by index.
+  test.todo("prune's find_owed reaches the consumers it checks by index, not by a scan of every live consumer");
 
   test("the check itself recognises a full scan and a sort for ORDER BY", () => {
     const plan = (sql: string, ...params: unknown[]) => raw.query<{ detail: string }, never[]>(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as never[])).map((r) => r.detail);
