@@ -11,7 +11,8 @@ type Value = string | boolean;
 /**
  * `--name value`, `--name=value`, `-n value`, bundled short booleans (`-ab`, the last letter may take
  * a value), `--no-name` for booleans, `--flag=false`; the last of a repeated flag wins (repeatable
- * flags are read from the raw words). Positionals fill the declared positional args in order and
+ * flags are read from the raw words). A boolean's `=value` is `true` or `false` and nothing else: read
+ * loosely, `--files=no` would mean yes. Positionals fill the declared positional args in order and
  * all of them stay in `_`. A missing required positional or flag is a usage error naming it.
  */
 export function parseArgs<A extends LiArgs>(tokens: readonly string[], defs: A, where = "li"): ParsedArgs<A> {
@@ -25,7 +26,8 @@ export function parseArgs<A extends LiArgs>(tokens: readonly string[], defs: A, 
   const out: Record<string, unknown> = { _: [] as string[] };
   const positionals = out._ as string[];
   const set = (name: string, value: Value) => {
-    out[name] = typeOf(name) === "boolean" ? value !== false && value !== "false" : value === true ? "" : value;
+    if (typeOf(name) === "boolean") out[name] = booleanValue(name, value);
+    else out[name] = value === true ? "" : value;
   };
 
   for (let i = 0; i < tokens.length; i++) {
@@ -37,7 +39,9 @@ export function parseArgs<A extends LiArgs>(tokens: readonly string[], defs: A, 
       const word = eq === -1 ? token.slice(2) : token.slice(2, eq);
       const name = spelling.get(word);
       if (name === undefined && word.startsWith("no-") && spelling.has(word.slice(3))) {
-        out[spelling.get(word.slice(3))!] = false; // --no-NAME (only booleans are offered it)
+        // --no-NAME (only booleans are offered it) says its value itself: --no-NAME=… is no spelling.
+        if (eq !== -1) throw new UsageError(`--${word} takes no value (got '${token.slice(eq + 1)}')`);
+        out[spelling.get(word.slice(3))!] = false;
         continue;
       }
       if (name === undefined) continue; // unreachable: main.ts refused unknown spellings
@@ -78,4 +82,11 @@ export function parseArgs<A extends LiArgs>(tokens: readonly string[], defs: A, 
     if (def.required === true && out[name] === undefined) throw new UsageError(`flag --${name} is required for '${where}' (see ${where} --help)`);
   }
   return out as ParsedArgs<A>;
+}
+
+/** A boolean flag's value: present, or spelled exactly `=true` / `=false`. */
+function booleanValue(name: string, value: Value): boolean {
+  if (typeof value === "boolean") return value;
+  if (value === "true" || value === "false") return value === "true";
+  throw new UsageError(`--${name}: '${value}' is not true or false (a switch: give --${name} or --no-${name})`);
 }

@@ -1,5 +1,6 @@
 // The one CLI convention, over the whole command tree: kebab-case flags with value hints in the
 // declaration and in --help, examples at the end of every help, and camelCase spellings refused.
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -133,6 +134,30 @@ describe("the command tree's --help, from the compiled binary", () => {
     expect(pruned.code).toBe(0);
     expect(JSON.parse(pruned.stdout)).toMatchObject({ dry_run: true });
     expect((await li(["kill", "--all-stale", "--dry-run"], { home })).code).toBe(0);
+  });
+
+  test("a switch spelled with a value other than true/false is refused before anything runs: --dry-run=no deletes nothing", async () => {
+    const home = tempDir();
+    expect((await li(["agent", "--", "true"], { home })).code).toBe(0);
+    const sessions = () => {
+      const db = new Database(join(home, "state.db"));
+      try {
+        return (db.query("SELECT count(*) AS n FROM sessions").get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
+    const db = new Database(join(home, "state.db"));
+    db.query("UPDATE sessions SET updated_at = ?").run(Date.now() / 1000 - 40 * 86400);
+    db.close();
+    for (const word of ["--dry-run=no", "--dry-run=0", "--no-dry-run=true"]) {
+      const r = await li(["state", "prune", "--keep-days=3", word], { home });
+      expect({ word, code: r.code, lines: r.stderr.trimEnd().split("\n").length, named: r.stderr.includes(word.split("=")[0]!) }).toEqual({ word, code: 2, lines: 1, named: true });
+      expect(sessions()).toBe(1);
+    }
+    // The same prune, spelled as documented, does delete it: the refusals above were what kept it.
+    expect((await li(["state", "prune", "--keep-days=3", "--dry-run=false"], { home })).code).toBe(0);
+    expect(sessions()).toBe(0);
   });
 
   test("li --version prints the version, the commit and the target; --json for scripts", async () => {

@@ -34,6 +34,14 @@ describe("parseArgs", () => {
     expect(parse("--json=true").json).toBe(true);
   });
 
+  test("a boolean's =value is true or false only: --persist=no, =0 or =yes are usage errors naming the flag, as is --no-NAME=…", () => {
+    for (const word of ["--persist=no", "--persist=0", "--json=yes", "--json="]) {
+      const flag = word.split("=")[0];
+      expect(() => parse(word)).toThrow(new UsageError(`${flag}: '${word.split("=")[1]}' is not true or false (a switch: give ${flag} or --no-${flag!.slice(2)})`));
+    }
+    expect(() => parse("--no-persist=true")).toThrow(new UsageError("--no-persist takes no value (got 'true')"));
+  });
+
   test("short aliases: -r VALUE, -rVALUE, and a bundle whose last letter takes the value", () => {
     expect(parse("-r", "b1").resume).toBe("b1");
     expect(parse("-rb1").resume).toBe("b1");
