@@ -52,7 +52,7 @@ type KeyParser<T> = (raw: unknown, origin: string) => Parsed<T>;
 const durationValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parseDuration, "a duration", requireDurationRange);
 /** A duration where 0 is meaningful (watch.phantom_grace: 0 reaps on positive death alone). */
 const durationOrZeroValue: KeyParser<number> = (raw, origin) =>
-  raw === 0 ? { ok: true, value: 0 } : numeric(raw, origin, (text, flag) => parseDuration(text, flag, { allowZero: true }), "a duration", requireDurationRange);
+  raw === 0 ? { ok: true, value: 0 } : numeric(raw, origin, (text, flag) => parseDuration(text, flag, { allowZero: true }), "a duration", requireDurationRange, "of zero or more");
 const positiveNumberValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parsePositiveNumber, "a positive number");
 
 /**
@@ -246,9 +246,11 @@ function numeric(
   parse: (text: string, flag: string) => number,
   what: string,
   range?: (value: number, text: string, flag: string) => number,
+  bound: "greater than zero" | "of zero or more" = "greater than zero",
 ): Parsed<number> {
   if (typeof raw === "number") {
-    if (!(Number.isFinite(raw) && raw > 0)) return { ok: false, problem: `expected ${what} greater than zero, got ${raw}` };
+    const inBound = bound === "of zero or more" ? raw >= 0 : raw > 0;
+    if (!(Number.isFinite(raw) && inBound)) return { ok: false, problem: `expected ${what} ${bound}, got ${raw}` };
     return range === undefined ? { ok: true, value: raw } : checked(() => range(raw, String(raw), origin), origin);
   }
   if (typeof raw !== "string") return { ok: false, problem: `expected ${what}, got ${describeType(raw)}` };

@@ -228,6 +228,13 @@ describe("loadSettings: watch.phantom_grace", () => {
     expect(warnings).toEqual([]);
     expect(settings.watch.phantomGrace).toBe(0);
   });
+
+  test("a negative value's warning says what is allowed: zero or more (0 is, so 'greater than zero' would mislead)", () => {
+    write(globalFile, "watch:\n  phantom_grace: -3\n");
+    const { settings, warnings } = load();
+    expect(settings.watch.phantomGrace).toBe(60);
+    expect(warnings).toEqual([`settings ${globalFile}: watch.phantom_grace: expected a duration of zero or more, got -3; using the default`]);
+  });
 });
 
 describe("loadSettings: invalid values", () => {
