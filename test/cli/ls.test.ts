@@ -194,6 +194,24 @@ describe("li ls: the branch and the terminal's width", () => {
     expect(piped.stdout.split("\n")[0]).toContain("BRANCH");
   });
 
+  test("on 80 columns even the widest kind, status and reason fit: the reason is cut after the command, never the id", async () => {
+    const { t, s } = await sessionWithLongCommand();
+    await finishSession(t.ledger, s.id, "completed_empty", "run.completed_empty.no_evidence", 0);
+    await t.ledger.createEntity("schedule_run", { id: "sched-1" });
+    const r = await li(["ls"], { home: t.paths.home, env: { COLUMNS: "80" } });
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(3);
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(80);
+    const session = lines.find((l) => l.startsWith(s.id.slice(0, 8)))!;
+    expect(session).toMatch(/^\S{8} +session +completed_empty +run\.complet\S*… /);
+    expect(session.endsWith("…")).toBe(true);
+    expect(lines.some((l) => l.startsWith("sched-1 "))).toBe(true);
+    // Wide enough, nothing is cut but the command.
+    const wide = await li(["ls"], { home: t.paths.home, env: { COLUMNS: "160" } });
+    expect(wide.stdout).toContain(" run.completed_empty.no_evidence ");
+  });
+
   test("on a pseudo-terminal the rows fit the terminal's own width", async () => {
     const { t, s } = await sessionWithLongCommand();
     const r = Bun.spawnSync(["script", "-qfec", `stty cols 90 rows 40; ${LI_BINARY} ls`, "/dev/null"], { env: liEnv(t.paths.home, { COLUMNS: undefined }), stdout: "pipe", stderr: "pipe" });

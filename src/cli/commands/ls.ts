@@ -6,7 +6,8 @@ import { formatDuration, parseDuration, parsePositiveNumber } from "../../util/d
 import { UsageError } from "../../util/errors.ts";
 import { statusColour, useColour } from "../colour.ts";
 import { terminalWidth } from "../terminal.ts";
-import { table, writeJson } from "../output.ts";
+import { cut, displayWidth, table, writeJson } from "../output.ts";
+import { safeText } from "../text.ts";
 import { writeOut } from "../io.ts";
 import { argvOf, shellWords } from "../render.ts";
 
@@ -37,9 +38,33 @@ function legTimes(row: RecentRow, now: number): { age: number; duration: number 
   return { age: now - start, duration: end - start };
 }
 
+const STATUS_COLUMN = 2;
+const REASON_COLUMN = 3;
+/** The fewest columns the command keeps, and the reason, before a row may run past the width. */
+const COMMAND_MIN = 12;
+const REASON_MIN = 12;
+
+/**
+ * Cuts the REASON cells (with …) when the command alone cannot make a row fit: reason codes run to ~30
+ * characters, so on an 80-column terminal a `schedule_run` or `completed_empty` row would otherwise
+ * wrap. The id and the short columns are never cut; below ~75 columns a row may still run past.
+ */
+function cutReasons(rows: string[][], width: number): string[][] {
+  if (rows.length === 0) return rows;
+  const last = rows[0]!.length - 1;
+  const columnWidth = (c: number) => Math.max(c === REASON_COLUMN ? "REASON".length : 0, ...rows.map((r) => displayWidth(safeText(r[c]!))));
+  let fixed = 0;
+  for (let c = 0; c < last; c++) fixed += columnWidth(c) + 2;
+  const commandWant = Math.min(COMMAND_MIN, Math.max(...rows.map((r) => displayWidth(safeText(r[last]!)))));
+  const overflow = fixed + commandWant - width;
+  const reasonWidth = columnWidth(REASON_COLUMN);
+  if (overflow <= 0 || reasonWidth <= REASON_MIN) return rows;
+  const allowed = Math.max(REASON_MIN, reasonWidth - overflow);
+  return rows.map((r) => r.map((cell, c) => (c === REASON_COLUMN ? cut(safeText(cell), allowed) : cell)));
+}
 
 export default command({
-  description: "List recent entities, newest first (by last update). Rows fit the terminal's width ($COLUMNS, else the terminal's own) by cutting the command; BRANCH is shown when there is room",
+  description: "List recent entities, newest first (by last update). Rows fit the terminal's width ($COLUMNS, else the terminal's own) by cutting the command, then the reason, never the id; BRANCH is shown when there is room",
   examples: ["li ls --kind=session --status=running", "li ls --since=2h --limit=10 --json"],
   ledger: "reads",
   args: {
@@ -105,21 +130,23 @@ export default command({
     const width = terminalWidth();
     const withBranch = width === null || width >= WIDE;
     const header = ["ID", "KIND", "STATUS", "REASON", "AGE", "DURATION", "LEGS", ...(withBranch ? ["BRANCH"] : []), "COMMAND"].map((h) => ({ text: h, colour: "bold" as const }));
+    const body = entries.map((e) => [
+      e.shortId,
+      e.row.kind,
+      e.row.status,
+      e.row.reason ?? "-",
+      formatDuration(e.ageSeconds),
+      e.durationSeconds === null ? "-" : formatDuration(e.durationSeconds),
+      e.row.leg_count === null ? "-" : String(e.row.leg_count),
+      ...(withBranch ? [e.shortBranch ?? "-"] : []),
+      e.argv ? shellWords(e.argv) : "-",
+    ]);
+    const fitted = width === null ? body : cutReasons(body, width);
     writeOut(
-      table([
-        header,
-        ...entries.map((e) => [
-          e.shortId,
-          e.row.kind,
-          { text: e.row.status, colour: statusColour(e.row.kind, e.row.status) },
-          e.row.reason ?? "-",
-          formatDuration(e.ageSeconds),
-          e.durationSeconds === null ? "-" : formatDuration(e.durationSeconds),
-          e.row.leg_count === null ? "-" : String(e.row.leg_count),
-          ...(withBranch ? [e.shortBranch ?? "-"] : []),
-          e.argv ? shellWords(e.argv) : "-",
-        ]),
-      ], { colour, ...(width !== null ? { maxWidth: width } : {}) }),
+      table(
+        [header, ...fitted.map((cells, i) => cells.map((text, c) => (c === STATUS_COLUMN ? { text, colour: statusColour(entries[i]!.row.kind, entries[i]!.row.status) } : text)))],
+        { colour, ...(width !== null ? { maxWidth: width } : {}) },
+      ),
     );
     return 0;
   },
