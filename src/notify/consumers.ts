@@ -65,7 +65,11 @@ async function consumerState(ledger: Ledger, name: string): Promise<"live" | "se
   assertConsumerName(name, "--consumer");
   const store = ledger.backend.notify;
   const consumer = await store.getConsumer(name);
-  if (!consumer) throw new UsageError(`--consumer: '${name}' is not registered (li events consumers add ${name})`);
+  if (!consumer) {
+    // A handler's or a registration's name cannot be added by hand: point at the handlers instead.
+    const reserved = name.startsWith(HANDLER_PREFIX) || name.startsWith(REGISTRATION_PREFIX);
+    throw new UsageError(`--consumer: '${name}' is not registered (${reserved ? "no handler or leg registration has that name: li events handlers ls" : `li events consumers add ${name}`})`);
+  }
   if (consumer.retired_at === null) return "live";
   // Only the delivery engine retires a `cb:` consumer (a person cannot: assertPlainConsumer), when its
   // registration settled. That is the normal end of a leg's notice, not a person's decision: nothing is owed.

@@ -127,6 +127,17 @@ describe("li events", () => {
       expect(result.stderr).toContain(named);
     }
   }, 30_000);
+
+  test("an unknown handler or registration as --consumer points at the handlers, never at a 'consumers add' li would refuse", async () => {
+    const home = tempDir();
+    expect((await li(home, ["events", "consumers", "add", "ci"])).code).toBe(0);
+    for (const name of ["handler:nope", "cb:nope"]) {
+      const r = await li(home, ["events", "owed", "--consumer", name]);
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 2, stderr: `li: --consumer: '${name}' is not registered (no handler or leg registration has that name: li events handlers ls)\n` });
+    }
+    const plain = await li(home, ["events", "owed", "--consumer", "nobody"]);
+    expect(plain.stderr).toBe("li: --consumer: 'nobody' is not registered (li events consumers add nobody)\n");
+  }, 30_000);
 });
 
 /** Each `li events` subcommand: a refused call, then its happy path; run in this order on one ledger. */
