@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { deliverOnce } from "../../src/notify/deliver.ts";
 import { assertEachOverlapped, runRace } from "../helpers/race.ts";
 import { isAlive, pidFromFile, signalPid } from "../helpers/until.ts";
-import { complete, HOST, notifyWorld, RECORD, recorded, runningSession, standing } from "./helpers.ts";
+import { complete, HOST, notifyWorld, RECORD, recorded, runningSession, standing, type NotifyWorld } from "./helpers.ts";
 
 const WORKER = join(import.meta.dir, "workers/notify-worker.ts");
 
@@ -41,15 +41,19 @@ async function race(raceDir: string, contenders: string[][]): Promise<RaceResult
   return results;
 }
 
+/** The race directory, and standing handlers a and b held until its release, so the racers overlap while a claim is held. */
+async function heldHandlers(w: NotifyWorld): Promise<string> {
+  const dir = w.out("race");
+  mkdirSync(dir);
+  for (const name of ["a", "b"]) await standing(w.ledger, name, [RECORD, `--after=${dir}/release`, w.out(name)]);
+  return dir;
+}
+
 describe("racing claimers (real processes)", () => {
   test("a pusher and two deliverers racing run each handler once per event", async () => {
     const w = notifyWorld();
     const { ledger } = w;
-    const dir = w.out("race");
-    mkdirSync(dir);
-    // Held handlers, so the racers overlap while a claim is held.
-    await standing(ledger, "a", [RECORD, `--after=${dir}/release`, w.out("a")]);
-    await standing(ledger, "b", [RECORD, `--after=${dir}/release`, w.out("b")]);
+    const dir = await heldHandlers(w);
     const events: string[] = [];
     for (const id of ["s1", "s2", "s3", "s4"]) {
       await runningSession(ledger, id);
@@ -78,10 +82,7 @@ describe("racing claimers (real processes)", () => {
     test(`${who} racing run each handler once per event`, async () => {
       const w = notifyWorld();
       const { ledger } = w;
-      const dir = w.out("race");
-      mkdirSync(dir);
-      await standing(ledger, "a", [RECORD, `--after=${dir}/release`, w.out("a")]);
-      await standing(ledger, "b", [RECORD, `--after=${dir}/release`, w.out("b")]);
+      const dir = await heldHandlers(w);
       await runningSession(ledger, "s1");
       const outcome = await ledger.transition("session", "s1", complete());
       if (outcome.result !== "applied") throw new Error("not applied");
