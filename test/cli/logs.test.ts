@@ -71,6 +71,13 @@ describe("li logs", () => {
     expect(lines[1]).toBe("first leg");
     expect(lines[2]).toMatch(new RegExp(`^==> leg 2 · run ${second.run_id} · started \\S+ · completed, exit 0 <==$`));
     expect(lines[3]).toBe("second leg");
+    // A session of one leg gets its header under --leg all too: the shape does not depend on the count.
+    const single = await leg(home, ["--", "sh", "-c", "echo only leg"]);
+    const lone = (await li(["logs", "--leg", "all", single.session_id], { home })).stdout.trimEnd().split("\n");
+    expect(lone).toHaveLength(2);
+    expect(lone[0]).toMatch(new RegExp(`^==> leg 1 · run ${single.run_id} · started \\S+ · completed, exit 0 <==$`));
+    expect(lone[1]).toBe("only leg");
+    expect((await li(["logs", single.session_id], { home })).stdout).toBe("only leg\n");
     const noSuchLeg = await li(["logs", "--leg", "3", first.session_id], { home });
     expect(noSuchLeg.code).toBe(2);
     expect(noSuchLeg.stderr).toContain("no leg 3");

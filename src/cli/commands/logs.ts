@@ -127,8 +127,10 @@ export default command({
     const { sink, flush } = stdoutSink(Boolean(args.raw), () => stop.abort());
     let problems = 0;
     let followReader: StreamReader | null = null;
+    // --leg all heads every leg, even a session's only one: a reader (or a script) sees the same shape.
+    const headed = (args.leg ?? "").trim() === "all";
     for (const out of outputs) {
-      if (outputs.length > 1) writeAll(1, header(out.leg));
+      if (headed) writeAll(1, header(out.leg));
       if (!out.ok) {
         writeNote(out.problem);
         problems++;
