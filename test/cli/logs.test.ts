@@ -201,6 +201,11 @@ describe("li logs", () => {
       expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
       expect(r.stderr).toContain(culprit);
     }
+    // --leg's message names what it takes: a leg number from 1, or all.
+    for (const bad of ["first", "0", "-1", "1.5"]) {
+      const r = await li(["logs", `--leg=${bad}`, s.session_id], { home });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 2, stderr: `li: --leg: ${JSON.stringify(bad)} is neither a leg number (1, 2 …) nor all\n` });
+    }
     const help = await li(["logs", "--help"], { home });
     expect(help.code).toBe(0);
     for (const flag of ["-f, --follow", "--leg=N|all", "--tail=N", "--raw", "--json"]) expect(help.stdout).toContain(flag);

@@ -23,13 +23,15 @@ function chooseLegs(legs: readonly LegRow[], flag: string | undefined, preferred
   if (legs.length === 0) throw new UsageError(`session ${sessionId} has no legs: nothing was run`);
   if (flag === undefined) return [preferred ?? legs.at(-1)!];
   if (flag.trim() === "all") return [...legs];
-  const seq = parseNonNegativeInt(flag, "--leg");
+  // A leg's seq starts at 1: the message names both spellings --leg takes.
+  if (!/^\s*[1-9]\d{0,8}\s*$/.test(flag)) throw new UsageError(`--leg: ${JSON.stringify(flag)} is neither a leg number (1, 2 …) nor all`);
+  const seq = Number(flag.trim());
   const leg = legs.find((l) => l.seq === seq);
   if (!leg) throw new UsageError(`--leg: session ${sessionId} has no leg ${seq} (it has ${legs.length === 1 ? "leg 1" : `legs 1–${legs.length}`})`);
   return [leg];
 }
 
-/** One line before a leg's output when several are shown (or a follow moves to a new leg). */
+/** One line before each leg's output under --leg all (and when a follow moves to a new leg). */
 function header(leg: LegRow): string {
   const end = leg.ended_at === null ? "running" : `${leg.status}, exit ${leg.exit_code ?? "-"}`;
   return `==> leg ${leg.seq} · run ${safeText(leg.run_id)} · started ${isoTime(leg.started_at)} · ${end} <==\n`;
