@@ -94,7 +94,14 @@ export class RunDir {
 
   /** The leg's setup is done: this directory is no longer an orphan candidate. */
   clearSetupPending(): void {
-    fs.rmSync(this.setupPendingPath, { force: true });
+    try {
+      // unlink, not rm --force: Bun's rmSync reports EFAULT for a path below a regular file (a run root that is a file).
+      fs.unlinkSync(this.setupPendingPath);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      // No marker, or no run directory at all (it could not be made): nothing to clear.
+      if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+    }
   }
 
   /** Creates the artifact root on demand; allocation never does (a --save-dir may be meant to appear only when used). */

@@ -334,6 +334,20 @@ describe("careless input (§16, §18)", () => {
     expect(fs.existsSync(home.home)).toBe(false);
   });
 
+  // Seen in review: a run root below a regular file also printed `cannot remove …/setup-pending.json: EFAULT` (Bun's rmSync).
+  test("a run root that cannot be a directory: one warning naming the run directory, the command runs and is recorded", async () => {
+    const home = agentHome();
+    const file = path.join(home.scratch, "not-a-dir");
+    fs.mkdirSync(home.scratch, { recursive: true });
+    fs.writeFileSync(file, "x");
+    const r = await li(["agent", "--", "sh", "-c", "echo RAN"], { home: home.home, env: { LI_RUNS_ROOT: path.join(file, "runs") } });
+    expect([r.code, r.stdout]).toEqual([0, "RAN\n"]);
+    const warnings = r.stderr.split("\n").filter((line) => line.startsWith("li: warning:"));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^li: warning: cannot write the run directory \S+ \(ENOTDIR/);
+    expect(rows(home.db, "SELECT status FROM sessions")).toEqual([{ status: "completed" }]);
+  });
+
   test("a 128-character run id is accepted", async () => {
     const r = await agent(["--run-id", `r${"x".repeat(127)}`, "--", fixture("exit-with"), "0"]);
     expect(r.code).toBe(0);
