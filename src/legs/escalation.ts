@@ -4,7 +4,7 @@ import { readUntrustedFile } from "../util/untrusted-file.ts";
 
 /** At most this many entries are kept; the rest are counted (§18). */
 export const MAX_ESCALATION_ENTRIES = 64;
-/** An entry's reason (or text) is cut to this many characters; an entry whose JSON is longer keeps only that. */
+/** An entry's reason (or text) is cut to this many UTF-8 bytes (4 KiB); an entry whose line is longer keeps only that. */
 export const MAX_ESCALATION_REASON = 4096;
 
 export type EscalationEntry = Record<string, unknown>;
@@ -43,10 +43,22 @@ function parseLine(line: string): EscalationEntry {
 
 /** An entry small enough to store twice and print: as written when its line is short, else only its cut reason (or text). */
 function bounded(entry: EscalationEntry, line: string): EscalationEntry {
-  if (line.length <= MAX_ESCALATION_REASON) return entry;
+  const lineBytes = utf8.encode(line);
+  if (lineBytes.length <= MAX_ESCALATION_REASON) return entry;
   const reason = typeof entry.reason === "string" ? entry.reason : typeof entry.text === "string" ? entry.text : line;
   const key = typeof entry.reason === "string" ? "reason" : "text";
-  return { [key]: reason.slice(0, MAX_ESCALATION_REASON), truncated: true, original_length: line.length };
+  return { [key]: cutUtf8(reason, MAX_ESCALATION_REASON), truncated: true, original_length: lineBytes.length };
+}
+
+const utf8 = new TextEncoder();
+
+/** The longest prefix of `text` that fits in `maxBytes` of UTF-8, cut on a character boundary (never half a character). */
+export function cutUtf8(text: string, maxBytes: number): string {
+  const bytes = utf8.encode(text);
+  if (bytes.length <= maxBytes) return text;
+  let end = maxBytes;
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--; // back off continuation bytes to a character's start
+  return new TextDecoder().decode(bytes.subarray(0, end));
 }
 
 /** The evidence entries of an escalation: one per kept entry, then a note of what was dropped or refused. */

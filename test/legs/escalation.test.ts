@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { escalationEvidence, MAX_ESCALATION_ENTRIES, MAX_ESCALATION_REASON, readEscalations } from "../../src/legs/escalation.ts";
+import { cutUtf8, escalationEvidence, MAX_ESCALATION_ENTRIES, MAX_ESCALATION_REASON, readEscalations } from "../../src/legs/escalation.ts";
 import { tempDir } from "../helpers/ledger.ts";
 
 const fileWith = (text: string) => {
@@ -34,6 +34,19 @@ describe("readEscalations (§8.2 step 7, §18)", () => {
     expect(e.entries[0]).toEqual({ reason: "y".repeat(MAX_ESCALATION_REASON), truncated: true, original_length: line.length });
     expect(e.entries[1]).toEqual({ text: "x".repeat(MAX_ESCALATION_REASON), truncated: true, original_length: 50_000 });
     expect(JSON.stringify(escalationEvidence(e)).length).toBeLessThan(3 * MAX_ESCALATION_REASON);
+  });
+
+  test("the 4 KiB cut counts UTF-8 bytes and never splits a character (a surrogate pair stays whole)", () => {
+    // 4095 ASCII bytes, then a 4-byte emoji straddling the boundary: it is dropped whole, not halved.
+    const reason = `${"a".repeat(4095)}\u{1F600}${"b".repeat(10)}`;
+    const line = JSON.stringify({ reason });
+    const [cut] = readEscalations(fileWith(`${line}\n`)).entries;
+    expect(cut).toEqual({ reason: "a".repeat(4095), truncated: true, original_length: Buffer.byteLength(line) });
+    // Two-byte characters: 4 KiB holds 2048 of them.
+    const [wide] = readEscalations(fileWith(`${JSON.stringify({ reason: "\u00e9".repeat(3000) })}\n`)).entries;
+    expect(wide!.reason).toBe("\u00e9".repeat(2048));
+    expect(cutUtf8("\u{1F600}", 3)).toBe("");
+    expect(cutUtf8("short", 4096)).toBe("short");
   });
 
   test("a symlink (to /dev/zero) or a FIFO at the path is refused and becomes evidence, without reading or blocking", () => {
