@@ -171,7 +171,6 @@ beforeAll(async () => {
         await tx.legsOfSessions(["ses-00000002"]);
         for (const statement of BATCH_STATEMENTS) {
           if (statement === "record_admin_event" || statement === "read_legs") continue; // an INSERT; legsOfSessions above
-          if (statement === "find_owed") continue; // scans every live consumer: the todo below
           await tx.pruneStatement(statement, ["ses-00000002"], { terminalStatuses: ["completed"], cutoff: T0 });
         }
         throw rollback;
@@ -215,10 +214,6 @@ describe("query plans", () => {
     expect(BOUNDED_SORTS.filter((b) => !usedExcuses.has(b)).map((b) => b.why)).toEqual([]);
   });
 
-  // Known and not yet fixed: the prune batch's find_owed joins every live consumer (SCAN k) for each
-  // terminal event of the batch; it needs a form that reaches standing handlers, the sessions' own
-  // registrations and plain consumers each by index.
-  test.todo("prune's find_owed reaches the consumers it checks by index, not by a scan of every live consumer");
 
   test("the check itself recognises a full scan and a sort for ORDER BY", () => {
     const plan = (sql: string, ...params: unknown[]) => raw.query<{ detail: string }, never[]>(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as never[])).map((r) => r.detail);

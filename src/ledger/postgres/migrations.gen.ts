@@ -58,5 +58,12 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE INDEX \"terminal_deliveries_consumer_idx\" ON \"terminal_deliveries\" USING btree (\"consumer\",\"state\");",
       "CREATE INDEX \"terminal_deliveries_state_idx\" ON \"terminal_deliveries\" USING btree (\"state\",\"updated_at\",\"consumer\");"
     ]
+  },
+  {
+    "name": "0001_consumers_plain_live_idx",
+    "hash": "3a07a8e8213ba4b2271038b5a081d9f308818897538b587ec1f87f0696bb554c",
+    "statements": [
+      "CREATE INDEX \"consumers_plain_live_idx\" ON \"consumers\" USING btree (\"name\") WHERE retired_at IS NULL AND substr(name, 1, 3) <> 'cb:' AND substr(name, 1, 8) <> 'handler:';"
+    ]
   }
 ];

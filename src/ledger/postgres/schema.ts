@@ -15,7 +15,7 @@ import { bigint, check, doublePrecision, index, integer, pgTable, primaryKey, te
 import type { EntityKind } from "../../lifecycle/policy.ts";
 import { SOURCES } from "../backend.ts";
 import { CALLBACK_SCOPES, DELIVERY_STATES } from "../notify-store.ts";
-import { oneOf, statusIn } from "../schema-checks.ts";
+import { oneOf, plainLiveConsumer, statusIn } from "../schema-checks.ts";
 
 /** A Unix time in seconds (SQLite REAL). */
 const seconds = (name: string) => doublePrecision(name);
@@ -281,12 +281,19 @@ export const terminalCallbacks = pgTable(
   ],
 );
 
-export const consumers = pgTable("consumers", {
-  name: text("name").primaryKey(),
-  watermark: int64("watermark").notNull(),
-  registered_at: seconds("registered_at").notNull(),
-  retired_at: seconds("retired_at"),
-});
+export const consumers = pgTable(
+  "consumers",
+  {
+    name: text("name").primaryKey(),
+    watermark: int64("watermark").notNull(),
+    registered_at: seconds("registered_at").notNull(),
+    retired_at: seconds("retired_at"),
+  },
+  (t) => [
+    // The prune's owed check reaches plain consumers through this, not every registration's consumer.
+    index("consumers_plain_live_idx").on(t.name).where(sql.raw(plainLiveConsumer("name", "retired_at"))),
+  ],
+);
 
 export const terminalDeliveries = pgTable(
   "terminal_deliveries",

@@ -95,5 +95,12 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE INDEX `legs_artifact_root_idx` ON `legs` (`artifact_root`);",
       "CREATE INDEX `terminal_deliveries_state_idx` ON `terminal_deliveries` (`state`,`updated_at`,`consumer`);"
     ]
+  },
+  {
+    "name": "0003_consumers_plain_live_idx",
+    "hash": "6814835b408cbc27c3222721245226ea8d3d14b8afe4024a4c986594ed63fbc8",
+    "statements": [
+      "CREATE INDEX `consumers_plain_live_idx` ON `consumers` (`name`) WHERE retired_at IS NULL AND substr(name, 1, 3) <> 'cb:' AND substr(name, 1, 8) <> 'handler:';"
+    ]
   }
 ];

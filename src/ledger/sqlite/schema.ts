@@ -5,7 +5,7 @@ import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex
 import type { EntityKind } from "../../lifecycle/policy.ts";
 import { SOURCES } from "../backend.ts";
 import { CALLBACK_SCOPES, DELIVERY_STATES } from "../notify-store.ts";
-import { oneOf, statusIn } from "../schema-checks.ts";
+import { oneOf, plainLiveConsumer, statusIn } from "../schema-checks.ts";
 
 /** Columns every status-bearing entity carries: current status and its denormalized reason. */
 const statusColumns = () => ({
@@ -266,12 +266,19 @@ export const terminalCallbacks = sqliteTable(
   ],
 );
 
-export const consumers = sqliteTable("consumers", {
-  name: text("name").primaryKey(),
-  watermark: integer("watermark").notNull(),
-  registered_at: real("registered_at").notNull(),
-  retired_at: real("retired_at"),
-});
+export const consumers = sqliteTable(
+  "consumers",
+  {
+    name: text("name").primaryKey(),
+    watermark: integer("watermark").notNull(),
+    registered_at: real("registered_at").notNull(),
+    retired_at: real("retired_at"),
+  },
+  (t) => [
+    // The prune's owed check reaches plain consumers through this, not every registration's consumer.
+    index("consumers_plain_live_idx").on(t.name).where(sql.raw(plainLiveConsumer("name", "retired_at"))),
+  ],
+);
 
 export const terminalDeliveries = sqliteTable(
   "terminal_deliveries",

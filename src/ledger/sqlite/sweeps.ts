@@ -2,6 +2,7 @@
 
 import type { Database } from "bun:sqlite";
 import type { LegRow } from "../backend.ts";
+import { plainLiveConsumer } from "../schema-checks.ts";
 import type { LegDirs, PruneSqlStatement, PruneStatementResult, RunningSession, SweepGuardRow } from "../sweep-store.ts";
 
 /** Id lists travel as one JSON parameter, so one prepared statement serves every batch size. */
@@ -99,30 +100,50 @@ export function legsOfSessions(db: Database, sessionIds: readonly string[]): Leg
     .all(ids(sessionIds));
 }
 
+/** Not acknowledged or dead for consumer `k` (a failed or claimed delivery is still owed). */
+const NOT_SETTLED = `NOT EXISTS (SELECT 1 FROM terminal_deliveries d WHERE d.transition_id = t.id AND d.consumer = k.name AND d.state IN ('acked', 'dead'))`;
+
+/** The batch's ids, shared by the three parts below (one JSON parameter, numbered so each part can name it). */
+const BATCH = "(SELECT value FROM json_each(?1))";
+
 /**
  * Sessions of the batch with a terminal event some registered consumer is still owed (SPEC §9.6):
  * not acked or dead, above the consumer's watermark, and — for handlers — matching the handler the
  * way the delivery engine matches it (src/ledger/sqlite/notify.ts): a leg registration is owed its
  * session's first terminal event above its watermark while its leg is current; a standing handler
- * the events its filter matches; a plain consumer every terminal event.
+ * the events its filter matches; a plain consumer every terminal event. One part per kind, each
+ * reaching its consumers by index — the batch's own registrations by session, the live standing
+ * handlers, the plain consumers (consumers_plain_live_idx) — never every registration ever made.
+ * The unary `+` keeps SQLite (which has no statistics) from walking every terminal event above a
+ * watermark or every live registration: each part reaches its events by (entity_type, entity_id).
+ * UNION ALL: a session may appear more than once; the caller keeps a set.
  */
 const OWED_SESSIONS = `
-SELECT DISTINCT t.entity_id AS id
-FROM status_transitions t
-JOIN consumers k ON k.retired_at IS NULL AND t.seq > k.watermark
-LEFT JOIN terminal_callbacks c ON c.consumer = k.name
-WHERE t.entity_type = 'session' AND t.entity_id IN ${IN_IDS} AND t.terminal_event = 1
-  AND NOT EXISTS (SELECT 1 FROM terminal_deliveries d WHERE d.transition_id = t.id AND d.consumer = k.name AND d.state IN ('acked', 'dead'))
-  AND (
-    c.id IS NULL
-    OR (c.scope = 'standing' AND c.enabled = 1 AND c.retired_at IS NULL
-        AND (c.filter_kinds IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_kinds) j WHERE j.value = t.entity_type))
-        AND (c.filter_ids IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_ids) j WHERE j.value = t.entity_id)))
-    OR (c.scope = 'leg' AND c.enabled = 1 AND c.retired_at IS NULL AND c.session_id = t.entity_id
-        AND NOT EXISTS (SELECT 1 FROM status_transitions p
-          WHERE p.entity_type = 'session' AND p.entity_id = c.session_id AND p.terminal_event = 1 AND p.seq > k.watermark AND p.seq < t.seq)
-        AND COALESCE(t.leg_id, c.leg_id) = c.leg_id)
-  )`;
+SELECT t.entity_id AS id
+FROM terminal_callbacks c
+JOIN consumers k ON k.name = c.consumer AND k.retired_at IS NULL
+JOIN status_transitions t ON t.entity_type = 'session' AND t.entity_id = c.session_id AND +t.terminal_event = 1 AND t.seq > k.watermark
+WHERE c.session_id IN ${BATCH} AND +c.scope = 'leg' AND c.enabled = 1 AND c.retired_at IS NULL
+  AND ${NOT_SETTLED}
+  AND NOT EXISTS (SELECT 1 FROM status_transitions p
+    WHERE p.entity_type = 'session' AND p.entity_id = c.session_id AND +p.terminal_event = 1 AND p.seq > k.watermark AND p.seq < t.seq)
+  AND COALESCE(t.leg_id, c.leg_id) = c.leg_id
+UNION ALL
+SELECT t.entity_id AS id
+FROM terminal_callbacks c
+JOIN consumers k ON k.name = c.consumer AND k.retired_at IS NULL
+JOIN status_transitions t ON t.entity_type = 'session' AND t.entity_id IN ${BATCH} AND +t.terminal_event = 1 AND t.seq > k.watermark
+WHERE c.scope = 'standing' AND c.enabled = 1 AND c.retired_at IS NULL
+  AND (c.filter_kinds IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_kinds) j WHERE j.value = t.entity_type))
+  AND (c.filter_ids IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_ids) j WHERE j.value = t.entity_id))
+  AND ${NOT_SETTLED}
+UNION ALL
+SELECT t.entity_id AS id
+FROM consumers k
+JOIN status_transitions t ON t.entity_type = 'session' AND t.entity_id IN ${BATCH} AND +t.terminal_event = 1 AND t.seq > k.watermark
+WHERE ${plainLiveConsumer("k.name", "k.retired_at")}
+  AND NOT EXISTS (SELECT 1 FROM terminal_callbacks c WHERE c.consumer = k.name)
+  AND ${NOT_SETTLED}`;
 
 const SESSION_TRANSITIONS = `SELECT id FROM status_transitions WHERE entity_type = 'session' AND entity_id IN ${IN_IDS}`;
 const SESSION_REGISTRATION_CONSUMERS = `SELECT consumer FROM terminal_callbacks WHERE scope = 'leg' AND session_id IN ${IN_IDS}`;

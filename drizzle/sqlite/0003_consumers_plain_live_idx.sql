@@ -1,0 +1,1 @@
+CREATE INDEX `consumers_plain_live_idx` ON `consumers` (`name`) WHERE retired_at IS NULL AND substr(name, 1, 3) <> 'cb:' AND substr(name, 1, 8) <> 'handler:';
