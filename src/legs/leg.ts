@@ -16,7 +16,6 @@ import { setupResume, type ResumeSetup } from "./resume.ts";
 import { nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
 import { armDeadline, GroupTerminator, LI_SIGNALS, LiSignalTrap } from "./signals.ts";
 import { spawnCommand, SpawnError, type SpawnedCommand } from "./spawn.ts";
-import { runTeardown } from "./teardown/run.ts";
 import type { AfterCommit, TeardownResult } from "./teardown/state.ts";
 
 /** Where a leg's live output and li's own notes go. */
@@ -152,6 +151,7 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
   let commandMarkers: { pid: number; startTicks: number | null } | undefined;
   const stopHeartbeat = ledger ? startHeartbeat(ledger.backend, plan.legId, { now: o.now, ...(o.heartbeatMs ? { intervalMs: o.heartbeatMs } : {}) }) : () => {};
   let terminator: GroupTerminator | null = null;
+  let teardownModule: Promise<typeof import("./teardown/run.ts")> | null = null;
   try {
     await o.hooks?.beforeSpawn?.(plan);
     // A signal since the trap went up ends the leg here: the command is never started (no await from here to the spawn).
@@ -173,6 +173,9 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
       }
     }
     if (child) {
+      // The teardown's modules (and the push's) load while the command runs, not on the path before it
+      // starts: li's thread is idle until the command exits.
+      teardownModule = loadTeardown(o.afterCommit);
       const pid = child.pid;
       terminator = new GroupTerminator(pid, o.killGraceMs);
       signals.attach(terminator);
@@ -193,6 +196,7 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
     stopHeartbeat();
     if (streamFd !== null) fs.closeSync(streamFd);
   }
+  const { runTeardown } = await (teardownModule ?? loadTeardown(o.afterCommit));
   const result = await runTeardown({
     ledger,
     sessionId: plan.sessionId,
@@ -220,6 +224,14 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
     afterCommit: o.afterCommit,
   });
   return { result, termination, stoppedBy: null, persisted: ledger !== null, resumed };
+}
+
+/** Starts loading the teardown and each after-commit hook's modules; a failed load is reported by the teardown's await. */
+function loadTeardown(afterCommit: readonly AfterCommit[]): Promise<typeof import("./teardown/run.ts")> {
+  const loading = import("./teardown/run.ts");
+  loading.catch(() => {}); // awaited after the command exits; not an unhandled rejection meanwhile
+  for (const hook of afterCommit) hook.warm?.();
+  return loading;
 }
 
 /** Best-effort: a marker left behind only makes the orphan sweep look at the directory, and a leg row naming it keeps it. */

@@ -81,7 +81,7 @@ export class LegNotifier {
 
   /** Step 10 of one leg: push the event its final write committed, or, unrecorded, run its notice once. */
   afterCommit(plan: LegPlan, ledger: Ledger | null): AfterCommit {
-    return async (result) => {
+    const hook: AfterCommit = async (result) => {
       if (result.persisted === "written" && result.transition && ledger) {
         if (!result.transition.terminalEvent) return;
         const { pushTerminal } = await import("../notify/push.ts");
@@ -116,6 +116,9 @@ export class LegNotifier {
       });
       if (!ran.ok) this.o.log(`notify: ${describeArgv(notify.argv.slice(0, 1))} failed (${ran.error}); not recorded, so not retried`);
     };
+    // A recorded leg pushes: the push module loads while the command runs (a failed load shows when the push imports it).
+    if (ledger) hook.warm = () => void import("../notify/push.ts").catch(() => {});
+    return hook;
   }
 
   private now(): number {

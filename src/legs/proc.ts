@@ -111,8 +111,16 @@ export function bootId(procRoot: string = PROC_ROOT): string {
   return `boot-${Math.round(Date.now() / 1000 - os.uptime())}`;
 }
 
+/** The default places' answer, read once per process: a leg asks at setup and again at its push. */
+let defaultMachineId: string | null = null;
+
 /** The machine id (systemd/dbus), or the host name when neither file exists. */
 export function machineId(paths: readonly string[] = MACHINE_ID_PATHS): string {
+  if (paths === MACHINE_ID_PATHS) return (defaultMachineId ??= readMachineId(paths));
+  return readMachineId(paths);
+}
+
+function readMachineId(paths: readonly string[]): string {
   for (const candidate of paths) {
     try {
       const id = fs.readFileSync(candidate, "utf8").trim();

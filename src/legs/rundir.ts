@@ -67,7 +67,10 @@ export class RunDir {
     for (const [key, value] of Object.entries(fields)) {
       if (!(key in manifest)) manifest[key] = value;
     }
-    writeFileAtomic(this.manifestPath, `${JSON.stringify(manifest, null, 2)}\n`, MANIFEST_MODE);
+    // No fsync (it cost a leg 0.4-1.8 ms before its command starts): the ledger's setup commit is the
+    // durable record of the leg, and nothing li does depends on run.json surviving a power loss. The
+    // rename still keeps a reader from seeing half a manifest.
+    writeFileAtomic(this.manifestPath, `${JSON.stringify(manifest, null, 2)}\n`, MANIFEST_MODE, { fsync: false });
   }
 
   /**

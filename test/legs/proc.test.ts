@@ -107,6 +107,18 @@ describe("host identity", () => {
     expect(machineId([path.join(dir, "missing")])).toBe(os.hostname());
   });
 
+  test("the default places are read once per process; places given are read on every call", () => {
+    const first = machineId();
+    expect(machineId()).toBe(first);
+    const dir = tempDir();
+    const file = path.join(dir, "machine-id");
+    fs.writeFileSync(file, "m-a\n");
+    expect(machineId([file])).toBe("m-a");
+    fs.writeFileSync(file, "m-b\n");
+    expect(machineId([file])).toBe("m-b");
+    expect(machineId()).toBe(first);
+  });
+
   test("the host id joins machine id and boot id", () => {
     const dir = tempDir();
     fs.writeFileSync(path.join(dir, "machine-id"), "m-1\n");

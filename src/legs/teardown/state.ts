@@ -29,7 +29,11 @@ export interface TeardownResult {
 }
 
 /** Runs after the guarded write committed (step 10): callbacks are pushed from here. */
-export type AfterCommit = (result: TeardownResult) => void | Promise<void>;
+export interface AfterCommit {
+  (result: TeardownResult): void | Promise<void>;
+  /** Starts loading what the hook will need; the leg calls it once its command runs, so the load overlaps the command. */
+  warm?(): void;
+}
 
 /** The leg's facts, fixed when the command ended. */
 export interface TeardownInput {
