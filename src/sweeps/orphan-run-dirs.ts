@@ -5,7 +5,7 @@ import path from "node:path";
 import { z } from "zod";
 import type { Ledger } from "../ledger/ledger.ts";
 import { SETUP_PENDING_FILE } from "../legs/rundir.ts";
-import { isStrictlyInside, realOrNull } from "./prune-files.ts";
+import { isStrictlyInside, realOrNull, removeDirectory } from "./prune-files.ts";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
 import { validateWith, type Sweep } from "./sweep.ts";
 
@@ -117,16 +117,8 @@ export const orphanRunDirs: Sweep<OrphanRunDirOptions, OrphanRunDirSummary> & {
       summary.candidates++;
       if (verdict === "recent") summary.recent++;
       else if (verdict !== "remove") summary.kept.push({ path: dir, why: verdict });
-      else if (options.dryRun) summary.removed.push(dir);
-      else {
-        try {
-          // rm does not follow symlinks inside the tree: a link to elsewhere goes, its target stays.
-          fs.rmSync(dir, { recursive: true, force: true });
-          summary.removed.push(dir);
-        } catch {
-          summary.kept.push({ path: dir, why: "error" });
-        }
-      }
+      else if (removeDirectory(dir, options.dryRun)) summary.removed.push(dir);
+      else summary.kept.push({ path: dir, why: "error" });
     }
     return summary;
   },

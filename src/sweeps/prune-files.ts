@@ -71,18 +71,24 @@ export async function removeRunDirectories(
       report.skipped.push({ path: dir, why: "in_use" });
       continue;
     }
-    if (opts.dryRun) {
-      report.removed.push(dir);
-      continue;
-    }
-    try {
-      fs.rmSync(dir, { recursive: true, force: true });
-      report.removed.push(dir);
-    } catch {
-      report.skipped.push({ path: dir, why: "error" });
-    }
+    if (removeDirectory(dir, opts.dryRun)) report.removed.push(dir);
+    else report.skipped.push({ path: dir, why: "error" });
   }
   return report;
+}
+
+/**
+ * Removes a run directory li decided is its own to remove (true), or only says it would in a dry run;
+ * false when the removal failed. rm does not follow symlinks inside the tree: a link goes, its target stays.
+ */
+export function removeDirectory(dir: string, dryRun: boolean): boolean {
+  if (dryRun) return true;
+  try {
+    fs.rmSync(dir, { recursive: true, force: true });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A surviving leg whose state or artifact root is an ancestor of `dir` below RUNS_ROOT (it would lose part of its tree). */

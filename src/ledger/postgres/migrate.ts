@@ -8,7 +8,8 @@ import type { SQL } from "bun";
 import { LedgerUnavailableError } from "../../util/errors.ts";
 import { quoteIdent, type PgClient } from "./client.ts";
 import { asPgLedgerError } from "./errors.ts";
-import { MIGRATIONS, type EmbeddedMigration } from "./migrations.gen.ts";
+import type { EmbeddedMigration } from "../embedded-migration.ts";
+import { MIGRATIONS } from "./migrations.gen.ts";
 
 /** The advisory lock's first key: "li" in ASCII; the second is the schema's hash, so schemas do not queue on each other. */
 export const LOCK_NAMESPACE = 0x6c69;
