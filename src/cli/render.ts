@@ -1,6 +1,6 @@
 // Shared renderings of ledger rows for human and JSON output.
 
-import type { AdminEventRow, EntityRow, TransitionRow } from "../ledger/backend.ts";
+import type { AdminEventRow, EntityRow, TransitionRow } from "../ledger/rows.ts";
 import { parseJsonColumn } from "./output.ts";
 import { safeText } from "./text.ts";
 

@@ -4,7 +4,8 @@ import { canonicalKind, POLICIES, type EntityKind } from "../lifecycle/policy.ts
 import { INITIAL_REASONS, reasonRefusal } from "../lifecycle/reasons.ts";
 import { NotFoundError, UsageError } from "../util/errors.ts";
 import { assertSafeId, randomId, type IdFactory } from "../util/ids.ts";
-import type { Backend, EntityRow, Source, Tx } from "./backend.ts";
+import type { Backend, Tx } from "./backend.ts";
+import type { EntityRow, Source } from "./rows.ts";
 import { TransitionValidationError } from "./errors.ts";
 import type { AppliedTransition, TransitionCommand, TransitionContext, TransitionHooks, TransitionOutcome } from "./transition.ts";
 

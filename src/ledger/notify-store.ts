@@ -1,69 +1,7 @@
 // The storage contract for handlers, consumers and deliveries (SPEC §9): rows in, rows out, no policy.
 
-import type { Awaitable, EntityRow, TransitionRow } from "./backend.ts";
-
-/** A handler bound to one leg's session, or a named one over many entities (§9); the schema checks this list. */
-export const CALLBACK_SCOPES = ["leg", "standing"] as const;
-export type CallbackScope = (typeof CALLBACK_SCOPES)[number];
-/** Where one (event, consumer) delivery stands; the schema checks this list. */
-export const DELIVERY_STATES = ["claimed", "retry", "acked", "dead"] as const;
-export type DeliveryState = (typeof DELIVERY_STATES)[number];
-
-export interface CallbackRow {
-  id: string;
-  scope: CallbackScope;
-  name: string | null;
-  consumer: string;
-  session_id: string | null;
-  leg_id: string | null;
-  /** JSON list of argv words (placeholders not yet substituted). */
-  argv: string;
-  /** JSON list of execution kinds, or null for every kind. */
-  filter_kinds: string | null;
-  /** JSON list of entity ids, or null for every id. */
-  filter_ids: string | null;
-  origin: string;
-  host_id: string;
-  enabled: number;
-  created_at: number;
-  retired_at: number | null;
-}
-
-export interface ConsumerRow {
-  name: string;
-  watermark: number;
-  registered_at: number;
-  retired_at: number | null;
-}
-
-export interface DeliveryRow {
-  transition_id: string;
-  consumer: string;
-  state: DeliveryState;
-  attempts: number;
-  last_error: string | null;
-  claimed_until: number | null;
-  next_attempt_at: number | null;
-  acked_at: number | null;
-  created_at: number;
-  updated_at: number;
-}
-
-/** One (handler, event) pair a handler is owed, with the delivery row's state when there is one. */
-export interface OwedDelivery {
-  transition_id: string;
-  seq: number;
-  entity_type: string;
-  entity_id: string;
-  consumer: string;
-  callback_id: string;
-  scope: CallbackScope;
-  argv: string;
-  leg_id: string | null;
-  state: DeliveryState | null;
-  claimed_until: number | null;
-  attempts: number | null;
-}
+import type { CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery, TransitionRow } from "./rows.ts";
+import type { Awaitable } from "../util/awaitable.ts";
 
 export interface OwedQuery {
   /** Only handlers registered on this host. */
@@ -75,22 +13,6 @@ export interface OwedQuery {
   /** Retry rows whose next attempt is after `now` are not owed yet. */
   now: number;
   limit: number;
-}
-
-/** What a handler's envelope and placeholders are built from. */
-export interface EventContext {
-  transition: TransitionRow;
-  /** The entity row; null when it no longer exists. */
-  entity: EntityRow | null;
-  branchId: string | null;
-  /** The leg whose end the event was (sessions: the transition's leg, else the current one), when known. */
-  leg: { id: string; run_id: string; state_root: string; artifact_root: string; exit_code: number | null } | null;
-}
-
-export interface DeadDelivery extends DeliveryRow {
-  entity_type: string;
-  entity_id: string;
-  status: string;
 }
 
 /** Handler, consumer and delivery storage. Writes only inside `Backend.transaction` (via `tx.notify`). */

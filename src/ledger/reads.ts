@@ -2,21 +2,10 @@
 // Kept free of drizzle and zod so `li wait` can load it cheaply.
 
 import type { EntityKind } from "../lifecycle/policy.ts";
-import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow } from "./backend.ts";
-import type { CallbackRow, DeliveryRow } from "./notify-store.ts";
+import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, CallbackRow, DeliveryRow, RecentRow, WaitState } from "./rows.ts";
 
 /** Kinds an id is looked up in: the entity tables plus branch ids and run ids (legs.run_id), §11. */
 export type LookupKind = EntityKind | "branch" | "run";
-
-/** The state `li wait` projects into its line: the target's own status plus its backing session. */
-export interface WaitState {
-  status: string | null;
-  reason: string | null;
-  /** The artifact root of the backing session's current leg, else the session's artifacts_path. */
-  artifactDir: string | null;
-  /** The command's own exit code (§8.1): the entity's column, else its backing session's. */
-  exitCode: number | null;
-}
 
 export interface RecentFilter {
   kinds: readonly EntityKind[];
@@ -24,25 +13,6 @@ export interface RecentFilter {
   /** Only rows updated at or after this Unix time. */
   since?: number;
   limit: number;
-}
-
-/** One line of `li ls`: the entity plus, for sessions, its current leg. */
-export interface RecentRow {
-  kind: EntityKind;
-  id: string;
-  status: string;
-  reason: string | null;
-  created_at: number;
-  updated_at: number;
-  started_at: number | null;
-  ended_at: number | null;
-  leg_count: number | null;
-  leg_started_at: number | null;
-  leg_ended_at: number | null;
-  /** The current leg's argv as stored (JSON text). */
-  leg_command: string | null;
-  /** A session's first branch (the id `li agent -r` resumes); null for other kinds. */
-  branch_id: string | null;
 }
 
 export interface LedgerReads {

@@ -1,32 +1,7 @@
 // The storage operations the sweeps need (SPEC §12): reads outside the write lock, re-checks and deletes inside it.
 
-import type { Awaitable, LegRow } from "./backend.ts";
-
-/** A running session as a sweep judges it: the row's clocks, its current leg and every unended leg. */
-export interface RunningSession {
-  id: string;
-  status: string;
-  started_at: number | null;
-  updated_at: number;
-  current_leg_id: string | null;
-  /** The session's current reason: `session.running.linked_pending` marks a hold by its linked session. */
-  status_reason_code: string | null;
-  linked_session_id: string | null;
-  /** The linked session's status, null when there is none or it no longer exists. */
-  linked_status: string | null;
-  /** The current leg (when it exists) followed by every other leg with no `ended_at`. */
-  legs: LegRow[];
-}
-
-/** A leg's directories and its session: what `li state prune --files` checks before deleting a directory. */
-export type LegDirs = Pick<LegRow, "id" | "session_id" | "state_root" | "artifact_root">;
-
-/** What a sweep re-checks inside its write: still running, the same current leg, the same heartbeat. */
-export interface SweepGuardRow {
-  status: string;
-  currentLegId: string | null;
-  heartbeatAt: number | null;
-}
+import type { LegDirs, RunningSession, SweepGuardRow } from "./rows.ts";
+import type { Awaitable } from "../util/awaitable.ts";
 
 /** The statements of one prune batch, in the order the prune issues them (the order is data, see src/sweeps/prune.ts). */
 export type PruneStatement =

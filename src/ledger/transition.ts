@@ -5,7 +5,9 @@ import { reasonRefusal } from "../lifecycle/reasons.ts";
 import { NotFoundError } from "../util/errors.ts";
 import { TransitionRejectedError, TransitionValidationError } from "./errors.ts";
 import type { IdFactory } from "../util/ids.ts";
-import { SOURCES, type Awaitable, type Source, type StatusRow, type Tx } from "./backend.ts";
+import type { Tx } from "./backend.ts";
+import { SOURCES, type Source, type StatusRow } from "./rows.ts";
+import type { Awaitable } from "../util/awaitable.ts";
 
 export { TransitionRejectedError, TransitionValidationError };
 

@@ -3,7 +3,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { isWithin } from "../contracts/artifacts.ts";
-import type { Awaitable } from "../ledger/backend.ts";
+import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { CompletionEvidence, EvidenceOptions } from "./evidence.ts";
 import { pump, drainPumps, Tail, type Sink } from "./capture.ts";

@@ -1,7 +1,7 @@
 // The outcome a session takes from its linked session (§8.2 step 5): one rule for a leg's teardown and
 // for the watcher's finalizer, which applies it later to a session the teardown held open.
 
-import type { EntityRow } from "../ledger/backend.ts";
+import type { EntityRow } from "../ledger/rows.ts";
 import { isTerminal } from "../lifecycle/policy.ts";
 import { reasonRefusal, type ReasonCode } from "../lifecycle/reasons.ts";
 import { storedObjects } from "./stored-json.ts";

@@ -1,7 +1,8 @@
 // `li agent -r` (SPEC §10, ADR-0105): finds the branch, reads its session, and opens the resumed leg in ONE setup transaction.
 
 import type { ArtifactContract } from "../contracts/artifacts.ts";
-import type { Awaitable, Tx } from "../ledger/backend.ts";
+import type { Tx } from "../ledger/backend.ts";
+import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { applyTransition, validateTransition, type TransitionOutcome } from "../ledger/transition.ts";
 import { isTerminal, SESSION_TERMINAL_STATUSES } from "../lifecycle/policy.ts";

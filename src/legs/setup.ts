@@ -1,6 +1,8 @@
 // Opens a leg's durable record in ONE transaction (SPEC §8): branch, session, leg row with markers, current_leg_id.
 
-import type { Awaitable, LegRow, Tx } from "../ledger/backend.ts";
+import type { Tx } from "../ledger/backend.ts";
+import type { LegRow } from "../ledger/rows.ts";
+import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { applyTransition, validateTransition, type AppliedTransition } from "../ledger/transition.ts";
 import type { ArtifactContract } from "../contracts/artifacts.ts";

@@ -2,7 +2,7 @@
 // starts one — until the session is terminal. Wakes on a change of the stream file or of the ledger (the
 // same wake-up module as `li wait`), with the safety poll behind both. A service: output goes to `sink`.
 
-import type { BranchRow, LegRow } from "../ledger/backend.ts";
+import type { BranchRow, LegRow } from "../ledger/rows.ts";
 import type { LedgerReads } from "../ledger/reads.ts";
 import type { ChangeWake } from "../ledger/sqlite/wake.ts";
 import { isTerminal } from "../lifecycle/policy.ts";

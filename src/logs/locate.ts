@@ -3,7 +3,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import type { BranchRow, LegRow } from "../ledger/backend.ts";
+import type { BranchRow, LegRow } from "../ledger/rows.ts";
 import { machineId, machineOf } from "../legs/proc.ts";
 import { isSafeId } from "../util/ids.ts";
 

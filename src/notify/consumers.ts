@@ -1,8 +1,7 @@
 // Consumers and standing handlers (SPEC §9.1, §9.6): registration with a watermark, listing, acknowledgement, retirement.
 
-import type { TransitionRow } from "../ledger/backend.ts";
+import type { TransitionRow, CallbackRow, DeadDelivery } from "../ledger/rows.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-import type { CallbackRow, DeadDelivery } from "../ledger/notify-store.ts";
 import { canonicalKind, EXECUTION_KINDS } from "../lifecycle/policy.ts";
 import { UsageError } from "../util/errors.ts";
 import { isSafeId } from "../util/ids.ts";

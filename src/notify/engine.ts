@@ -2,7 +2,7 @@
 
 import path from "node:path";
 import type { Ledger } from "../ledger/ledger.ts";
-import type { EventContext, OwedDelivery } from "../ledger/notify-store.ts";
+import type { EventContext, OwedDelivery } from "../ledger/rows.ts";
 import { renderArgv } from "./argv.ts";
 import { envelopeFromContext, placeholderValues } from "./envelope.ts";
 import { DEFAULT_BUDGET_MS, runHandlers, type HandlerJob, type HandlerResult } from "./run.ts";

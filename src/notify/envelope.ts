@@ -1,6 +1,6 @@
 // The v1 terminal envelope (SPEC §9.3) a handler reads on stdin, and the placeholder values of its argv.
 
-import type { EventContext } from "../ledger/notify-store.ts";
+import type { EventContext } from "../ledger/rows.ts";
 import type { PlaceholderValues } from "./argv.ts";
 
 export const ENVELOPE_SCHEMA = "li.run-terminal";

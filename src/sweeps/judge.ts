@@ -1,8 +1,7 @@
 // Judges one running session for a sweep (SPEC §12.1): every open leg through the one classifier, aged from its current leg.
 
 import { LINKED_HOLD_REASON } from "../legs/linked-outcome.ts";
-import type { LegRow } from "../ledger/backend.ts";
-import type { RunningSession } from "../ledger/sweep-store.ts";
+import type { LegRow, RunningSession } from "../ledger/rows.ts";
 import { classifyLeg, sessionAgeWithoutLeg, type LegMarkers, type Liveness, type LivenessEvidence } from "./liveness.ts";
 import type { SweepEnv } from "./sweep.ts";
 import type { LegToFind } from "./unnamed-command.ts";

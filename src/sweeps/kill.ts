@@ -1,10 +1,9 @@
 // `li kill ID` (SPEC §12.2): ask a live leg to cancel itself, force it after the grace, or write a dead leg's session directly.
 
-import type { EntityRow, LegRow } from "../ledger/backend.ts";
+import type { EntityRow, LegRow, RunningSession } from "../ledger/rows.ts";
 import { isUsablePid } from "../legs/proc.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
-import type { RunningSession } from "../ledger/sweep-store.ts";
 import { UsageError } from "../util/errors.ts";
 import { judgeSession, killOrphanCommand, livenessEvidence, type Judgement } from "./judge.ts";
 import { hostEnv, type SweepEnv } from "./sweep.ts";

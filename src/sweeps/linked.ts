@@ -1,9 +1,8 @@
 // The linked-session finalizer (SPEC §12.4, §8.2 step 5), run by the watcher: a session held running for its linked session takes that session's outcome once it ends.
 
 import { z } from "zod";
-import type { EntityRow, LegRow } from "../ledger/backend.ts";
+import type { EntityRow, LegRow, RunningSession } from "../ledger/rows.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-import type { RunningSession } from "../ledger/sweep-store.ts";
 import { applyTransition, validateTransition, type AppliedTransition } from "../ledger/transition.ts";
 import { isTerminal } from "../lifecycle/policy.ts";
 import { reasonRefusal } from "../lifecycle/reasons.ts";

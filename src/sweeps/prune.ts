@@ -1,7 +1,7 @@
 // `li state prune` (SPEC §12.5): delete old terminal sessions in batches, whole or nothing, locking before deciding.
 
 import { z } from "zod";
-import type { Awaitable } from "../ledger/backend.ts";
+import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { PruneStatement } from "../ledger/sweep-store.ts";
 import { SESSION_TERMINAL_STATUSES } from "../lifecycle/policy.ts";

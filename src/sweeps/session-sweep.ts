@@ -1,7 +1,7 @@
 // The pass shared by doctor, `kill --all-stale` and the phantom reaper: judge every running session, decide, write the dead ones.
 
 import type { Ledger } from "../ledger/ledger.ts";
-import type { RunningSession } from "../ledger/sweep-store.ts";
+import type { RunningSession } from "../ledger/rows.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
 import type { SessionStatus } from "../lifecycle/policy.ts";
 import type { ReasonCode } from "../lifecycle/reasons.ts";

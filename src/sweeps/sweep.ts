@@ -1,6 +1,6 @@
 // The shape every sweep shares (STYLE habit 5): validated options, `runOnce(ledger, now, options)` → a summary; and the host it runs on.
 
-import type { Awaitable } from "../ledger/backend.ts";
+import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { hostId, killGroup, probeProcess } from "../legs/proc.ts";
 import type { z } from "zod";

@@ -1,6 +1,7 @@
 // A sweep's write (SPEC §12.1): decided outside the lock, re-checked inside it, through the one guarded transition.
 
-import type { Source, Tx } from "../ledger/backend.ts";
+import type { Tx } from "../ledger/backend.ts";
+import type { Source } from "../ledger/rows.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { applyTransition, validateTransition, type AppliedTransition, type TransitionOutcome } from "../ledger/transition.ts";
 import type { Judgement } from "./judge.ts";

@@ -2,7 +2,7 @@
 
 import { SUCCESS_STATUS, type EntityKind } from "../lifecycle/policy.ts";
 import { isRegisteredReason } from "../lifecycle/reasons.ts";
-import type { WaitState } from "../ledger/reads.ts";
+import type { WaitState } from "../ledger/rows.ts";
 import { safeText } from "../cli/text.ts";
 
 export interface WaitOutcome {

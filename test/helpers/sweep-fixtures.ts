@@ -4,7 +4,7 @@ import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import type { LegRow } from "../../src/ledger/backend.ts";
+import type { LegRow } from "../../src/ledger/rows.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import { hostId, readStartTicks } from "../../src/legs/proc.ts";
 import { fixture, type FixtureName } from "./fixtures.ts";

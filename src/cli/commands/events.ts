@@ -1,8 +1,7 @@
 // `li events …`: consumers, acknowledgements, standing handlers and one delivery pass (§9.5, §9.6).
 // One command per export; src/cli/tree.ts places them under `li events`.
-import type { TransitionRow } from "../../ledger/backend.ts";
+import type { TransitionRow, CallbackRow } from "../../ledger/rows.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
-import type { CallbackRow } from "../../ledger/notify-store.ts";
 import { previewWord } from "../../notify/argv.ts";
 import { ackEvents, addConsumer, addHandler, assertPlainConsumer, checkHandlerInput, listDead, listHandlers, listOwed, removeHandler, retireConsumer } from "../../notify/consumers.ts";
 import { deliverOnce } from "../../notify/deliver.ts";

@@ -3,7 +3,7 @@
 // The command's bytes are escaped like any stored data in human output (§18; newline and tab kept);
 // `--raw` writes them exactly as captured, for a pipe or a terminal that should render them.
 import { command } from "../command.ts";
-import type { BranchRow, LegRow } from "../../ledger/backend.ts";
+import type { BranchRow, LegRow } from "../../ledger/rows.ts";
 import { resolveOneIn, WAIT_LOOKUP_ORDER } from "../../ledger/resolve.ts";
 import { isTerminal } from "../../lifecycle/policy.ts";
 import { followSession } from "../../logs/follow.ts";

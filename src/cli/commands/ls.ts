@@ -1,7 +1,7 @@
 // `li ls`: recent entities, newest first, with the current leg's age and duration (§13).
 import { command } from "../command.ts";
 import { canonicalKind, ENTITY_KINDS, isTerminal, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import type { RecentRow } from "../../ledger/reads.ts";
+import type { RecentRow } from "../../ledger/rows.ts";
 import { formatDuration, parseDuration, parsePositiveNumber } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { statusColour, useColour } from "../colour.ts";

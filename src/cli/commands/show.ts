@@ -2,8 +2,7 @@
 // notices; the raw row under --raw; everything, exactly, under --json (§13, docs/json.md).
 import { command } from "../command.ts";
 import { resolveOneIn, VIEW_LOOKUP_ORDER, type ResolvedId } from "../../ledger/resolve.ts";
-import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow } from "../../ledger/backend.ts";
-import type { CallbackRow, DeliveryRow } from "../../ledger/notify-store.ts";
+import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, CallbackRow, DeliveryRow } from "../../ledger/rows.ts";
 import { formatDuration } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { paint, statusColour, useColour } from "../colour.ts";

@@ -13,8 +13,7 @@
 import { sql } from "drizzle-orm";
 import { bigint, check, doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 import type { EntityKind } from "../../lifecycle/policy.ts";
-import { SOURCES } from "../backend.ts";
-import { CALLBACK_SCOPES, DELIVERY_STATES } from "../notify-store.ts";
+import { SOURCES, CALLBACK_SCOPES, DELIVERY_STATES } from "../rows.ts";
 import { oneOf, plainLiveConsumer, statusIn } from "../schema-checks.ts";
 
 /** A Unix time in seconds (SQLite REAL). */

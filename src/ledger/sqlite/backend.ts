@@ -3,7 +3,8 @@
 
 import type { Database } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import type { AdminEventRow, Backend, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, StatusRow, StatusSet, TransitionRow, Tx } from "../backend.ts";
+import type { Backend, Tx } from "../backend.ts";
+import type { AdminEventRow, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, StatusRow, StatusSet, TransitionRow, RunningSession } from "../rows.ts";
 import * as legStore from "./legs.ts";
 import type { LedgerUnavailableError } from "../../util/errors.ts";
 import { asLedgerError } from "./errors.ts";
@@ -11,7 +12,7 @@ import { withBusyRetry } from "./migrate.ts";
 import { SqliteReads } from "./reads.ts";
 import { SqliteNotifyStore } from "./notify.ts";
 import * as sweeps from "./sweeps.ts";
-import type { PruneSqlStatement, RunningSession } from "../sweep-store.ts";
+import type { PruneSqlStatement } from "../sweep-store.ts";
 
 /** Serializes transactions of one process on its one connection (BEGIN…COMMIT is per connection). */
 class Mutex {

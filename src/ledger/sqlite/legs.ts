@@ -3,7 +3,7 @@
 // drizzle costs milliseconds on first use, on every leg's critical path.
 
 import type { Database } from "bun:sqlite";
-import type { BranchRow, LegPatch, LegRow, MessageRow, SessionLegState } from "../backend.ts";
+import type { BranchRow, LegPatch, LegRow, MessageRow, SessionLegState } from "../rows.ts";
 
 type Params = Record<string, string | number | null>;
 

@@ -2,8 +2,8 @@
 
 import type { Database, Statement } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import type { EntityRow, TransitionRow } from "../backend.ts";
-import type { CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, NotifyStore, OwedDelivery, OwedQuery } from "../notify-store.ts";
+import type { EntityRow, TransitionRow, CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery } from "../rows.ts";
+import type { NotifyStore, OwedQuery } from "../notify-store.ts";
 
 const OWED_COLUMNS = `t.id AS transition_id, t.seq, t.entity_type, t.entity_id, c.consumer, c.id AS callback_id, c.scope, c.argv, c.leg_id,
   d.state, d.claimed_until, d.attempts`;

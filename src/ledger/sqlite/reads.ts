@@ -3,9 +3,8 @@
 
 import type { Database, Statement } from "bun:sqlite";
 import { ENTITY_KINDS, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow } from "../backend.ts";
-import type { CallbackRow, DeliveryRow } from "../notify-store.ts";
-import type { LedgerReads, LookupKind, RecentFilter, RecentRow, WaitState } from "../reads.ts";
+import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, CallbackRow, DeliveryRow, RecentRow, WaitState } from "../rows.ts";
+import type { LedgerReads, LookupKind, RecentFilter } from "../reads.ts";
 
 /** Table and id column of every kind an id can be looked up in. */
 function idColumn(kind: LookupKind): { table: string; column: string } {

@@ -3,8 +3,7 @@
 import { sql } from "drizzle-orm";
 import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import type { EntityKind } from "../../lifecycle/policy.ts";
-import { SOURCES } from "../backend.ts";
-import { CALLBACK_SCOPES, DELIVERY_STATES } from "../notify-store.ts";
+import { SOURCES, CALLBACK_SCOPES, DELIVERY_STATES } from "../rows.ts";
 import { oneOf, plainLiveConsumer, statusIn } from "../schema-checks.ts";
 
 /** Columns every status-bearing entity carries: current status and its denormalized reason. */

@@ -1,9 +1,9 @@
 // SQLite statements of the sweeps (SPEC §12): running-session reads, the in-lock re-check, leg closing and the prune batch.
 
 import type { Database } from "bun:sqlite";
-import type { LegRow } from "../backend.ts";
+import type { LegRow, LegDirs, RunningSession, SweepGuardRow } from "../rows.ts";
 import { plainLiveConsumer } from "../schema-checks.ts";
-import type { LegDirs, PruneSqlStatement, PruneStatementResult, RunningSession, SweepGuardRow } from "../sweep-store.ts";
+import type { PruneSqlStatement, PruneStatementResult } from "../sweep-store.ts";
 
 /** Id lists travel as one JSON parameter, so one prepared statement serves every batch size. */
 const ids = (list: readonly string[]) => JSON.stringify(list);

@@ -1,6 +1,6 @@
 // Step 5's lookup: the linked session's row, read a bounded number of times (its mirror may lag).
 
-import type { EntityRow } from "../../ledger/backend.ts";
+import type { EntityRow } from "../../ledger/rows.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
 
 /** The linked row, or null when it is still missing after the retries (3 × 0.1 s by default). */

@@ -3,7 +3,7 @@
 import type { ArtifactContract, VerificationResult } from "../../contracts/artifacts.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
 import type { AppliedTransition } from "../../ledger/transition.ts";
-import type { MessageRow } from "../../ledger/backend.ts";
+import type { MessageRow } from "../../ledger/rows.ts";
 import type { LedgerUnavailableError } from "../../util/errors.ts";
 import type { CompletionEvidence, EvidenceOptions } from "../evidence.ts";
 import type { Termination } from "../outcome.ts";
