@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
 import type { SqliteBackend } from "../src/ledger/sqlite/backend.ts";
-import { checkHistoryInvariants } from "../test/helpers/ledger.ts";
+import { ledgerRows } from "../test/helpers/ledger-rows.ts";
 
 const N = Number(process.argv[2] ?? 10_000);
 const root = mkdtempSync(join(tmpdir(), "li-bench-transitions-"));
@@ -91,7 +91,9 @@ async function measureConcurrent(writers: number): Promise<{ perSecond: number; 
   await Promise.all(procs.map((p) => p.exited));
   const endedAt = Math.max(...results.map((r) => r.endedAt));
   const errors = results.reduce((s, r) => s + r.errors, 0);
-  const problems = checkHistoryInvariants(join(home, "state.db"));
+  const rows = ledgerRows(home);
+  const problems = await rows.historyProblems();
+  await rows.close();
   return { perSecond: (per * writers) / ((endedAt - startAt) / 1000), errors, invariantProblems: problems.length };
 }
 

@@ -5,11 +5,13 @@
 // by timing; the ledger and the run directories are put on different disks to isolate each case.
 
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { li, type LiResult } from "../helpers/cli.ts";
-import { checkHistoryInvariants, tempDir } from "../helpers/ledger.ts";
+import { describeSqliteOnly } from "../helpers/backends.ts";
+import { tempDir } from "../helpers/ledger.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 
 
@@ -73,16 +75,17 @@ function fillLeaving(dir: string, leaveBytes: number): string {
 }
 
 /** The ledger after the fact: SQLite's integrity check, §5's history invariants, legs that belong somewhere. */
-function expectLedgerSound(dbPath: string): void {
+async function expectLedgerSound(dbPath: string): Promise<void> {
   const db = new Database(dbPath, { readonly: true });
   try {
     expect(db.query<{ integrity_check: string }, []>("PRAGMA integrity_check").all().map((r) => r.integrity_check)).toEqual(["ok"]);
-    expect(db.query("SELECT l.id FROM legs l LEFT JOIN sessions s ON s.id = l.session_id WHERE s.id IS NULL").all()).toEqual([]);
-    expect(db.query("SELECT s.id FROM sessions s LEFT JOIN legs l ON l.id = s.current_leg_id WHERE s.current_leg_id IS NOT NULL AND l.id IS NULL").all()).toEqual([]);
   } finally {
     db.close();
   }
-  expect(checkHistoryInvariants(dbPath)).toEqual([]);
+  const rows = ledgerRows(join(dbPath, ".."), { sqlitePath: dbPath });
+  expect(await rows.orphanLegs()).toEqual([]);
+  expect(await rows.historyProblems()).toEqual([]);
+  await rows.close();
 }
 
 function sessions(dbPath: string): { id: string; status: string; exit_code: number | null }[] {
@@ -103,7 +106,7 @@ function onlyStreamText(runs: string): string {
 
 const lines = (r: LiResult) => r.stderr.trimEnd().split("\n");
 
-describe("disk full before setup (the ledger and the run directories on the full disk)", () => {
+describeSqliteOnly("disk-full")("disk full before setup (the ledger and the run directories on the full disk)", () => {
   test("a foreground leg warns, still runs its command, exits by its outcome, fires --notify once undurable, and leaves no empty run directory", async () => {
     const tmpfs = disk();
     if (!tmpfs) return;
@@ -131,7 +134,7 @@ describe("disk full before setup (the ledger and the run directories on the full
     expect(envelope.artifacts).toEqual([]);
 
     rmSync(filler);
-    expectLedgerSound(join(home, "state.db"));
+    await expectLedgerSound(join(home, "state.db"));
     expect(sessions(join(home, "state.db")).map((s) => s.status)).toEqual(["completed"]);
   });
 
@@ -152,7 +155,7 @@ describe("disk full before setup (the ledger and the run directories on the full
     expect(existsSync(marker)).toBe(false);
     expect(readdirSync(join(home, "runs"))).toEqual(runsBefore);
     rmSync(filler);
-    expectLedgerSound(join(home, "state.db"));
+    await expectLedgerSound(join(home, "state.db"));
   });
 
   test("only the run directories on the full disk: the leg is recorded, its command runs, the empty run directory is removed", async () => {
@@ -171,12 +174,12 @@ describe("disk full before setup (the ledger and the run directories on the full
     expect(lines(r).at(-1)).toMatch(/^li: completed \(run\.completed\.ok\) session \S+ branch \S+$/);
     expect(readdirSync(runs)).toEqual([]);
     rmSync(filler);
-    expectLedgerSound(join(home, "state.db"));
+    await expectLedgerSound(join(home, "state.db"));
     expect(sessions(join(home, "state.db"))).toEqual([expect.objectContaining({ status: "completed", exit_code: 0 })]);
   });
 });
 
-describe("disk full during the command's output (the run directory on the full disk, the ledger elsewhere)", () => {
+describeSqliteOnly("disk-full")("disk full during the command's output (the run directory on the full disk, the ledger elsewhere)", () => {
   test("the stream file stops with one warning; passthrough goes on, the command neither blocks nor dies, and its outcome is recorded", async () => {
     const tmpfs = disk();
     if (!tmpfs) return;
@@ -200,12 +203,12 @@ describe("disk full during the command's output (the run directory on the full d
     // The stream file stays for the record, with what fitted.
     expect(onlyStreamText(runs)).toStartWith("line 1\nline 2\n");
     rmSync(filler);
-    expectLedgerSound(join(home, "state.db"));
+    await expectLedgerSound(join(home, "state.db"));
     expect(sessions(join(home, "state.db"))).toEqual([expect.objectContaining({ status: "failed", exit_code: 3 })]);
   });
 });
 
-describe("disk full at teardown (the ledger on the full disk, the run directory elsewhere)", () => {
+describeSqliteOnly("disk-full")("disk full at teardown (the ledger on the full disk, the run directory elsewhere)", () => {
   test("li says plainly the outcome was NOT recorded, naming the ledger and the reason, prints no summary, and exits 78", async () => {
     const tmpfs = disk();
     if (!tmpfs) return;
@@ -229,7 +232,7 @@ describe("disk full at teardown (the ledger on the full disk, the run directory 
     expect(onlyStreamText(runs)).toBe("FILLED\n");
     rmSync(filler);
     // The ledger is whole; the session is still running (the reaper will call it a phantom) and its history agrees.
-    expectLedgerSound(dbPath);
+    await expectLedgerSound(dbPath);
     expect(sessions(dbPath)).toEqual([expect.objectContaining({ status: "running", exit_code: null })]);
   });
 
@@ -250,7 +253,7 @@ describe("disk full at teardown (the ledger on the full disk, the run directory 
     expect(runs).toHaveLength(1);
     // Room again: the ledger is whole and still says running, as its history does.
     rmSync(join(home, "runs", runs[0]!, "stream"), { recursive: true });
-    expectLedgerSound(join(home, "state.db"));
+    await expectLedgerSound(join(home, "state.db"));
     expect(sessions(join(home, "state.db"))).toEqual([expect.objectContaining({ status: "running" })]);
   });
 
@@ -264,6 +267,6 @@ describe("disk full at teardown (the ledger on the full disk, the run directory 
     const record = JSON.parse(r.stdout);
     expect(record).toMatchObject({ status: "completed", exit_code: 0, persisted: false, ledger_error: expect.stringContaining(`ledger ${join(home, "state.db")}: disk full`) });
     rmSync(filler);
-    expectLedgerSound(join(home, "state.db"));
+    await expectLedgerSound(join(home, "state.db"));
   });
 });

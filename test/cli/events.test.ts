@@ -1,11 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
-import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { openLedger } from "../../src/ledger/open.ts";
-import { resolvePaths } from "../../src/ledger/location.ts";
+import { pathsForHome } from "../helpers/backends.ts";
 import { li as liBinary, liEnv } from "../helpers/cli.ts";
-import { dumpDatabase, tempDir } from "../helpers/ledger.ts";
+import { tempDir } from "../helpers/ledger.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
 import { commandPaths } from "../../src/cli/tree.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 
@@ -16,15 +15,6 @@ async function li(home: string, args: string[]) {
   const proc = Bun.spawn([process.execPath, CLI, ...args], { env: liEnv(home), stdout: "pipe", stderr: "pipe", stdin: "ignore" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
-}
-
-function rows(home: string, query: string): unknown[] {
-  const db = new Database(join(home, "state.db"));
-  try {
-    return db.query(query).all();
-  } finally {
-    db.close();
-  }
 }
 
 describe("li events", () => {
@@ -44,7 +34,7 @@ describe("li events", () => {
 
     const acks = await Promise.all(Array.from({ length: 4 }, () => li(home, ["events", "ack", "--consumer", "ci", eventId])));
     expect(acks.map((a) => a.code)).toEqual([0, 0, 0, 0]);
-    expect(rows(home, "SELECT transition_id, consumer, state FROM terminal_deliveries")).toEqual([{ transition_id: eventId, consumer: "ci", state: "acked" }]);
+    expect(await ledgerRows(home).all("SELECT transition_id, consumer, state FROM terminal_deliveries")).toEqual([{ transition_id: eventId, consumer: "ci", state: "acked" }]);
     expect(JSON.parse((await li(home, ["events", "--consumer", "ci", "--json"])).stdout)).toEqual([]);
 
     const retired = await li(home, ["events", "consumers", "retire", "ci", "--json"]);
@@ -81,7 +71,7 @@ describe("li events", () => {
     const out = join(home, "handled");
     expect((await li(home, ["events", "handlers", "add", "all", "--", RECORD, out])).code).toBe(0);
     // Commit without pushing, as a leg killed between its commit and its push would.
-    const ledger = openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: false });
+    const ledger = openLedger(pathsForHome(home), { create: false });
     await ledger.createEntity("invocation", { id: "inv-1" });
     await ledger.transition("invocation", "inv-1", { newStatus: "timed_out", reasonCode: "run.timed_out.deadline" });
     ledger.close();
@@ -100,9 +90,7 @@ describe("li events", () => {
     await li(home, ["events", "consumers", "add", "ci"]);
     await li(home, ["state", "create", "invocation", "--id", "inv-1"]);
     await li(home, ["state", "set-status", "invocation", "inv-1", "--status", "failed", "--reason", "run.failed.exit_nonzero"]);
-    const db = new Database(join(home, "state.db"));
-    db.run("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, last_error, created_at, updated_at) SELECT id, 'handler:x', 'dead', 5, 'exited 3', 0, 0 FROM status_transitions WHERE terminal_event = 1");
-    db.close();
+    await ledgerRows(home).run("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, last_error, created_at, updated_at) SELECT id, 'handler:x', 'dead', 5, 'exited 3', 0, 0 FROM status_transitions WHERE terminal_event = 1");
     const dead = await li(home, ["events", "--dead", "--json"]);
     expect(JSON.parse(dead.stdout)).toMatchObject([{ consumer: "handler:x", entity: { kind: "invocation", id: "inv-1" }, attempts: 5, last_error: "exited 3" }]);
     expect((await li(home, ["events", "dead", "--json"])).stdout).toBe(dead.stdout);
@@ -204,7 +192,7 @@ describe("every li events subcommand, from the compiled binary", () => {
 
   test("each: --help, an unknown flag and a bad argument (exit 2, ledger unchanged), then its happy path", async () => {
     const home = tempDir();
-    const db = join(home, "state.db");
+    const db = ledgerRows(home);
     const out = join(home, "handled");
     const run = (args: string[]) => liBinary(args, { home });
     expect((await run(ev("consumers", "add", "ci"))).code).toBe(0);
@@ -218,10 +206,10 @@ describe("every li events subcommand, from the compiled binary", () => {
       expect({ where, code: help.code, usage: help.stdout.includes(`USAGE: ${where}`) }).toEqual({ where, code: 0, usage: true });
 
       for (const [args, names] of [[[...c.path, "--bogus"], "--bogus"], [c.bad.args, c.bad.names]] as const) {
-        const before = dumpDatabase(db);
+        const before = await db.dump();
         const r = await run([...args]);
         expect({ args, code: r.code, stdout: r.stdout, lines: r.stderr.trim().split("\n").length, named: r.stderr.includes(names) }).toEqual({ args, code: 2, stdout: "", lines: 1, named: true });
-        expect(dumpDatabase(db)).toEqual(before);
+        expect(await db.dump()).toEqual(before);
       }
 
       const r = await run(c.happy.args.map((a) => (a === "EVENT" ? eventId : a === "OUT" ? out : a)));
@@ -235,6 +223,6 @@ describe("every li events subcommand, from the compiled binary", () => {
     for (const args of [ev("consumers", "add", "handler:x"), [...ev("handlers", "add", "h", "--kind=team", "--"), RECORD], ev("handlers", "add", "h")]) {
       expect((await liBinary(args, { home })).code).toBe(2);
     }
-    expect(existsSync(join(home, "state.db"))).toBe(false);
+    expect(await ledgerRows(home).exists()).toBe(false);
   });
 });

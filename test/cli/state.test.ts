@@ -1,10 +1,12 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { commandPaths } from "../../src/cli/main.ts";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
-import { dumpDatabase, tempDir } from "../helpers/ledger.ts";
+import { describeSqliteOnly, testSqliteOnly } from "../helpers/backends.ts";
+import { tempDir } from "../helpers/ledger.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
 
 let cwd: string;
 let home: string;
@@ -32,13 +34,11 @@ describe("the compiled binary, from an empty directory", () => {
     expect(commandPaths().length).toBeGreaterThanOrEqual(13);
   });
 
-  test("create, set-status, show and transitions work end to end, with an owner-only home and database", async () => {
+  test("create, set-status, show and transitions work end to end", async () => {
     const created = await run(["state", "create", "play"]);
     expect(created.code).toBe(0);
     const id = created.stdout.trim();
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(statSync(home).mode & 0o777).toBe(0o700);
-    expect(statSync(join(home, "state.db")).mode & 0o777).toBe(0o600);
 
     expect((await run(["state", "set-status", "play", id.slice(0, 8), "--status", "running", "--reason", "play.running.started"])).code).toBe(0);
     expect((await run(["state", "set-status", "play", id, "--status", "merged", "--reason", "play.merged.ok", "--summary", "shipped"])).code).toBe(0);
@@ -55,6 +55,11 @@ describe("the compiled binary, from an empty directory", () => {
     expect(JSON.parse(history.stdout).transitions.map((t: { previous_status: string | null }) => t.previous_status)).toEqual([null, "pending", "running"]);
     const human = await run(["state", "transitions", id]);
     expect(human.stdout).toContain("play.merged.ok");
+  });
+
+  testSqliteOnly("ledger-file")("the home and the database file li created are owner-only", () => {
+    expect(statSync(home).mode & 0o777).toBe(0o700);
+    expect(statSync(join(home, "state.db")).mode & 0o777).toBe(0o600);
   });
 
   test("set-status exits 1 on a guard conflict and on a policy refusal, saying which", async () => {
@@ -117,14 +122,14 @@ describe("bad input: one line, exit 2, the ledger unchanged", () => {
   });
   for (const [name, args] of cases) {
     test(name, async () => {
-      const before = dumpDatabase(join(home, "state.db"));
+      const before = await ledgerRows(home).dump();
       const r = await run(args.map((a) => (a === "TEAMID" ? teamId : a)));
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
       expect(r.stderr).toStartWith("li: ");
       expect(r.stderr).not.toContain("    at ");
-      expect(dumpDatabase(join(home, "state.db"))).toEqual(before);
+      expect(await ledgerRows(home).dump()).toEqual(before);
     });
   }
 });
@@ -132,10 +137,10 @@ describe("bad input: one line, exit 2, the ledger unchanged", () => {
 describe("every command", () => {
   test("refuses an unknown flag with one line naming it, exit 2, and writes nothing", async () => {
     for (const command of commandPaths()) {
-      const before = dumpDatabase(join(home, "state.db"));
+      const before = await ledgerRows(home).dump();
       const r = await run([...command, "--no-such-flag"]);
       expect({ command, code: r.code, lines: r.stderr.trim().split("\n").length, names: r.stderr.includes("--no-such-flag"), stdout: r.stdout }).toEqual({ command, code: 2, lines: 1, names: true, stdout: "" });
-      expect(dumpDatabase(join(home, "state.db"))).toEqual(before);
+      expect(await ledgerRows(home).dump()).toEqual(before);
     }
   });
 });
@@ -148,21 +153,21 @@ describe("many processes at once", () => {
     );
     const results = await Promise.all(procs.map(async (p) => ({ code: await p.exited, stderr: await new Response(p.stderr).text() })));
     expect(results).toEqual(Array(8).fill({ code: 0, stderr: "" }));
-    const db = new Database(join(fresh, "state.db"), { readonly: true });
-    expect((db.query("SELECT COUNT(*) AS n FROM teams").get() as { n: number }).n).toBe(8);
-    db.close();
+    expect(await ledgerRows(fresh).get("SELECT COUNT(*) AS n FROM teams")).toEqual({ n: 8 });
   });
 });
 
-describe("ledgers li cannot use (§16)", () => {
-  test("a read-only command with no ledger yet: exit 2, and the file is not created", async () => {
+describe("no ledger yet", () => {
+  test("a read-only command with no ledger yet: exit 2, and no ledger is created", async () => {
     const fresh = join(tempDir(), "home");
     const r = await li(["show", "abc"], { home: fresh, cwd });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("nothing recorded yet");
-    expect(existsSync(join(fresh, "state.db"))).toBe(false);
+    expect(await ledgerRows(fresh).exists()).toBe(false);
   });
+});
 
+describeSqliteOnly("ledger-file")("ledgers li cannot use (§16)", () => {
   test("a ledger written by a newer li: exit 78 naming the path", async () => {
     const h = join(tempDir(), "home");
     expect((await li(["state", "create", "team"], { home: h, cwd })).code).toBe(0);

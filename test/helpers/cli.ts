@@ -2,6 +2,7 @@
 
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { ledgerEnvFor } from "./backends.ts";
 
 export const LI_BINARY = join(import.meta.dir, "../../dist/li");
 
@@ -18,7 +19,10 @@ export interface LiOptions {
   stdin?: string;
 }
 
-/** The environment li sees: nothing from the developer's own li configuration leaks in. */
+/**
+ * The environment li sees: nothing from the developer's own li configuration leaks in. The home's
+ * ledger is on the suite's backend (test/helpers/backends.ts) unless `extra` names LI_DB itself.
+ */
 export function liEnv(home: string | undefined, extra: Record<string, string | undefined> = {}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("LI_")) env[k] = v;
@@ -28,6 +32,7 @@ export function liEnv(home: string | undefined, extra: Record<string, string | u
     if (v === undefined) delete env[k];
     else env[k] = v;
   }
+  if (env.LI_HOME && !("LI_DB" in extra)) Object.assign(env, ledgerEnvFor(env.LI_HOME));
   return env;
 }
 

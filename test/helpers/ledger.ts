@@ -1,12 +1,15 @@
-// Test helpers: a temporary ledger with a controllable clock and ids, and a full dump for before/after checks.
+// Test helpers: a temporary ledger on the suite's backend with a controllable clock and ids, and its rows
+// by hand (test/helpers/ledger-rows.ts) for before/after checks.
 
-import { Database } from "bun:sqlite";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Ledger, type LedgerOptions } from "../../src/ledger/ledger.ts";
 import { openLedger } from "../../src/ledger/open.ts";
-import { resolvePaths, type Paths } from "../../src/ledger/location.ts";
+import type { Paths } from "../../src/ledger/location.ts";
+import { onPostgres, pathsForHome } from "./backends.ts";
+import { ledgerRows, type LedgerRows, type Row } from "./ledger-rows.ts";
+import { closeAfterTest } from "./test-handles.ts";
 
 export function tempDir(prefix = "li-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -27,55 +30,27 @@ export function sequentialIds(prefix = "id"): () => string {
 export interface TempLedger {
   ledger: Ledger;
   paths: Paths;
+  /** A scratch directory; the ledger's LI_HOME is `liHome` inside it. */
   home: string;
+  liHome: string;
+  /** The SQLite file on the SQLite backend (SQLite-only tests); meaningless on PostgreSQL. */
   dbPath: string;
+  /** The ledger's rows by hand, on either backend (opened on first use, closed after the test). */
+  rows(): LedgerRows;
   /** Every row of every table, for "the database is unchanged" assertions. */
-  dump(): Record<string, unknown[]>;
+  dump(): Promise<Record<string, Row[]>>;
 }
 
 export function tempLedger(options: LedgerOptions = {}): TempLedger {
   const home = tempDir();
-  const paths = resolvePaths({ env: { LI_HOME: join(home, "home") } });
+  const liHome = join(home, "home");
+  const paths = pathsForHome(liHome);
   const ledger = openLedger(paths, { create: true, ...options });
-  const dbPath = (paths.ledger as { path: string }).path;
-  return { ledger, paths, home, dbPath, dump: () => dumpDatabase(dbPath) };
-}
-
-export function dumpDatabase(path: string): Record<string, unknown[]> {
-  const db = new Database(path, { readonly: true });
-  try {
-    const tables = db.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
-    const out: Record<string, unknown[]> = {};
-    for (const { name } of tables) out[name] = db.query(`SELECT * FROM "${name}" ORDER BY rowid`).all();
-    return out;
-  } finally {
-    db.close();
-  }
-}
-
-/** The history invariants of §5: status = newest history row; each row's previous = the row before it. */
-export function checkHistoryInvariants(path: string): string[] {
-  const db = new Database(path, { readonly: true });
-  const problems: string[] = [];
-  try {
-    const tables: Record<string, string> = { session: "sessions", invocation: "invocations", schedule_run: "schedule_runs", play: "plays", show: "shows", team: "teams" };
-    for (const [kind, table] of Object.entries(tables)) {
-      for (const row of db.query<{ id: string; status: string }, []>(`SELECT id, status FROM ${table}`).all()) {
-        const history = db
-          .query<{ previous_status: string | null; status: string }, [string, string]>("SELECT previous_status, status FROM status_transitions WHERE entity_type = ? AND entity_id = ? ORDER BY seq")
-          .all(kind, row.id);
-        if (history.length === 0) problems.push(`${kind} ${row.id}: no history`);
-        else if (history.at(-1)!.status !== row.status) problems.push(`${kind} ${row.id}: status ${row.status} but newest history ${history.at(-1)!.status}`);
-        for (let i = 1; i < history.length; i++) {
-          if (history[i]!.previous_status !== history[i - 1]!.status) problems.push(`${kind} ${row.id}: history row ${i} previous ${history[i]!.previous_status} ≠ ${history[i - 1]!.status}`);
-        }
-        if (history.length > 0 && history[0]!.previous_status !== null) problems.push(`${kind} ${row.id}: first history row has a previous status`);
-      }
-    }
-  } finally {
-    db.close();
-  }
-  return problems;
+  // PostgreSQL ledgers hold pooled connections: one opened inside a test is closed after it.
+  if (onPostgres) closeAfterTest(() => ledger.close());
+  let rows: LedgerRows | undefined;
+  const rowsOf = () => (rows ??= ledgerRows(liHome));
+  return { ledger, paths, home, liHome, dbPath: join(liHome, "state.db"), rows: rowsOf, dump: () => rowsOf().dump() };
 }
 
 export { Ledger };

@@ -61,7 +61,7 @@ describe("classifySqliteError", () => {
 test("a write transaction that hits a full database fails with the ledger's path, rolled back", async () => {
   const t = tempLedger();
   const backend = t.ledger.backend as unknown as { db: Database };
-  const before = t.dump();
+  const before = await t.dump();
   backend.db.run(`PRAGMA max_page_count = ${backend.db.query<{ page_count: number }, []>("PRAGMA page_count").get()!.page_count}`);
   const error = await t.ledger.backend
     .transaction((tx) => {
@@ -72,5 +72,5 @@ test("a write transaction that hits a full database fails with the ledger's path
   expect(error).toMatchObject({ path: t.dbPath, unreachable: true, exitCode: 78 });
   expect((error as Error).message).toStartWith(`ledger ${t.dbPath}: disk full`);
   expect(asLedgerError(error, "elsewhere")).toBe(error as LedgerUnavailableError);
-  expect(t.dump()).toEqual(before);
+  expect(await t.dump()).toEqual(before);
 });

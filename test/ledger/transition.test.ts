@@ -5,7 +5,8 @@ import type { AppliedTransition } from "../../src/ledger/transition.ts";
 import { TransitionRejectedError, TransitionValidationError } from "../../src/ledger/transition.ts";
 import { NotFoundError } from "../../src/util/errors.ts";
 import type { SqliteBackend } from "../../src/ledger/sqlite/backend.ts";
-import { checkHistoryInvariants, fakeClock, sequentialIds, tempLedger, type TempLedger } from "../helpers/ledger.ts";
+import { testSqliteOnly } from "../helpers/backends.ts";
+import { fakeClock, sequentialIds, tempLedger, type TempLedger } from "../helpers/ledger.ts";
 
 /** A registered code for `status` in one of the kind's domains (falls back to legacy.imported). */
 function codeFor(kind: EntityKind, status: string): string {
@@ -54,7 +55,7 @@ describe("the transition matrix, generated from the registry", () => {
           }
         }
       }
-      expect(checkHistoryInvariants(t.dbPath)).toEqual([]);
+      expect(await t.rows().historyProblems()).toEqual([]);
       t.ledger.close();
     });
   }
@@ -79,11 +80,11 @@ describe("guards and validation leave the database unchanged", () => {
     test(name, async () => {
       const t = tempLedger({ now: fakeClock().now });
       const id = (await t.ledger.createEntity("invocation")).id;
-      const before = t.dump();
+      const before = await t.dump();
       const result = await write(t, id).then((v) => v, (e: unknown) => e);
       if (typeof expected === "function") expect(result).toBeInstanceOf(expected as new () => unknown);
       else expect(result).toBe(expected);
-      expect(t.dump()).toEqual(before);
+      expect(await t.dump()).toEqual(before);
       t.ledger.close();
     });
   }
@@ -104,11 +105,11 @@ describe("guards and validation leave the database unchanged", () => {
     test(`${name} is refused before any write, naming the field`, async () => {
       const t = tempLedger({ now: fakeClock().now });
       const id = (await t.ledger.createEntity("invocation")).id;
-      const before = t.dump();
+      const before = await t.dump();
       const error = await t.ledger.updateStatus("invocation", id, command as never).then(() => null, (e: unknown) => e);
       expect(error).toBeInstanceOf(TransitionValidationError);
       expect((error as Error).message).toMatch(message);
-      expect(t.dump()).toEqual(before);
+      expect(await t.dump()).toEqual(before);
       t.ledger.close();
     });
   }
@@ -158,7 +159,7 @@ describe("guards and validation leave the database unchanged", () => {
 });
 
 describe("compare-and-set and atomicity", () => {
-  test("a row changed between the read and the UPDATE makes the UPDATE apply nothing", async () => {
+  testSqliteOnly("write-inside-read")("a row changed between the read and the UPDATE makes the UPDATE apply nothing", async () => {
     let backend!: SqliteBackend;
     const t = tempLedger({
       hooks: {
@@ -169,9 +170,9 @@ describe("compare-and-set and atomicity", () => {
     });
     backend = t.ledger.backend as SqliteBackend;
     const id = (await t.ledger.createEntity("invocation")).id;
-    const before = t.dump();
+    const before = await t.dump();
     expect(await t.ledger.updateStatus("invocation", id, { newStatus: "completed", reasonCode: "run.completed.ok" })).toBe(false);
-    expect(t.dump()).toEqual(before);
+    expect(await t.dump()).toEqual(before);
   });
 
   test("a failure after the UPDATE and before the history insert leaves the old status", async () => {
@@ -183,9 +184,9 @@ describe("compare-and-set and atomicity", () => {
       },
     });
     const id = (await t.ledger.createEntity("invocation")).id;
-    const before = t.dump();
+    const before = await t.dump();
     await expect(t.ledger.updateStatus("invocation", id, { newStatus: "completed", reasonCode: "run.completed.ok" })).rejects.toThrow("injected failure");
-    expect(t.dump()).toEqual(before);
+    expect(await t.dump()).toEqual(before);
     expect((await t.ledger.backend.getEntity("invocation", id))!.status).toBe("running");
   });
 
@@ -193,9 +194,9 @@ describe("compare-and-set and atomicity", () => {
     const t = tempLedger();
     const id = (await t.ledger.createEntity("team")).id;
     await t.ledger.updateStatus("team", id, { newStatus: "archived", reasonCode: "team.archived.operator" });
-    const before = t.dump();
+    const before = await t.dump();
     await expect(t.ledger.updateStatus("team", id, { newStatus: "active", reasonCode: "team.active.created" })).rejects.toBeInstanceOf(TransitionRejectedError);
-    const after = t.dump();
+    const after = await t.dump();
     expect(after.admin_events!.length).toBe(before.admin_events!.length + 1);
     expect({ ...after, admin_events: [] }).toEqual({ ...before, admin_events: [] });
   });
@@ -282,17 +283,17 @@ describe("creation", () => {
         expect(history.map((h) => [h.previous_status, h.status, h.reason_code])).toEqual([[null, status, INITIAL_REASONS[kind][status]!]]);
       }
     }
-    expect(checkHistoryInvariants(t.dbPath)).toEqual([]);
+    expect(await t.rows().historyProblems()).toEqual([]);
   });
 
   test("a status outside the initial set, an unsafe id and a duplicate id are refused with nothing written", async () => {
     const t = tempLedger();
     await t.ledger.createEntity("team", { id: "t1" });
-    const before = t.dump();
+    const before = await t.dump();
     await expect(t.ledger.createEntity("play", { status: "merged" })).rejects.toThrow(/cannot start as 'merged'/);
     await expect(t.ledger.createEntity("play", { id: "../x" })).rejects.toThrow(/not a valid id/);
     await expect(t.ledger.createEntity("team", { id: "t1" })).rejects.toThrow(/already exists/);
     await expect(t.ledger.createEntity("team", { reasonCode: "play.pending.created" })).rejects.toThrow(/not accepted/);
-    expect(t.dump()).toEqual(before);
+    expect(await t.dump()).toEqual(before);
   });
 });

@@ -65,6 +65,6 @@ describe("a leg whose persistence setup failed (§8.4, §9.4)", () => {
     expect(log.join("\n")).toContain("persistence setup failed (disk full)");
     expect(recorded(out)).toHaveLength(1);
     expect(JSON.parse(fs.readFileSync(`${out}.stdin`, "utf8"))).toMatchObject({ durable: false, event_id: null, terminal_status: "completed" });
-    expect(t.dump().sessions).toEqual([]);
+    expect((await t.dump()).sessions).toEqual([]);
   });
 });

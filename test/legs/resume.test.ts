@@ -234,12 +234,12 @@ describe("one setup transaction (§8)", () => {
   test("the reopen, the leg row, current_leg_id and the registration commit together or not at all", async () => {
     const w = world();
     await endedSession(w, "completed");
-    const before = w.dump();
+    const before = await w.dump();
     const failing = () => {
       throw new Error("registration failed");
     };
     await expect(setupResume(w.ledger, planFor(w, "leg-2"), () => "fresh", failing)).rejects.toThrow("registration failed");
-    expect(w.dump()).toEqual(before);
+    expect(await w.dump()).toEqual(before);
     let seen: unknown = null;
     await setupResume(w.ledger, planFor(w, "leg-2"), () => "fresh", async (tx, ids) => {
       // Inside the same transaction the reopen already applied and the leg row exists.

@@ -42,9 +42,9 @@ describe("setupNewSession", () => {
 
   test("a failure of the hook inside the transaction leaves nothing behind", async () => {
     const t = tempLedger();
-    const before = t.dump();
+    const before = await t.dump();
     await expect(setupNewSession(t.ledger, planFor(), () => { throw new Error("registration failed"); })).rejects.toThrow("registration failed");
-    expect(t.dump()).toEqual(before);
+    expect(await t.dump()).toEqual(before);
   });
 
   test("the hook sees the leg's ids and writes in the same transaction", async () => {

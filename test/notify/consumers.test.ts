@@ -61,11 +61,11 @@ describe("consumers", () => {
     const { ledger } = w;
     await addConsumer(ledger, "ci");
     const event = await finishedSession(ledger, "s1");
-    const before = w.dump();
+    const before = await w.dump();
     const error = await ackEvents(ledger, "ci", [event, "no-such-event"]).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UsageError);
     expect((error as Error).message).toContain("no-such-event");
-    expect(w.dump()).toEqual(before);
+    expect(await w.dump()).toEqual(before);
     await expect(listOwed(ledger, "nobody")).rejects.toBeInstanceOf(UsageError);
     await expect(addConsumer(ledger, "handler:x")).rejects.toBeInstanceOf(UsageError);
   });

@@ -2,12 +2,12 @@
 // interval. After its first attempt it is held until every contender has entered, so the remaining rounds
 // are contested by construction. Prints {"wins": [...], "enteredAt", "leftAt"}.
 import { openLedger } from "../../../src/ledger/open.ts";
-import { resolvePaths } from "../../../src/ledger/location.ts";
+import { pathsForHome } from "../backends.ts";
 import { atStartLine, enter, heldUntilRelease, raceClock } from "../race.ts";
 
 const [home, idsFile, raceDir, status] = process.argv.slice(2) as [string, string, string, string];
 const ids = (await Bun.file(idsFile).text()).split("\n").filter(Boolean);
-const ledger = openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: false });
+const ledger = openLedger(pathsForHome(home), { create: false });
 const reason = status === "completed" ? "run.completed.ok" : "run.failed.exception";
 await atStartLine(raceDir);
 const enteredAt = enter(raceDir);

@@ -1,0 +1,27 @@
+// Preloaded by bunfig.toml. With LI_TEST_BACKEND=postgres it starts the throwaway cluster
+// (test/helpers/postgres.ts) before any test spawns li, creates the ONE shared test database every test
+// home's schema lives in, publishes its URL in process.env for li processes and workers, prints the
+// SQLite-only list. On both backends it closes after each test the ledger handles that test opened.
+
+import { afterEach, beforeEach } from "bun:test";
+import { onPostgres, SUITE_DB_URL_VARIABLE, sqliteOnlyReport } from "./backends.ts";
+import { closeTestHandles, markTestStart } from "./test-handles.ts";
+
+/** The database of the whole PostgreSQL half; each test home is a schema in it (backends.ts). */
+const SUITE_DATABASE = "li_suite";
+
+if (onPostgres) {
+  const { asSuperuser, postgresBinDir, postgresCluster } = await import("./postgres.ts");
+  if (!postgresBinDir()) {
+    throw new Error(
+      "LI_TEST_BACKEND=postgres: PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin, LI_TEST_PG_BIN or PATH); see README \"PostgreSQL tests\"",
+    );
+  }
+  const cluster = postgresCluster();
+  await asSuperuser((sql) => sql.unsafe(`CREATE DATABASE "${SUITE_DATABASE}"`));
+  process.env[SUITE_DB_URL_VARIABLE] = cluster.url(SUITE_DATABASE);
+  console.error(`\nLI_TEST_BACKEND=postgres: every ledger test runs on ${cluster.url(SUITE_DATABASE)}, one schema per test home.\n${sqliteOnlyReport()}\n`);
+}
+
+beforeEach(() => markTestStart());
+afterEach(() => closeTestHandles());
