@@ -207,7 +207,8 @@ export async function applyTransition(tx: Tx, ctx: TransitionContext, v: Validat
     return { result: "conflict", current, why: "cas_lost" };
   }
   await ctx.hooks?.afterUpdate?.(tx, kind, id);
-  if (cmd.override && from !== to) {
+  // Every applied override is audited (§5), a same-status one too (a late record replacing a sweep's reason, §17).
+  if (cmd.override) {
     await audit(tx, ctx, "status_transition_override", kind, id, now, cmd.overrideActor ?? null, cmd.overrideJustification ?? null, { from, to, reason_code: cmd.reasonCode });
   }
   const terminalEvent = from !== to && policy.terminal.has(to) && policy.execution;

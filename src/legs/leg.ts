@@ -149,7 +149,7 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
   let termination: Termination = "spawn_failed";
   let exitCode: number | null = null;
   let commandMarkers: { pid: number; startTicks: number | null } | undefined;
-  const stopHeartbeat = ledger ? startHeartbeat(ledger.backend, plan.legId, { now: o.now, ...(o.heartbeatMs ? { intervalMs: o.heartbeatMs } : {}) }) : () => {};
+  const stopHeartbeat = ledger ? startHeartbeat(ledger.backend, plan.legId, { now: o.now, log: o.io.log, ...(o.heartbeatMs ? { intervalMs: o.heartbeatMs } : {}) }) : () => {};
   let terminator: GroupTerminator | null = null;
   let teardownModule: Promise<typeof import("./teardown/run.ts")> | null = null;
   try {

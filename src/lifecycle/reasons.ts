@@ -123,3 +123,16 @@ export function vocabularyProblems(): string[] {
   }
   return problems;
 }
+
+/**
+ * Reasons a sweep writes from inference (reaper, doctor, `kill --all-stale`), never from a leg's own
+ * record (§17): a late record of the leg itself replaces them. A code ending in `.` covers its whole
+ * `<domain>.<status>.` family.
+ */
+export const INFERRED_REASONS = ["session.phantom.", "session.stale.", "session.orphaned.", "run.cancelled.stale_auto"] as const;
+
+/** Whether `code` is a sweep's inference that a leg's own late record may replace (§17). */
+export function isInferredReason(code: string | null | undefined): boolean {
+  if (!code) return false;
+  return INFERRED_REASONS.some((r) => (r.endsWith(".") ? code.startsWith(r) : code === r));
+}

@@ -1,9 +1,9 @@
 // Step 9 of §8.2: ONE guarded write of the outcome that also closes the leg's row, or, when the leg lost, only the row.
 
 import type { Tx } from "../../ledger/backend.ts";
-import { applyTransition, validateTransition } from "../../ledger/transition.ts";
 import { isTerminal } from "../../lifecycle/policy.ts";
 import { TERMINATION_OUTCOMES } from "../outcome.ts";
+import { writeFinalRecord, type FinalRecord, type FinalWrite } from "./record.ts";
 import type { TeardownState } from "./state.ts";
 
 interface Own {
@@ -42,67 +42,49 @@ export async function closeLegOnly(s: TeardownState, own: Own, opts: { deferred?
   await s.ledger!.backend.transaction((tx) => closeLegRow(tx, s, own, opts));
 }
 
+/** The write's inputs as data: what step 9 writes, and what the spool keeps when the ledger cannot take it (§17). */
+export function finalRecordOf(s: TeardownState): FinalRecord {
+  return {
+    sessionId: s.sessionId,
+    legId: s.legId,
+    status: s.status,
+    reasonCode: s.reasonCode,
+    reasonSummary: s.reasonSummary,
+    evidence: s.evidence,
+    metadata: s.metadata,
+    endedAt: s.endedAt,
+    exitCode: s.exitCode,
+    verification: s.verification,
+    nodeMetadata: s.nodeMetadata,
+    message: s.message,
+    leg: legOutcome(s),
+  };
+}
+
 /**
  * (9) The guarded write: status, end time, exit code, verification and markers in one
- * transaction with the leg's row — guarded by the snapshot status and by this leg still being
- * current. A terminal snapshot or a leg no longer current writes only the leg's row; a lost
- * race or a rejection reports the persisted winner.
+ * transaction with the leg's row — guarded by the status read under the write lock and by this leg
+ * still being current. A terminal session or a leg no longer current writes only the leg's row (a
+ * sweep's inference about this leg is replaced by a late record, §17); a lost race or a rejection
+ * reports the persisted winner.
  */
 export async function guardedWrite(s: TeardownState): Promise<void> {
   const own = { status: s.status, reasonCode: s.reasonCode };
-  const base = { own, exitCode: s.exitCode, transition: null };
   const ledger = s.ledger;
   if (!ledger) {
-    // No ledger at all (none), or one that failed earlier in this teardown (the runner reports it unrecorded).
-    if (!s.ledgerError) s.result = { ...own, persisted: "none", ...base };
+    // No ledger at all (none), or one that failed earlier in this teardown (the runner retries, then spools).
+    if (!s.ledgerError) s.result = { ...own, persisted: "none", own, exitCode: s.exitCode, transition: null };
     return;
   }
-  const snapshot = s.snapshot ?? { status: null, currentLegId: null, killRequested: false };
-  const leg = legOutcome(s);
-  const skipped = snapshot.status === null || isTerminal("session", snapshot.status) || snapshot.currentLegId !== s.legId;
-  if (skipped) {
-    await closeLegOnly(s, leg);
-    s.result = await winnerOrSkipped(s, own);
-    return;
-  }
+  s.result = await resultOf(s, await writeFinalRecord(ledger, finalRecordOf(s), { actor: "li agent" }));
+}
 
-  const ended = s.status !== "running";
-  const validated = validateTransition("session", {
-    newStatus: s.status,
-    reasonCode: s.reasonCode,
-    ...(s.reasonSummary !== null ? { reasonSummary: s.reasonSummary } : {}),
-    evidenceRefs: s.evidence,
-    source: "executor",
-    actor: "li agent",
-    metadata: { leg_id: s.legId, ...s.metadata },
-    expectedStatuses: [snapshot.status],
-    extraFields: {
-      // A running row carries no end (a leg held open by its linked session).
-      ...(ended ? { ended_at: s.endedAt, exit_code: s.exitCode } : {}),
-      artifact_verification_json: s.verification,
-      node_metadata: s.nodeMetadata,
-      // The session's message endpoints: its first message stays the first leg's; the last is this leg's.
-      ...(s.message ? { first_msg_id: s.snapshot?.firstMsgId ?? s.message.id, last_msg_id: s.message.id } : {}),
-    },
-    alsoInTransaction: (tx) => closeLegRow(tx, s, leg),
-  });
-  const outcome = await ledger.transact(async (tx, ctx) => {
-    const row = await tx.sessionLegState(s.sessionId);
-    // Re-checked under the write lock: a resume may have taken over since the snapshot.
-    if (!row || row.current_leg_id !== s.legId) {
-      await closeLegRow(tx, s, leg);
-      return { result: "not_current" as const };
-    }
-    const applied = await applyTransition(tx, ctx, validated, s.sessionId);
-    if (applied.result !== "applied") await closeLegRow(tx, s, leg);
-    return applied;
-  });
-  if (outcome.result === "applied") {
-    s.result = { ...own, persisted: "written", own, exitCode: s.exitCode, transition: outcome.transition };
-    return;
-  }
+/** What the teardown reports for a final write's outcome. */
+export async function resultOf(s: TeardownState, outcome: FinalWrite): Promise<NonNullable<TeardownState["result"]>> {
+  const own = { status: s.status, reasonCode: s.reasonCode };
+  if (outcome.result === "applied") return { ...own, persisted: "written", own, exitCode: s.exitCode, transition: outcome.transition };
   if (outcome.result === "rejected") s.log(outcome.error.message);
-  s.result = await winnerOrSkipped(s, own);
+  return winnerOrSkipped(s, own);
 }
 
 /** The persisted winner when the session is terminal, else this leg's own outcome, not written. */
