@@ -1,7 +1,8 @@
 // A leg's final record as data (§8.2 step 9, §17): what the teardown writes, what the spool keeps when
 // the ledger is unreachable, and what a replay applies — one write for all three, through §5.
 
-import type { MessageRow, SessionLegState, Tx } from "../../ledger/backend.ts";
+import type { Tx } from "../../ledger/backend.ts";
+import type { MessageRow, SessionLegState } from "../../ledger/rows.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
 import { applyTransition, validateTransition, type AppliedTransition, type TransitionContext, type TransitionRejectedError } from "../../ledger/transition.ts";
 import { isTerminal } from "../../lifecycle/policy.ts";
