@@ -6,40 +6,35 @@ import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { openLedger } from "../../src/ledger/open.ts";
-import { resolvePaths } from "../../src/ledger/location.ts";
 import { reaper } from "../../src/sweeps/reaper.ts";
+import { pathsForHome } from "../helpers/backends.ts";
 import { li } from "../helpers/cli.ts";
-import { checkHistoryInvariants } from "../helpers/ledger.ts";
+import { ledgerRows, type LedgerRows } from "../helpers/ledger-rows.ts";
 import { until } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
-import { agentHome, rows, spawnLi, type AgentHome } from "./agent-harness.ts";
+import { agentHome, spawnLi, type AgentHome } from "./agent-harness.ts";
 
 /** A command that runs until the file `go` appears, then exits with `code`. */
 const waitsFor = (go: string, code: number) => ["sh", "-c", `while [ ! -e ${go} ]; do sleep 0.02; done; exit ${code}`];
 
 /** The running session's id once its command's markers are recorded. */
-function legRecorded(home: AgentHome): Promise<{ session_id: string; id: string }> {
-  return until("a running leg with command markers", () => fs.existsSync(home.db) && rows<{ session_id: string; id: string }>(home.db, "SELECT session_id, id FROM legs WHERE command_pid IS NOT NULL AND ended_at IS NULL")[0]);
+function legRecorded(db: LedgerRows): Promise<{ session_id: string; id: string }> {
+  return until("a running leg with command markers", async () => (await db.exists()) && db.get<{ session_id: string; id: string }>("SELECT session_id, id FROM legs WHERE command_pid IS NOT NULL AND ended_at IS NULL"));
 }
 
 /** Each entity's status equals its newest history row; no leg without a session, no current leg without a row. */
-export function expectInvariants(db: string): void {
-  expect(checkHistoryInvariants(db)).toEqual([]);
-  expect(rows(db, "SELECT l.id FROM legs l LEFT JOIN sessions s ON s.id = l.session_id WHERE s.id IS NULL")).toEqual([]);
-  expect(rows(db, "SELECT s.id FROM sessions s LEFT JOIN legs l ON l.id = s.current_leg_id WHERE s.current_leg_id IS NOT NULL AND l.id IS NULL")).toEqual([]);
+export async function expectInvariants(db: LedgerRows): Promise<void> {
+  expect(await db.historyProblems()).toEqual([]);
+  expect(await db.orphanLegs()).toEqual([]);
 }
 
 /**
  * The reaper's wrong verdict: the leg's recorded start ticks no longer match (as if its pids had been
  * reused), so the reaper judges its supervisor and command dead; past the grace by the sweep's clock.
  */
-async function reapWrongly(home: AgentHome, legId: string): Promise<void> {
-  const { Database } = await import("bun:sqlite");
-  const db = new Database(home.db);
-  db.run("PRAGMA busy_timeout = 5000");
-  db.query("UPDATE legs SET pid_start_ticks = pid_start_ticks + 1, command_start_ticks = command_start_ticks + 1 WHERE id = ?").run(legId);
-  db.close();
-  const ledger = openLedger(resolvePaths({ env: { LI_HOME: home.home } }), { create: false });
+async function reapWrongly(home: AgentHome, db: LedgerRows, legId: string): Promise<void> {
+  await db.run("UPDATE legs SET pid_start_ticks = pid_start_ticks + 1, command_start_ticks = command_start_ticks + 1 WHERE id = ?", legId);
+  const ledger = openLedger(pathsForHome(home.home), { create: false });
   try {
     const summary = await reaper.runOnce(ledger, Date.now() / 1000 + 120, reaper.validate({}));
     expect(summary.swept).toBe(1);
@@ -52,63 +47,66 @@ async function reapWrongly(home: AgentHome, legId: string): Promise<void> {
 describe("a late record beats an inference (§17)", () => {
   test("a leg wrongly reaped as a phantom finishes: its own outcome stands, with an override audit row naming the reaper's verdict, and its notice fires once with it", async () => {
     const home = agentHome();
+    const db = ledgerRows(home.home);
     const go = path.join(home.scratch, "go");
     const notices = path.join(home.scratch, "notices");
     const leg = spawnLi(["agent", "--notify", `${RECORD} ${notices}`, "--", ...waitsFor(go, 0)], home);
-    const { session_id: id, id: legId } = await legRecorded(home);
-    await reapWrongly(home, legId);
-    expect(rows(home.db, "SELECT status, status_reason_code FROM sessions")).toEqual([{ status: "failed", status_reason_code: "session.phantom.process_dead" }]);
+    const { session_id: id, id: legId } = await legRecorded(db);
+    await reapWrongly(home, db, legId);
+    expect((await db.all("SELECT status, status_reason_code FROM sessions"))).toEqual([{ status: "failed", status_reason_code: "session.phantom.process_dead" }]);
 
     fs.writeFileSync(go, "");
     const r = await leg.out;
 
     expect(r.code).toBe(0);
-    expect(r.stderr.trimEnd().split("\n").at(-1)).toBe(`li: completed (run.completed.ok) session ${id} branch ${rows<{ id: string }>(home.db, "SELECT id FROM branches")[0]!.id}`);
-    expect(rows(home.db, "SELECT status, status_reason_code, exit_code FROM sessions")).toEqual([{ status: "completed", status_reason_code: "run.completed.ok", exit_code: 0 }]);
-    expect(rows(home.db, "SELECT previous_status, status, reason_code, actor FROM status_transitions ORDER BY seq")).toEqual([
+    expect(r.stderr.trimEnd().split("\n").at(-1)).toBe(`li: completed (run.completed.ok) session ${id} branch ${(await db.all<{ id: string }>("SELECT id FROM branches"))[0]!.id}`);
+    expect((await db.all("SELECT status, status_reason_code, exit_code FROM sessions"))).toEqual([{ status: "completed", status_reason_code: "run.completed.ok", exit_code: 0 }]);
+    expect((await db.all("SELECT previous_status, status, reason_code, actor FROM status_transitions ORDER BY seq"))).toEqual([
       { previous_status: null, status: "running", reason_code: "run.started.ok", actor: "li agent" },
       { previous_status: "running", status: "failed", reason_code: "session.phantom.process_dead", actor: "li.watch.reaper" },
       { previous_status: "failed", status: "completed", reason_code: "run.completed.ok", actor: "li.late_record" },
     ]);
-    const audit = rows<{ actor: string; justification: string; payload: string }>(home.db, "SELECT actor, justification, payload FROM admin_events WHERE event_type = 'status_transition_override'");
+    const audit = (await db.all<{ actor: string; justification: string; payload: string }>("SELECT actor, justification, payload FROM admin_events WHERE event_type = 'status_transition_override'"));
     expect(audit).toHaveLength(1);
     expect(audit[0]!.actor).toBe("li.late_record");
     expect(audit[0]!.justification).toContain("failed (session.phantom.process_dead)");
     expect(JSON.parse(audit[0]!.payload)).toMatchObject({ from: "failed", to: "completed" });
     // The leg's row carries its own outcome, not the reaper's.
-    expect(rows(home.db, "SELECT status, reason_code, exit_code FROM legs")).toEqual([{ status: "completed", reason_code: "run.completed.ok", exit_code: 0 }]);
+    expect((await db.all("SELECT status, reason_code, exit_code FROM legs"))).toEqual([{ status: "completed", reason_code: "run.completed.ok", exit_code: 0 }]);
     // Pushed once, with the real outcome; the reaper's verdict is no longer owed to the leg's notice.
     expect(recorded(notices).map((l) => l.split(" ").slice(1, 4).join(" "))).toEqual([`completed session ${id}`]);
     expect((await li(["events", "deliver"], { home: home.home })).code).toBe(0);
     expect(recorded(notices)).toHaveLength(1);
-    expectInvariants(home.db);
+    await expectInvariants(db);
   });
 
   test("a failed leg wrongly reaped as failed: the same status keeps its one notice, and the leg's own reason replaces the inference with an audit row", async () => {
     const home = agentHome();
+    const db = ledgerRows(home.home);
     const go = path.join(home.scratch, "go");
     const leg = spawnLi(["agent", "--", ...waitsFor(go, 3)], home);
-    const { id: legId } = await legRecorded(home);
-    await reapWrongly(home, legId);
+    const { id: legId } = await legRecorded(db);
+    await reapWrongly(home, db, legId);
     fs.writeFileSync(go, "");
     const r = await leg.out;
 
     expect(r.code).toBe(1);
-    expect(rows(home.db, "SELECT status, status_reason_code, exit_code FROM sessions")).toEqual([{ status: "failed", status_reason_code: "run.failed.exit_nonzero", exit_code: 3 }]);
-    expect(rows(home.db, "SELECT actor, terminal_event FROM status_transitions ORDER BY seq").slice(1)).toEqual([
+    expect((await db.all("SELECT status, status_reason_code, exit_code FROM sessions"))).toEqual([{ status: "failed", status_reason_code: "run.failed.exit_nonzero", exit_code: 3 }]);
+    expect((await db.all("SELECT actor, terminal_event FROM status_transitions ORDER BY seq")).slice(1)).toEqual([
       { actor: "li.watch.reaper", terminal_event: 1 },
       { actor: "li.late_record", terminal_event: 0 },
     ]);
-    expect(rows<{ justification: string }>(home.db, "SELECT justification FROM admin_events WHERE event_type = 'status_transition_override'")[0]!.justification).toContain("failed (session.phantom.process_dead)");
-    expectInvariants(home.db);
+    expect((await db.all<{ justification: string }>("SELECT justification FROM admin_events WHERE event_type = 'status_transition_override'"))[0]!.justification).toContain("failed (session.phantom.process_dead)");
+    await expectInvariants(db);
   });
 
   test("a session a person set with li state set-status is never replaced, even with an inferred reason code", async () => {
     const home = agentHome();
+    const db = ledgerRows(home.home);
     const go = path.join(home.scratch, "go");
     const notices = path.join(home.scratch, "notices");
     const leg = spawnLi(["agent", "--notify", `${RECORD} ${notices}`, "--", ...waitsFor(go, 0)], home);
-    const { session_id: id } = await legRecorded(home);
+    const { session_id: id } = await legRecorded(db);
     const set = await li(["state", "set-status", "session", id, "--status", "failed", "--reason", "session.phantom.process_dead"], { home: home.home });
     expect(set.code).toBe(0);
 
@@ -117,23 +115,24 @@ describe("a late record beats an inference (§17)", () => {
 
     // li reports, and exits by, the persisted winner.
     expect(r.code).toBe(1);
-    expect(rows(home.db, "SELECT status, status_reason_code FROM sessions")).toEqual([{ status: "failed", status_reason_code: "session.phantom.process_dead" }]);
-    expect(rows(home.db, "SELECT actor FROM status_transitions WHERE actor = 'li.late_record'")).toEqual([]);
-    expect(rows(home.db, "SELECT COUNT(*) AS n FROM admin_events WHERE event_type = 'status_transition_override'")).toEqual([{ n: 0 }]);
+    expect((await db.all("SELECT status, status_reason_code FROM sessions"))).toEqual([{ status: "failed", status_reason_code: "session.phantom.process_dead" }]);
+    expect((await db.all("SELECT actor FROM status_transitions WHERE actor = 'li.late_record'"))).toEqual([]);
+    expect((await db.all("SELECT COUNT(*) AS n FROM admin_events WHERE event_type = 'status_transition_override'"))).toEqual([{ n: 0 }]);
     // The leg's row still closes with its own outcome.
-    expect(rows(home.db, "SELECT status, reason_code FROM legs")).toEqual([{ status: "completed", reason_code: "run.completed.ok" }]);
-    expectInvariants(home.db);
+    expect((await db.all("SELECT status, reason_code FROM legs"))).toEqual([{ status: "completed", reason_code: "run.completed.ok" }]);
+    await expectInvariants(db);
   });
 
   test("li kill's verdict is never replaced", async () => {
     const home = agentHome();
+    const db = ledgerRows(home.home);
     const leg = spawnLi(["agent", "--", "sh", "-c", "trap '' TERM; sleep 0.5; exit 0"], home);
-    const { session_id: id } = await legRecorded(home);
+    const { session_id: id } = await legRecorded(db);
     const killed = await li(["kill", id], { home: home.home });
     expect(killed.code).toBe(0);
     await leg.out;
-    expect(rows<{ status_reason_code: string }>(home.db, "SELECT status_reason_code FROM sessions")[0]!.status_reason_code).toMatch(/^run\.cancelled\.(manual|force)_kill$/);
-    expect(rows(home.db, "SELECT actor FROM status_transitions WHERE actor = 'li.late_record'")).toEqual([]);
-    expectInvariants(home.db);
+    expect((await db.all<{ status_reason_code: string }>("SELECT status_reason_code FROM sessions"))[0]!.status_reason_code).toMatch(/^run\.cancelled\.(manual|force)_kill$/);
+    expect((await db.all("SELECT actor FROM status_transitions WHERE actor = 'li.late_record'"))).toEqual([]);
+    await expectInvariants(db);
   });
 });
