@@ -45,6 +45,16 @@ export function groupHelp(path: string[], group: Group, fallback: LiCommand | nu
   if (fallback) lines.push("", "OPTIONS:", ...columns(Object.entries(fallback.args).filter(([, d]) => d.type !== "positional").map(([n, d]) => [flagSpelling(n, d), d.description ?? ""])));
   if (path.length === 0) {
     lines.push("", "GLOBAL OPTIONS:", ...columns([["--db=PATH|URL", "the ledger (beats LI_DB; default $LI_HOME/state.db)"], ["--version", "print li's version, commit and target (--json for scripts)"], ["-h, --help", "print help"]]));
+    lines.push(
+      "",
+      "ENVIRONMENT:",
+      ...columns([
+        ["LI_HOME", "li's home (default ~/.li): the ledger state.db and runs/"],
+        ["LI_DB", "the ledger: a SQLite file or a postgres:// URL"],
+        ["LI_HOST_ID", "this host's id on a shared ledger (default: the machine id; set one per container sharing a machine id)"],
+        ["LI_HOST_NAME", "this host's readable name in li show / li ls --json (default: the host name)"],
+      ]),
+    );
   }
   lines.push(...examples(group.examples));
   return lines.join("\n") + "\n";

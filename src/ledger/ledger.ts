@@ -3,6 +3,7 @@
 import { canonicalKind, POLICIES, type EntityKind } from "../lifecycle/policy.ts";
 import { INITIAL_REASONS, reasonRefusal } from "../lifecycle/reasons.ts";
 import { NotFoundError, UsageError } from "../util/errors.ts";
+import { hostClock } from "../util/host-clock.ts";
 import { assertSafeId, randomId, type IdFactory } from "../util/ids.ts";
 import type { Backend, Tx } from "./backend.ts";
 import type { EntityRow, Source } from "./rows.ts";
@@ -51,7 +52,8 @@ const CREATE_FIELDS: Readonly<Record<EntityKind, readonly string[]>> = {
   team: [],
 };
 
-export const unixNow = () => Date.now() / 1000;
+/** The host's clock (src/util/host-clock.ts): the default when neither a test nor the backend gives another. */
+export const unixNow = hostClock;
 
 export class Ledger {
   readonly now: () => number;

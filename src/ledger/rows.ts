@@ -250,6 +250,9 @@ export interface RecentRow {
   leg_ended_at: number | null;
   /** The current leg's argv as stored (JSON text). */
   leg_command: string | null;
+  /** The current leg's host (machine id + boot id) and readable name; null for other kinds and legs recorded without them. */
+  leg_host_id: string | null;
+  leg_host_name: string | null;
   /** A session's first branch (the id `li agent -r` resumes); null for other kinds. */
   branch_id: string | null;
 }

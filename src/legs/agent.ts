@@ -4,6 +4,7 @@ import fs from "node:fs";
 import { validateContract } from "../contracts/artifacts.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { ExitCode, UsageError } from "../util/errors.ts";
+import { hostClock } from "../util/host-clock.ts";
 import { randomId } from "../util/ids.ts";
 import { checkCompletionEvidence, type CompletionEvidence, type EvidenceOptions } from "./evidence.ts";
 import { runLeg, type LegHooks, type LegIo, type LegOptions } from "./leg.ts";
@@ -88,7 +89,8 @@ export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<Agen
 }
 
 async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap): Promise<AgentOutcome> {
-  const now = deps.now ?? (() => Date.now() / 1000);
+  // The ledger's clock (on PostgreSQL the server's): started_at, heartbeats and ended_at are compared by other hosts' sweeps.
+  const now = deps.now ?? deps.ledger?.now ?? hostClock;
   const newId = deps.newId ?? randomId;
   const resume: ResumeTarget | null = req.resume !== null ? await resolveResume(deps.ledger, deps.runsRoot, req.resume, deps.resumeHooks) : null;
   let run = await allocateFirstRun(req, deps, resume ? { contract: resume.contract, artifactRoot: resume.artifactRoot } : undefined);

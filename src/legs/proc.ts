@@ -3,6 +3,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { UsageError } from "../util/errors.ts";
 
 export const PROC_ROOT = "/proc";
 
@@ -111,13 +112,55 @@ export function bootId(procRoot: string = PROC_ROOT): string {
   return `boot-${Math.round(Date.now() / 1000 - os.uptime())}`;
 }
 
+/**
+ * Operator and test settings that name this host instead of the machine: containers that share one
+ * /etc/machine-id are different hosts to li only when each gets its own LI_HOST_ID, and a test plays
+ * several hosts on one machine this way. The boot id is still appended (a pid means nothing after a reboot).
+ */
+export const HOST_ID_ENV = "LI_HOST_ID";
+export const HOST_NAME_ENV = "LI_HOST_NAME";
+
+/** What the environment says about this host; null: not set (an empty value is unset too). */
+export interface HostOverrides {
+  machineId: string | null;
+  hostName: string | null;
+}
+
+/** No ':' (it separates the machine from the boot in a host id) and nothing a log line or a lock key would trip on. */
+const HOST_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const MAX_HOST_NAME = 255;
+
+/** Validates LI_HOST_ID / LI_HOST_NAME; a bad value is a UsageError naming the variable (exit 2). */
+export function parseHostOverrides(env: Readonly<Record<string, string | undefined>>): HostOverrides {
+  const id = env[HOST_ID_ENV] || null;
+  if (id !== null && !HOST_ID_PATTERN.test(id)) {
+    throw new UsageError(`${HOST_ID_ENV}: a host id is 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit (no ':')`);
+  }
+  const name = env[HOST_NAME_ENV]?.trim() || null;
+  if (name !== null && (name.length > MAX_HOST_NAME || /[\u0000-\u001f\u007f]/.test(name))) {
+    throw new UsageError(`${HOST_NAME_ENV}: a host name is at most ${MAX_HOST_NAME} characters, without control characters`);
+  }
+  return { machineId: id, hostName: name };
+}
+
+/** Read once per process: every place that decides "this host" (liveness, handlers, kill, logs) sees the same answer. */
+let processOverrides: HostOverrides | null = null;
+export function hostOverrides(): HostOverrides {
+  return (processOverrides ??= parseHostOverrides(process.env));
+}
+
 /** The default places' answer, read once per process: a leg asks at setup and again at its push. */
 let defaultMachineId: string | null = null;
 
-/** The machine id (systemd/dbus), or the host name when neither file exists. */
+/** This host's machine id: LI_HOST_ID, else the machine id (systemd/dbus), else the host name when neither file exists. */
 export function machineId(paths: readonly string[] = MACHINE_ID_PATHS): string {
-  if (paths === MACHINE_ID_PATHS) return (defaultMachineId ??= readMachineId(paths));
+  if (paths === MACHINE_ID_PATHS) return (defaultMachineId ??= hostOverrides().machineId ?? readMachineId(paths));
   return readMachineId(paths);
+}
+
+/** This host's readable name: LI_HOST_NAME, else the system's host name. */
+export function hostName(): string {
+  return hostOverrides().hostName ?? os.hostname();
 }
 
 function readMachineId(paths: readonly string[]): string {
@@ -152,7 +195,7 @@ export function processIdentity(options: HostIdOptions = {}): ProcessIdentity {
     startTicks: readStartTicks(process.pid, procRoot),
     bootId: boot,
     hostId: `${machineId(options.machineIdPaths)}:${boot}`,
-    hostName: os.hostname(),
+    hostName: hostName(),
   };
 }
 

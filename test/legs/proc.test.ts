@@ -12,6 +12,7 @@ import {
   probeProcess,
   processIdentity,
   isUsablePid,
+  parseHostOverrides,
   MAX_PID,
   readProcState,
   readStartTicks,
@@ -279,5 +280,19 @@ describe("signalling a process group", () => {
     expect(killGroup(child.pid, "SIGTERM")).toBe(true);
     await child.exited;
     expect(probeProcess(child.pid, null)).toBe("dead");
+  });
+});
+
+describe("host overrides (LI_HOST_ID, LI_HOST_NAME)", () => {
+  test("unset or empty: nothing overridden; set: the values as given (the name trimmed)", () => {
+    expect(parseHostOverrides({})).toEqual({ machineId: null, hostName: null });
+    expect(parseHostOverrides({ LI_HOST_ID: "", LI_HOST_NAME: " " })).toEqual({ machineId: null, hostName: null });
+    expect(parseHostOverrides({ LI_HOST_ID: "ci-runner-7.pool_b", LI_HOST_NAME: " build box 7 " })).toEqual({ machineId: "ci-runner-7.pool_b", hostName: "build box 7" });
+  });
+
+  test("an id with ':' (the boot separator), a leading '-', a space or 129 characters, and a name with a control character are refused naming the variable", () => {
+    for (const id of ["a:b", "-a", "a b", "x".repeat(129), "é"]) expect(() => parseHostOverrides({ LI_HOST_ID: id })).toThrow(/^LI_HOST_ID: /);
+    expect(parseHostOverrides({ LI_HOST_ID: "x".repeat(128) }).machineId).toHaveLength(128);
+    for (const name of ["a\nb", "a\u001bb", "n".repeat(256)]) expect(() => parseHostOverrides({ LI_HOST_NAME: name })).toThrow(/^LI_HOST_NAME: /);
   });
 });

@@ -11,6 +11,7 @@ import { PersistenceSetupError, type LegIo } from "../../legs/leg.ts";
 import { LegNotifier } from "../../legs/notify.ts";
 import { EXIT_CODE_BY_STATUS } from "../../legs/outcome.ts";
 import { parseAgentRequest, type AgentArgs } from "../../legs/request.ts";
+import { hostOverrides } from "../../legs/proc.ts";
 import { stdinMode } from "../../legs/spawn.ts";
 import { findBranchSnapshot } from "../../legs/rundir.ts";
 import { anySettingsFile } from "../../settings/lookup.ts";
@@ -76,6 +77,8 @@ export default command({
     delete process.env[SUPERVISOR_ENV];
     // Checked before anything else: the variable can only name the socket li's own parent handed over.
     if (readyValue) return supervise(args, passthrough, openReadyChannel(readyValue), open);
+    // LI_HOST_ID / LI_HOST_NAME name this host in the leg's row: a bad value is refused before anything is allocated or recorded.
+    hostOverrides();
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, note);
     const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, env: process.env });

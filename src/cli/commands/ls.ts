@@ -120,6 +120,9 @@ export default command({
           legs: e.row.leg_count,
           branch_id: e.row.branch_id,
           command: e.argv,
+          // The current leg's host: on a shared ledger, where it ran (artifact paths are that host's).
+          host_id: e.row.leg_host_id ?? null,
+          host_name: e.row.leg_host_name ?? null,
         })),
       });
       return 0;

@@ -113,7 +113,7 @@ function render(s: Shown, raw: boolean): string {
           { text: l.status, colour: statusColour("session", l.status) },
           l.reason_code ?? "-",
           `exit=${l.exit_code ?? "-"}`,
-          l.host_name ?? l.host_id ?? "-",
+          hostText(l),
           argvText(l.command),
         ]),
         { colour },
@@ -158,6 +158,8 @@ function renderJson(s: Shown): Record<string, unknown> {
     kind: s.target.kind,
     ...(s.target.via ? { resolved_from: s.target.via } : {}),
     entity,
+    // The current leg's host: run_dir and artifact_dir are paths on that host.
+    host: s.currentLeg ? { id: s.currentLeg.host_id, name: s.currentLeg.host_name ?? null } : null,
     run_dir: s.currentLeg?.state_root ?? null,
     artifact_dir: s.currentLeg?.artifact_root ?? (typeof s.row.artifacts_path === "string" ? s.row.artifacts_path : null),
     artifact_contract: entity.artifact_contract_json ?? null,

@@ -129,10 +129,10 @@ export class SqliteReads implements LedgerReads {
       const times = TIMED.has(kind) ? "e.started_at, e.ended_at" : "NULL AS started_at, NULL AS ended_at";
       const legs =
         kind === "session"
-          ? `(SELECT COUNT(*) FROM legs c WHERE c.session_id = e.id) AS leg_count, l.started_at AS leg_started_at, l.ended_at AS leg_ended_at, l.command AS leg_command,
+          ? `(SELECT COUNT(*) FROM legs c WHERE c.session_id = e.id) AS leg_count, l.started_at AS leg_started_at, l.ended_at AS leg_ended_at, l.command AS leg_command, l.host_id AS leg_host_id, l.host_name AS leg_host_name,
              (SELECT b.id FROM branches b WHERE b.session_id = e.id ORDER BY b.created_at, b.id LIMIT 1) AS branch_id
              FROM ${t} e LEFT JOIN legs l ON l.id = e.current_leg_id`
-          : `NULL AS leg_count, NULL AS leg_started_at, NULL AS leg_ended_at, NULL AS leg_command, NULL AS branch_id FROM ${t} e`;
+          : `NULL AS leg_count, NULL AS leg_started_at, NULL AS leg_ended_at, NULL AS leg_command, NULL AS leg_host_id, NULL AS leg_host_name, NULL AS branch_id FROM ${t} e`;
       // Only the predicates in use, so the planner can pick (status, updated_at) or updated_at indexes
       // (an `?1 IS NULL OR …` form scans every row: 0.25 s for `--status failed` on a million sessions).
       const where: string[] = [];

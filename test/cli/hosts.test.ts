@@ -1,0 +1,149 @@
+// Many hosts, one ledger (SPEC §12.1, §9.1, §14): one machine plays two hosts through LI_HOST_ID / LI_HOST_NAME.
+import { afterEach, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { fixture } from "../helpers/fixtures.ts";
+import { tempDir } from "../helpers/ledger.ts";
+import { li } from "../helpers/cli.ts";
+import { isAlive, signalPid, until, validPid } from "../helpers/until.ts";
+import { RECORD, recorded } from "../notify/helpers.ts";
+
+const HOST_A = { LI_HOST_ID: "host-a", LI_HOST_NAME: "alpha" };
+const HOST_B = { LI_HOST_ID: "host-b", LI_HOST_NAME: "beta" };
+type Host = typeof HOST_A;
+
+const on = (host: Host, home: string) => (args: string[]) => li(args, { home, env: host });
+
+function sql<T>(home: string, query: string, ...params: (string | number)[]): T[] {
+  const db = new Database(join(home, "state.db"));
+  try {
+    db.run("PRAGMA busy_timeout = 5000");
+    return db.query(query).all(...params) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+/** Processes a test left running (a stopped supervisor, its command): killed whatever the outcome. */
+const leftRunning: Array<{ pid: number; group: boolean }> = [];
+afterEach(() => {
+  for (const { pid, group } of leftRunning.splice(0)) {
+    try {
+      if (isAlive(pid)) process.kill(group ? -pid : pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+});
+
+/** A detached leg on `host` running `forever`, once its supervisor recorded the command's markers. */
+async function liveLeg(home: string, host: Host): Promise<{ id: string; supervisor: number; command: number }> {
+  const started = await on(host, home)(["agent", "--detach", "--", fixture("forever")]);
+  expect(started.code).toBe(0);
+  const id = started.stdout.trim();
+  const leg = await until(`the command markers of session ${id}`, () => {
+    const [row] = sql<{ pid: number; command_pid: number | null }>(home, "SELECT pid, command_pid FROM legs WHERE session_id = ?", id);
+    return row?.command_pid != null ? row : null;
+  });
+  const supervisor = validPid(leg.pid, "the supervisor");
+  const command = validPid(leg.command_pid, "the command");
+  leftRunning.push({ pid: command, group: true }, { pid: supervisor, group: false });
+  return { id, supervisor, command };
+}
+
+const sessionOf = (home: string, id: string) =>
+  sql<{ status: string; status_reason_code: string; status_evidence_refs: string | null }>(home, "SELECT status, status_reason_code, status_evidence_refs FROM sessions WHERE id = ?", id)[0]!;
+
+describe("host identity (LI_HOST_ID, LI_HOST_NAME)", () => {
+  test("a leg records the injected host; li show and li ls --json name it beside its id", async () => {
+    const home = tempDir();
+    const run = await on(HOST_A, home)(["agent", "--", fixture("exit-with"), "0"]);
+    expect(run.code).toBe(0);
+    const { id } = sql<{ id: string }>(home, "SELECT id FROM sessions")[0]!;
+
+    // Read from the other host: views see every host's legs.
+    const shown = JSON.parse((await on(HOST_B, home)(["show", id, "--json"])).stdout);
+    const hostA = shown.legs[0].host_id as string;
+    expect(hostA).toMatch(/^host-a:./);
+    expect(shown.legs[0].host_name).toBe("alpha");
+    expect(shown.host).toEqual({ id: hostA, name: "alpha" });
+    const human = (await on(HOST_B, home)(["show", id])).stdout;
+    expect(human).toContain(`  host:       alpha (${hostA})\n`);
+    const [listed] = JSON.parse((await on(HOST_B, home)(["ls", "--json"])).stdout).entities;
+    expect(listed).toMatchObject({ id, host_id: hostA, host_name: "alpha" });
+  });
+
+  test("a bad LI_HOST_ID or LI_HOST_NAME is one line naming the variable, exit 2, and nothing is recorded", async () => {
+    const home = tempDir();
+    for (const [env, variable] of [
+      [{ LI_HOST_ID: "host:a" }, "LI_HOST_ID"],
+      [{ LI_HOST_ID: "-flag" }, "LI_HOST_ID"],
+      [{ LI_HOST_NAME: "al\u0007pha" }, "LI_HOST_NAME"],
+    ] as const) {
+      const r = await li(["agent", "--", fixture("exit-with"), "0"], { home, env });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toStartWith(`li: ${variable}: `);
+      expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+    }
+    expect(existsSync(join(home, "state.db"))).toBe(false);
+    expect(existsSync(join(home, "runs"))).toBe(false);
+  });
+});
+
+describe("a leg of another host is judged by its heartbeat only (§12.1)", () => {
+  test("left alone while fresh, reaped once stale, and its pids are never signalled from the other host", async () => {
+    const home = tempDir();
+    const leg = await liveLeg(home, HOST_A);
+
+    // Fresh: host B's watcher leaves it alone.
+    expect((await on(HOST_B, home)(["watch", "--once"])).code).toBe(0);
+    expect(sessionOf(home, leg.id).status).toBe("running");
+
+    // Host A's supervisor stops beating (frozen, not dead: A itself still sees it alive), and its last sign
+    // of life is two days old.
+    signalPid(leg.supervisor, "SIGSTOP", { what: "the supervisor" });
+    const old = Date.now() / 1000 - 2 * 86400;
+    sql(home, "UPDATE legs SET heartbeat_at = ?, started_at = ? WHERE session_id = ?", old, old, leg.id);
+    sql(home, "UPDATE sessions SET updated_at = ? WHERE id = ?", old, leg.id);
+
+    // Every sweep agrees: B sees a dead leg, A (probing its own pid) a live one; kill --all-stale leaves other hosts' legs alone.
+    expect((await on(HOST_B, home)(["state", "doctor", "--dry-run"])).stdout).toEndWith("running=1, swept=1 → aborted, skipped_recent=0, skipped_live=0\n");
+    expect((await on(HOST_A, home)(["state", "doctor", "--dry-run"])).stdout).toEndWith("running=1, swept=0 → aborted, skipped_recent=0, skipped_live=1\n");
+    expect((await on(HOST_B, home)(["kill", "--all-stale", "--dry-run"])).stdout).toContain("killed=0 → cancelled, skipped_recent=0, skipped_live=0, skipped_remote=1");
+    expect((await on(HOST_A, home)(["watch", "--once"])).code).toBe(0);
+    expect(sessionOf(home, leg.id).status).toBe("running");
+
+    expect((await on(HOST_B, home)(["watch", "--once"])).code).toBe(0);
+    const reaped = sessionOf(home, leg.id);
+    expect(reaped).toMatchObject({ status: "failed", status_reason_code: "session.phantom.process_dead" });
+    const evidence = JSON.parse(reaped.status_evidence_refs!) as Array<Record<string, unknown>>;
+    expect(evidence).toEqual([
+      expect.objectContaining({ kind: "liveness", state: "dead", basis: "heartbeat", host_id: expect.stringMatching(/^host-a:/), local_host_id: expect.stringMatching(/^host-b:/), supervisor: "dead", command: "unknown" }),
+    ]);
+    // Nothing of host A's was signalled by host B: the frozen supervisor and its command still exist.
+    expect(isAlive(leg.supervisor)).toBe(true);
+    expect(isAlive(leg.command)).toBe(true);
+  });
+});
+
+describe("handlers run only on their host (§9.1)", () => {
+  test("a watcher on host B never runs a handler registered on host A; A's watcher delivers it once", async () => {
+    const home = tempDir();
+    const out = join(home, "handler.out");
+    expect((await on(HOST_A, home)(["events", "handlers", "add", "on-a", "--kind", "session", "--", RECORD, out, "{status}"])).code).toBe(0);
+    // The leg runs on B: its own push runs B's handlers only, so A's is owed.
+    expect((await on(HOST_B, home)(["agent", "--", fixture("exit-with"), "0"])).code).toBe(0);
+    const { id } = sql<{ id: string }>(home, "SELECT id FROM sessions")[0]!;
+
+    expect((await on(HOST_B, home)(["watch", "--once"])).code).toBe(0);
+    expect((await on(HOST_B, home)(["events", "deliver"])).code).toBe(0);
+    expect(recorded(out)).toEqual([]);
+    expect(sql(home, "SELECT * FROM terminal_deliveries")).toEqual([]);
+
+    expect((await on(HOST_A, home)(["watch", "--once"])).code).toBe(0);
+    expect(recorded(out)).toEqual([expect.stringContaining(`completed session ${id} completed`)]);
+    expect((await on(HOST_A, home)(["watch", "--once"])).code).toBe(0);
+    expect(recorded(out)).toHaveLength(1);
+  });
+});
