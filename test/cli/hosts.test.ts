@@ -30,9 +30,9 @@ const leftRunning: Array<{ pid: number; group: boolean }> = [];
 afterEach(() => {
   for (const { pid, group } of leftRunning.splice(0)) {
     try {
-      if (isAlive(pid)) process.kill(group ? -pid : pid, "SIGKILL");
+      if (isAlive(pid)) signalPid(pid, "SIGKILL", { group, what: "a process the test left running" });
     } catch {
-      // Already gone.
+      // Gone meanwhile (signalPid re-validates it).
     }
   }
 });
