@@ -1,10 +1,10 @@
 // Many hosts, one ledger (SPEC §12.1, §9.1, §14): one machine plays two hosts through LI_HOST_ID / LI_HOST_NAME.
 import { afterEach, describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
 import { li } from "../helpers/cli.ts";
 import { isAlive, signalPid, until, validPid } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
@@ -14,16 +14,6 @@ const HOST_B = { LI_HOST_ID: "host-b", LI_HOST_NAME: "beta" };
 type Host = typeof HOST_A;
 
 const on = (host: Host, home: string) => (args: string[]) => li(args, { home, env: host });
-
-function sql<T>(home: string, query: string, ...params: (string | number)[]): T[] {
-  const db = new Database(join(home, "state.db"));
-  try {
-    db.run("PRAGMA busy_timeout = 5000");
-    return db.query(query).all(...params) as T[];
-  } finally {
-    db.close();
-  }
-}
 
 /** Processes a test left running (a stopped supervisor, its command): killed whatever the outcome. */
 const leftRunning: Array<{ pid: number; group: boolean }> = [];
@@ -42,8 +32,9 @@ async function liveLeg(home: string, host: Host): Promise<{ id: string; supervis
   const started = await on(host, home)(["agent", "--detach", "--", fixture("forever")]);
   expect(started.code).toBe(0);
   const id = started.stdout.trim();
-  const leg = await until(`the command markers of session ${id}`, () => {
-    const [row] = sql<{ pid: number; command_pid: number | null }>(home, "SELECT pid, command_pid FROM legs WHERE session_id = ?", id);
+  const rows = ledgerRows(home);
+  const leg = await until(`the command markers of session ${id}`, async () => {
+    const row = await rows.get<{ pid: number; command_pid: number | null }>("SELECT pid, command_pid FROM legs WHERE session_id = ?", id);
     return row?.command_pid != null ? row : null;
   });
   const supervisor = validPid(leg.pid, "the supervisor");
@@ -52,15 +43,16 @@ async function liveLeg(home: string, host: Host): Promise<{ id: string; supervis
   return { id, supervisor, command };
 }
 
-const sessionOf = (home: string, id: string) =>
-  sql<{ status: string; status_reason_code: string; status_evidence_refs: string | null }>(home, "SELECT status, status_reason_code, status_evidence_refs FROM sessions WHERE id = ?", id)[0]!;
+const sessionOf = async (home: string, id: string) =>
+  (await ledgerRows(home).get<{ status: string; status_reason_code: string; status_evidence_refs: string | null }>("SELECT status, status_reason_code, status_evidence_refs FROM sessions WHERE id = ?", id))!;
+const onlySession = async (home: string) => (await ledgerRows(home).get<{ id: string }>("SELECT id FROM sessions"))!.id;
 
 describe("host identity (LI_HOST_ID, LI_HOST_NAME)", () => {
   test("a leg records the injected host; li show and li ls --json name it beside its id", async () => {
     const home = tempDir();
     const run = await on(HOST_A, home)(["agent", "--", fixture("exit-with"), "0"]);
     expect(run.code).toBe(0);
-    const { id } = sql<{ id: string }>(home, "SELECT id FROM sessions")[0]!;
+    const id = await onlySession(home);
 
     // Read from the other host: views see every host's legs.
     const shown = JSON.parse((await on(HOST_B, home)(["show", id, "--json"])).stdout);
@@ -86,7 +78,7 @@ describe("host identity (LI_HOST_ID, LI_HOST_NAME)", () => {
       expect(r.stderr).toStartWith(`li: ${variable}: `);
       expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
     }
-    expect(existsSync(join(home, "state.db"))).toBe(false);
+    expect(await ledgerRows(home).exists()).toBe(false);
     expect(existsSync(join(home, "runs"))).toBe(false);
   });
 });
@@ -98,24 +90,25 @@ describe("a leg of another host is judged by its heartbeat only (§12.1)", () =>
 
     // Fresh: host B's watcher leaves it alone.
     expect((await on(HOST_B, home)(["watch", "--once"])).code).toBe(0);
-    expect(sessionOf(home, leg.id).status).toBe("running");
+    expect((await sessionOf(home, leg.id)).status).toBe("running");
 
     // Host A's supervisor stops beating (frozen, not dead: A itself still sees it alive), and its last sign
     // of life is two days old.
     signalPid(leg.supervisor, "SIGSTOP", { what: "the supervisor" });
     const old = Date.now() / 1000 - 2 * 86400;
-    sql(home, "UPDATE legs SET heartbeat_at = ?, started_at = ? WHERE session_id = ?", old, old, leg.id);
-    sql(home, "UPDATE sessions SET updated_at = ? WHERE id = ?", old, leg.id);
+    const rows = ledgerRows(home);
+    await rows.run("UPDATE legs SET heartbeat_at = ?, started_at = ? WHERE session_id = ?", old, old, leg.id);
+    await rows.run("UPDATE sessions SET updated_at = ? WHERE id = ?", old, leg.id);
 
     // Every sweep agrees: B sees a dead leg, A (probing its own pid) a live one; kill --all-stale leaves other hosts' legs alone.
     expect((await on(HOST_B, home)(["state", "doctor", "--dry-run"])).stdout).toEndWith("running=1, swept=1 → aborted, skipped_recent=0, skipped_live=0\n");
     expect((await on(HOST_A, home)(["state", "doctor", "--dry-run"])).stdout).toEndWith("running=1, swept=0 → aborted, skipped_recent=0, skipped_live=1\n");
     expect((await on(HOST_B, home)(["kill", "--all-stale", "--dry-run"])).stdout).toContain("killed=0 → cancelled, skipped_recent=0, skipped_live=0, skipped_remote=1");
     expect((await on(HOST_A, home)(["watch", "--once"])).code).toBe(0);
-    expect(sessionOf(home, leg.id).status).toBe("running");
+    expect((await sessionOf(home, leg.id)).status).toBe("running");
 
     expect((await on(HOST_B, home)(["watch", "--once"])).code).toBe(0);
-    const reaped = sessionOf(home, leg.id);
+    const reaped = await sessionOf(home, leg.id);
     expect(reaped).toMatchObject({ status: "failed", status_reason_code: "session.phantom.process_dead" });
     const evidence = JSON.parse(reaped.status_evidence_refs!) as Array<Record<string, unknown>>;
     expect(evidence).toEqual([
@@ -134,12 +127,12 @@ describe("handlers run only on their host (§9.1)", () => {
     expect((await on(HOST_A, home)(["events", "handlers", "add", "on-a", "--kind", "session", "--", RECORD, out, "{status}"])).code).toBe(0);
     // The leg runs on B: its own push runs B's handlers only, so A's is owed.
     expect((await on(HOST_B, home)(["agent", "--", fixture("exit-with"), "0"])).code).toBe(0);
-    const { id } = sql<{ id: string }>(home, "SELECT id FROM sessions")[0]!;
+    const id = await onlySession(home);
 
     expect((await on(HOST_B, home)(["watch", "--once"])).code).toBe(0);
     expect((await on(HOST_B, home)(["events", "deliver"])).code).toBe(0);
     expect(recorded(out)).toEqual([]);
-    expect(sql(home, "SELECT * FROM terminal_deliveries")).toEqual([]);
+    expect(await ledgerRows(home).all("SELECT * FROM terminal_deliveries")).toEqual([]);
 
     expect((await on(HOST_A, home)(["watch", "--once"])).code).toBe(0);
     expect(recorded(out)).toEqual([expect.stringContaining(`completed session ${id} completed`)]);
