@@ -43,6 +43,12 @@ export interface Tx extends SweepWrites {
 export interface Backend extends SweepReads {
   /** Printable location (a path, or a URL without its password). */
   readonly location: string;
+  /**
+   * The ledger's clock, Unix seconds: every time li writes or compares (heartbeats, updated_at, claims'
+   * leases, sweeps' ages) comes from here, and SQL never reads a clock of its own. SQLite: the injected
+   * clock or the host's; PostgreSQL: the server's (the host's plus a measured offset), so hosts agree.
+   */
+  now(): number;
   /** The read-only queries of waiting and the views (§11, §13). */
   readonly reads: LedgerReads;
   /** Handler, consumer and delivery reads outside a transaction (§9); write through `tx.notify`. */

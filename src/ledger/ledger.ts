@@ -3,7 +3,6 @@
 import { canonicalKind, POLICIES, type EntityKind } from "../lifecycle/policy.ts";
 import { INITIAL_REASONS, reasonRefusal } from "../lifecycle/reasons.ts";
 import { NotFoundError, UsageError } from "../util/errors.ts";
-import { hostClock } from "../util/host-clock.ts";
 import { assertSafeId, randomId, type IdFactory } from "../util/ids.ts";
 import type { Backend, Tx } from "./backend.ts";
 import type { EntityRow, Source } from "./rows.ts";
@@ -52,9 +51,6 @@ const CREATE_FIELDS: Readonly<Record<EntityKind, readonly string[]>> = {
   team: [],
 };
 
-/** The host's clock (src/util/host-clock.ts): the default when neither a test nor the backend gives another. */
-export const unixNow = hostClock;
-
 export class Ledger {
   readonly now: () => number;
   readonly newId: IdFactory;
@@ -66,7 +62,8 @@ export class Ledger {
     readonly backend: Backend,
     options: LedgerOptions = {},
   ) {
-    this.now = options.now ?? unixNow;
+    // The backend's clock unless one is injected (openLedger hands the injected one to the backend too).
+    this.now = options.now ?? (() => backend.now());
     this.newId = options.newId ?? randomId;
     this.warn = options.warn ?? ((line) => console.error(line));
     this.ctx = { now: this.now, newId: this.newId, ...(options.hooks ? { hooks: options.hooks } : {}) };

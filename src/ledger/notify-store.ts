@@ -3,6 +3,9 @@
 import type { CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery, TransitionRow } from "./rows.ts";
 import type { Awaitable } from "../util/awaitable.ts";
 
+/** How a claimed delivery ends: acknowledged, retried after a delay, or given up. */
+export type ClaimSettlement = { state: "acked" } | { state: "retry"; error: string; retryAfterSeconds: number } | { state: "dead"; error: string };
+
 export interface OwedQuery {
   /** Only handlers registered on this host. */
   hostId?: string;
@@ -10,8 +13,11 @@ export interface OwedQuery {
   transitionId?: string;
   /** Only this handler's consumer. */
   consumer?: string;
-  /** Retry rows whose next attempt is after `now` are not owed yet. */
-  now: number;
+  /**
+   * Also rows someone holds a live claim on or whose retry is not due yet: everything still unsettled,
+   * not only what is free to take at the backend's `now()` (the default).
+   */
+  includeHeld?: boolean;
   limit: number;
 }
 
@@ -46,20 +52,18 @@ export interface NotifyStore {
   getDelivery(transitionId: string, consumer: string): Awaitable<DeliveryRow | null>;
 
   /**
-   * Takes a claim: inserts a fresh row, or updates one that is due for retry or whose claim expired.
-   * Counts one attempt. Returns false when someone else holds it or it is settled.
+   * Takes a claim for `leaseSeconds` from the backend's `now()`: inserts a fresh row, or updates one that is
+   * due for retry or whose claim expired. Counts one attempt. Returns the `claimed_until` it set (the token
+   * `settleClaim` guards on), or null when someone else holds it or it is settled.
    */
-  claim(transitionId: string, consumer: string, now: number, claimedUntil: number): Awaitable<boolean>;
-  /** Settles our claim: guarded on state = 'claimed' and the `claimed_until` we set, so an expired claim taken over is left alone. */
-  settleClaim(
-    transitionId: string,
-    consumer: string,
-    claimedUntil: number,
-    set: { state: "acked" | "retry" | "dead"; last_error: string | null; next_attempt_at: number | null; acked_at: number | null },
-    now: number,
-  ): Awaitable<number>;
-  /** A by-hand acknowledgement: inserts or updates to acked; parallel acks leave one row. Returns rows changed. */
-  ackByHand(transitionId: string, consumer: string, now: number): Awaitable<number>;
-  /** Expired claims that already used every attempt become dead. */
-  buryExhausted(now: number, maxAttempts: number, error: string): Awaitable<number>;
+  claim(transitionId: string, consumer: string, leaseSeconds: number): Awaitable<number | null>;
+  /**
+   * Settles our claim at the backend's `now()`: guarded on state = 'claimed' and the `claimed_until` we set,
+   * so an expired claim taken over is left alone. Returns rows changed (0: the claim was lost).
+   */
+  settleClaim(transitionId: string, consumer: string, claimedUntil: number, settlement: ClaimSettlement): Awaitable<number>;
+  /** A by-hand acknowledgement at the backend's `now()`: inserts or updates to acked; parallel acks leave one row. Returns rows changed. */
+  ackByHand(transitionId: string, consumer: string): Awaitable<number>;
+  /** Claims expired by the backend's `now()` that already used every attempt become dead. */
+  buryExhausted(maxAttempts: number, error: string): Awaitable<number>;
 }

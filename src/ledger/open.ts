@@ -15,5 +15,5 @@ export function openLedger(paths: Paths, options: OpenLedgerOptions): Ledger {
   const path = sqlitePathOf(paths.ledger);
   const ownedDirs = path.startsWith(paths.home + "/") ? [paths.home] : [];
   const db = openSqlite(path, { create, ownedDirs });
-  return new Ledger(new SqliteBackend(db, path), ledgerOptions);
+  return new Ledger(new SqliteBackend(db, path, ledgerOptions.now ? { now: ledgerOptions.now } : {}), ledgerOptions);
 }

@@ -91,7 +91,7 @@ export async function listOwed(ledger: Ledger, name: string, limit = 10_000): Pr
   const store = ledger.backend.notify;
   const handler = await store.getCallbackByConsumer(name);
   if (!handler) return store.owedToConsumer(name, limit);
-  const owed = await store.owedToHandlers({ consumer: name, now: Number.MAX_SAFE_INTEGER, limit });
+  const owed = await store.owedToHandlers({ consumer: name, includeHeld: true, limit });
   const rows: TransitionRow[] = [];
   for (const item of owed) {
     const row = await store.getTransition(item.transition_id);
@@ -105,12 +105,11 @@ export async function ackEvents(ledger: Ledger, name: string, eventIds: readonly
   if (eventIds.length === 0) throw new UsageError("li events ack needs at least one EVENT_ID");
   await liveConsumer(ledger, name);
   return ledger.transact(async (tx) => {
-    const now = ledger.now();
     let acked = 0;
     for (const id of new Set(eventIds)) {
       const event = await tx.notify.getTransition(id);
       if (!event || event.terminal_event !== 1) throw new UsageError(`EVENT_ID ${JSON.stringify(id.slice(0, 80))} is not a terminal event (li events --consumer ${name} lists them)`);
-      acked += await tx.notify.ackByHand(id, name, now);
+      acked += await tx.notify.ackByHand(id, name);
     }
     return { acked, already: new Set(eventIds).size - acked };
   });
@@ -185,7 +184,7 @@ export async function removeHandler(ledger: Ledger, name: string): Promise<{ rel
     const existing = await tx.notify.getCallbackByConsumer(consumer);
     if (!existing || existing.retired_at !== null) throw new UsageError(`handler '${name}' does not exist (li events handlers ls)`);
     const now = ledger.now();
-    const released = (await tx.notify.owedToHandlers({ consumer, now: Number.MAX_SAFE_INTEGER, limit: Number.MAX_SAFE_INTEGER })).length;
+    const released = (await tx.notify.owedToHandlers({ consumer, includeHeld: true, limit: Number.MAX_SAFE_INTEGER })).length;
     await tx.notify.retireCallback(existing.id, now);
     await tx.notify.retireConsumer(consumer, now);
     await tx.notify.releaseConsumer(consumer);

@@ -15,9 +15,8 @@ export interface DeliverOptions extends EngineOptions {
  * cursor — is claimed unless someone holds it, run under one budget, and settled.
  */
 export async function deliverOnce(ledger: Ledger, opts: DeliverOptions = {}): Promise<PassSummary> {
-  const now = opts.now ?? ledger.now;
-  const buried = await ledger.transact(async (tx) => tx.notify.buryExhausted(now(), MAX_ATTEMPTS, "the claim expired after the last attempt (the claimer died)"));
-  const owed = await ledger.backend.notify.owedToHandlers({ hostId: opts.hostId === undefined ? handlerHost() : canonicalHost(opts.hostId), now: now(), limit: opts.limit ?? 64 });
+  const buried = await ledger.transact(async (tx) => tx.notify.buryExhausted(MAX_ATTEMPTS, "the claim expired after the last attempt (the claimer died)"));
+  const owed = await ledger.backend.notify.owedToHandlers({ hostId: opts.hostId === undefined ? handlerHost() : canonicalHost(opts.hostId), limit: opts.limit ?? 64 });
   const summary = await claimRunSettle(ledger, owed, opts);
   summary.dead += buried;
   return summary;

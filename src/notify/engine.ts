@@ -24,8 +24,6 @@ export interface EngineOptions {
   hostId?: string;
   /** Total time every handler of the pass shares. Defaults to 10 s. */
   budgetMs?: number;
-  /** Clock for claims and backoff; defaults to the ledger's. */
-  now?: () => number;
   /** `$LI_HOME`: stderr goes under `$LI_HOME/notify/` when the event has no run directory. */
   liHome?: string;
 }
@@ -67,17 +65,17 @@ function parseArgv(text: string): string[] | null {
 
 /** Claims what it can of `owed`, runs the claimed handlers concurrently under one budget, and settles each. */
 export async function claimRunSettle(ledger: Ledger, owed: readonly OwedDelivery[], opts: EngineOptions): Promise<PassSummary> {
-  const now = opts.now ?? ledger.now;
   const budgetMs = opts.budgetMs ?? DEFAULT_BUDGET_MS;
   const summary: PassSummary = { delivered: 0, failed: 0, dead: 0, skipped_claimed: 0, outcomes: [] };
   if (owed.length === 0) return summary;
 
-  const claimStart = now();
-  const until = claimStart + budgetMs / 1000 + CLAIM_MARGIN_S;
+  // Leases run on the backend's clock; each claim's `claimed_until` is the token its settlement guards on.
+  const leaseSeconds = budgetMs / 1000 + CLAIM_MARGIN_S;
   const claimed = await ledger.transact(async (tx) => {
-    const won: OwedDelivery[] = [];
+    const won: (OwedDelivery & { until: number })[] = [];
     for (const item of owed) {
-      if (await tx.notify.claim(item.transition_id, item.consumer, claimStart, until)) won.push(item);
+      const until = await tx.notify.claim(item.transition_id, item.consumer, leaseSeconds);
+      if (until !== null) won.push({ ...item, until });
       else summary.skipped_claimed++;
     }
     return won;
@@ -105,26 +103,21 @@ export async function claimRunSettle(ledger: Ledger, owed: readonly OwedDelivery
   );
 
   await ledger.transact(async (tx) => {
-    const at = now();
+    const at = ledger.now();
     for (const [index, item] of claimed.entries()) {
       const result = results[index]!;
       let state: HandlerOutcome["state"];
       if (result.ok) {
         state = "acked";
-        const changed = await tx.notify.settleClaim(item.transition_id, item.consumer, until, { state, last_error: null, next_attempt_at: null, acked_at: at }, at);
+        const changed = await tx.notify.settleClaim(item.transition_id, item.consumer, item.until, { state });
         if (changed === 0) state = "lost_claim";
         else summary.delivered++;
       } else {
         const row = await tx.notify.getDelivery(item.transition_id, item.consumer);
         const attempts = row?.attempts ?? MAX_ATTEMPTS;
-        state = attempts >= MAX_ATTEMPTS ? "dead" : "retry";
-        const changed = await tx.notify.settleClaim(
-          item.transition_id,
-          item.consumer,
-          until,
-          { state, last_error: result.error, next_attempt_at: state === "retry" ? at + backoffSeconds(attempts) : null, acked_at: null },
-          at,
-        );
+        const settlement = attempts >= MAX_ATTEMPTS ? { state: "dead" as const, error: result.error } : { state: "retry" as const, error: result.error, retryAfterSeconds: backoffSeconds(attempts) };
+        state = settlement.state;
+        const changed = await tx.notify.settleClaim(item.transition_id, item.consumer, item.until, settlement);
         if (changed === 0) state = "lost_claim";
         else if (state === "dead") summary.dead++;
         else summary.failed++;

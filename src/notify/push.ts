@@ -21,12 +21,10 @@ export async function pushTerminal(
 ): Promise<PassSummary> {
   const empty: PassSummary = { delivered: 0, failed: 0, dead: 0, skipped_claimed: 0, outcomes: [] };
   if (!event.terminalEvent) return empty;
-  const now = opts.now ?? ledger.now;
   try {
     const owed = await ledger.backend.notify.owedToHandlers({
       hostId: opts.hostId === undefined ? handlerHost() : canonicalHost(opts.hostId),
       transitionId: event.transitionId,
-      now: now(),
       limit: PUSH_LIMIT,
     });
     // Most legs have no handler: the engine (argv, envelope, handler runs) loads only when one is owed.

@@ -98,8 +98,8 @@ beforeAll(async () => {
   t.ledger.close();
   raw = new Database(t.dbPath, { strict: true });
   log = [];
-  backend = new SqliteBackend(recording(new Database(t.dbPath, { strict: true }), log), t.dbPath);
-  ledger = new Ledger(backend, { now: () => T0 });
+  backend = new SqliteBackend(recording(new Database(t.dbPath, { strict: true }), log), t.dbPath, { now: () => T0 });
+  ledger = new Ledger(backend);
   reads = backend.reads;
 
   // li ls: every kind alone and all together, each filter of li ls, limits 1, 2, 50 and 1000.
@@ -144,9 +144,9 @@ beforeAll(async () => {
   });
   // Events owed: the push's query for one event, a delivery pass over every handler, a consumer's page.
   const transition = raw.query<{ id: string }, []>("SELECT id FROM status_transitions WHERE terminal_event = 1 LIMIT 1").get()!;
-  await exercise("events owed to the handlers of one event (push)", () => backend.notify.owedToHandlers({ hostId: "h", transitionId: transition.id, now: T0, limit: 256 }));
-  await exercise("events owed to every handler (delivery pass)", () => backend.notify.owedToHandlers({ hostId: "h", now: T0, limit: 100 }));
-  await exercise("events owed to one handler", () => backend.notify.owedToHandlers({ consumer: "cb:x", now: T0, limit: 100 }));
+  await exercise("events owed to the handlers of one event (push)", () => backend.notify.owedToHandlers({ hostId: "h", transitionId: transition.id, limit: 256 }));
+  await exercise("events owed to every handler (delivery pass)", () => backend.notify.owedToHandlers({ hostId: "h", limit: 100 }));
+  await exercise("events owed to one handler", () => backend.notify.owedToHandlers({ consumer: "cb:x", limit: 100 }));
   await exercise("events owed to a consumer", () => backend.notify.owedToConsumer("reader", 100));
   await exercise("dead deliveries", () => backend.notify.listDead(100));
   await exercise("an event's context", () => backend.notify.eventContext(transition.id));

@@ -226,8 +226,8 @@ describe("durable delivery", () => {
     const outcome = await ledger.transition("session", "s1", complete());
     if (outcome.result !== "applied") throw new Error("not applied");
     // Another process claimed it and died before settling.
-    const claimed = await ledger.transact(async (tx) => tx.notify.claim(outcome.transition.transitionId, "handler:h", w.clock.now(), w.clock.now() + 15));
-    expect(claimed).toBe(true);
+    const claimed = await ledger.transact(async (tx) => tx.notify.claim(outcome.transition.transitionId, "handler:h", 15));
+    expect(claimed).toBe(w.clock.now() + 15);
 
     // A live claim is not even listed as owed, so it cannot take a place in the pass.
     expect(await deliverOnce(ledger, opts)).toMatchObject({ delivered: 0, failed: 0 });
@@ -249,16 +249,20 @@ describe("durable delivery", () => {
     const id = outcome.transition.transitionId;
     const t = w.clock.now();
     const store = ledger.backend.notify;
+    // Leases run on the ledger's clock: the backend reads it, the caller names only the lease.
     await ledger.transact(async (tx) => {
-      expect(await tx.notify.claim(id, "handler:h", t, t + 15)).toBe(true);
-      expect(await tx.notify.claim(id, "handler:h", t + 14, t + 29)).toBe(false);
-      expect(await tx.notify.claim(id, "handler:h", t + 15, t + 30)).toBe(true);
-      const settle = { state: "acked" as const, last_error: null, next_attempt_at: null, acked_at: t + 16 };
-      expect(await tx.notify.settleClaim(id, "handler:h", t + 15, settle, t + 16)).toBe(0);
-      expect(await tx.notify.settleClaim(id, "handler:h", t + 30, settle, t + 16)).toBe(1);
-      expect(await tx.notify.claim(id, "handler:h", t + 100, t + 115)).toBe(false);
+      expect(await tx.notify.claim(id, "handler:h", 15)).toBe(t + 15);
+      w.clock.set(t + 14);
+      expect(await tx.notify.claim(id, "handler:h", 15)).toBeNull();
+      w.clock.set(t + 15);
+      expect(await tx.notify.claim(id, "handler:h", 15)).toBe(t + 30);
+      w.clock.set(t + 16);
+      expect(await tx.notify.settleClaim(id, "handler:h", t + 15, { state: "acked" })).toBe(0);
+      expect(await tx.notify.settleClaim(id, "handler:h", t + 30, { state: "acked" })).toBe(1);
+      w.clock.set(t + 100);
+      expect(await tx.notify.claim(id, "handler:h", 15)).toBeNull();
     });
-    expect(await store.getDelivery(id, "handler:h")).toMatchObject({ state: "acked", attempts: 2, claimed_until: null });
+    expect(await store.getDelivery(id, "handler:h")).toMatchObject({ state: "acked", attempts: 2, claimed_until: null, acked_at: t + 16, updated_at: t + 16 });
   });
 
   test("a standing handler added today is not owed yesterday's events", async () => {

@@ -44,7 +44,7 @@ describe("notices of sweep writes", () => {
     const summary = await reaper.runOnce(ledger, now(), reaper.validate({}));
     expect(summary.swept).toBe(1);
     expect(fired(dir)).toEqual([]);
-    const owed = await ledger.backend.notify.owedToHandlers({ hostId: handlerHost(), now: now(), limit: 10 });
+    const owed = await ledger.backend.notify.owedToHandlers({ hostId: handlerHost(), limit: 10 });
     expect(owed.map((o) => o.transition_id)).toEqual([summary.transitions[0]!.transitionId]);
   });
 

@@ -8,6 +8,7 @@ import type { AdminEventRow, BranchRow, EntityRow, LegPatch, LegRow, MessageRow,
 import * as legStore from "./legs.ts";
 import type { LedgerUnavailableError } from "../../util/errors.ts";
 import { asLedgerError } from "./errors.ts";
+import { hostClock } from "../../util/host-clock.ts";
 import { withBusyRetry } from "./migrate.ts";
 import { SqliteReads } from "./reads.ts";
 import { SqliteNotifyStore } from "./notify.ts";
@@ -32,13 +33,23 @@ export class SqliteBackend implements Backend {
   readonly reads: SqliteReads;
   readonly notify: SqliteNotifyStore;
 
+  private readonly clock: () => number;
+
+  /** `options.now`: an injected clock (tests, `LedgerOptions.now`); the host's otherwise. */
   constructor(
     readonly db: Database,
     readonly location: string,
+    options: { now?: () => number } = {},
   ) {
+    // On SQLite every writer shares one host, so the host's clock is the ledger's.
+    this.clock = options.now ?? hostClock;
     this.reads = new SqliteReads(db);
-    this.notify = new SqliteNotifyStore(db);
+    this.notify = new SqliteNotifyStore(db, () => this.clock());
     this.tx = new SqliteTx(db, this.notify);
+  }
+
+  now(): number {
+    return this.clock();
   }
 
   async transaction<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T> {

@@ -3,7 +3,7 @@
 import type { Database, Statement } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { EntityRow, TransitionRow, CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery } from "../rows.ts";
-import type { NotifyStore, OwedQuery } from "../notify-store.ts";
+import type { ClaimSettlement, NotifyStore, OwedQuery } from "../notify-store.ts";
 
 const OWED_COLUMNS = `t.id AS transition_id, t.seq, t.entity_type, t.entity_id, c.consumer, c.id AS callback_id, c.scope, c.argv, c.leg_id,
   d.state, d.claimed_until, d.attempts`;
@@ -50,7 +50,11 @@ type Params = Record<string, string | number | null>;
 export class SqliteNotifyStore implements NotifyStore {
   private readonly cache = new Map<string, Statement>();
 
-  constructor(private readonly db: Database) {}
+  /** `now`: the backend's clock (claims, settlements and what is due are judged by it, never by a caller's). */
+  constructor(
+    private readonly db: Database,
+    private readonly now: () => number,
+  ) {}
 
   private q(sql: string): Statement {
     let statement = this.cache.get(sql);
@@ -139,7 +143,8 @@ export class SqliteNotifyStore implements NotifyStore {
 
   owedToHandlers(query: OwedQuery): OwedDelivery[] {
     const conditions: string[] = [];
-    const params: Params = { now: query.now, limit: query.limit };
+    // Holding nothing back is the same rule judged at the end of time: every unsettled row is open then.
+    const params: Params = { now: query.includeHeld ? Number.MAX_SAFE_INTEGER : this.now(), limit: query.limit };
     if (query.hostId !== undefined) {
       conditions.push("AND c.host_id = $host");
       params.host = query.hostId;
@@ -210,50 +215,55 @@ export class SqliteNotifyStore implements NotifyStore {
     return this.get<DeliveryRow>("SELECT * FROM terminal_deliveries WHERE transition_id = $tid AND consumer = $consumer", { tid: transitionId, consumer });
   }
 
-  claim(transitionId: string, consumer: string, now: number, claimedUntil: number): boolean {
+  claim(transitionId: string, consumer: string, leaseSeconds: number): number | null {
+    const now = this.now();
+    const until = now + leaseSeconds;
     // The guard lives in the statement: only a fresh row, a due retry, or an expired claim is taken.
-    return (
-      this.run(
-        `INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, claimed_until, created_at, updated_at)
-         VALUES ($tid, $consumer, 'claimed', 1, $until, $now, $now)
-         ON CONFLICT(transition_id, consumer) DO UPDATE SET state = 'claimed', attempts = attempts + 1, claimed_until = $until, updated_at = $now
-         WHERE (terminal_deliveries.state = 'retry' AND COALESCE(terminal_deliveries.next_attempt_at, 0) <= $now)
-            OR (terminal_deliveries.state = 'claimed' AND terminal_deliveries.claimed_until <= $now)`,
-        { tid: transitionId, consumer, now, until: claimedUntil },
-      ) === 1
+    const changed = this.run(
+      `INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, claimed_until, created_at, updated_at)
+       VALUES ($tid, $consumer, 'claimed', 1, $until, $now, $now)
+       ON CONFLICT(transition_id, consumer) DO UPDATE SET state = 'claimed', attempts = attempts + 1, claimed_until = $until, updated_at = $now
+       WHERE (terminal_deliveries.state = 'retry' AND COALESCE(terminal_deliveries.next_attempt_at, 0) <= $now)
+          OR (terminal_deliveries.state = 'claimed' AND terminal_deliveries.claimed_until <= $now)`,
+      { tid: transitionId, consumer, now, until },
     );
+    return changed === 1 ? until : null;
   }
 
-  settleClaim(
-    transitionId: string,
-    consumer: string,
-    claimedUntil: number,
-    set: { state: "acked" | "retry" | "dead"; last_error: string | null; next_attempt_at: number | null; acked_at: number | null },
-    now: number,
-  ): number {
+  settleClaim(transitionId: string, consumer: string, claimedUntil: number, settlement: ClaimSettlement): number {
+    const now = this.now();
     return this.run(
       `UPDATE terminal_deliveries SET state = $state, last_error = COALESCE($err, last_error), next_attempt_at = $next, acked_at = $acked,
          claimed_until = NULL, updated_at = $now
        WHERE transition_id = $tid AND consumer = $consumer AND state = 'claimed' AND claimed_until = $until`,
-      { tid: transitionId, consumer, until: claimedUntil, state: set.state, err: set.last_error, next: set.next_attempt_at, acked: set.acked_at, now },
+      {
+        tid: transitionId,
+        consumer,
+        until: claimedUntil,
+        state: settlement.state,
+        err: settlement.state === "acked" ? null : settlement.error,
+        next: settlement.state === "retry" ? now + settlement.retryAfterSeconds : null,
+        acked: settlement.state === "acked" ? now : null,
+        now,
+      },
     );
   }
 
-  ackByHand(transitionId: string, consumer: string, now: number): number {
+  ackByHand(transitionId: string, consumer: string): number {
     return this.run(
       `INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, acked_at, created_at, updated_at)
        VALUES ($tid, $consumer, 'acked', 0, $now, $now, $now)
        ON CONFLICT(transition_id, consumer) DO UPDATE SET state = 'acked', acked_at = $now, claimed_until = NULL, updated_at = $now
        WHERE terminal_deliveries.state <> 'acked'`,
-      { tid: transitionId, consumer, now },
+      { tid: transitionId, consumer, now: this.now() },
     );
   }
 
-  buryExhausted(now: number, maxAttempts: number, error: string): number {
+  buryExhausted(maxAttempts: number, error: string): number {
     return this.run(
       `UPDATE terminal_deliveries SET state = 'dead', last_error = $err, claimed_until = NULL, updated_at = $now
        WHERE state = 'claimed' AND claimed_until <= $now AND attempts >= $max`,
-      { now, max: maxAttempts, err: error },
+      { now: this.now(), max: maxAttempts, err: error },
     );
   }
 }

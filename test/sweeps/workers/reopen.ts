@@ -21,7 +21,7 @@ try {
 }
 probe.close();
 
-const ledger = new Ledger(new SqliteBackend(openSqlite(dbPath, { create: false, busyTimeoutMs: 30000 }), dbPath), { now: () => Number(now) });
+const ledger = new Ledger(new SqliteBackend(openSqlite(dbPath, { create: false, busyTimeoutMs: 30000 }), dbPath, { now: () => Number(now) }));
 const newLeg = `leg-resumed-${process.pid}`;
 const reopen = validateTransition("session", {
   newStatus: "running",
