@@ -73,6 +73,14 @@ export interface Backend extends SweepReads {
   listMessages(sessionId: string): Promise<MessageRow[]>;
   sessionLegState(sessionId: string): Promise<SessionLegState | null>;
   /**
+   * Calls `onRequest` when a kill request may have been recorded on leg `legId` (li kill from another
+   * host, §12.2), and on every (re)subscription, since notices sent while disconnected are lost; the
+   * caller re-reads the leg's `kill_requested_at` (a call is a reason to look, not proof). Returns the
+   * unsubscribe function. Absent where the backend cannot reach another host's supervisor (SQLite): the
+   * leg's heartbeat still notices a request, and `li kill` refuses a leg of another host there.
+   */
+  onKillRequest?(legId: string, onRequest: () => void): () => void;
+  /**
    * This backend's failure behind `error` (disk full, read-only, not a li ledger…) as the exit-78 error
    * naming the ledger, or null when `error` is not about the ledger. The adapter owns the classification.
    */

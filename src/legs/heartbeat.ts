@@ -1,14 +1,34 @@
 // Refreshes a running leg's heartbeat_at, so liveness on another host can be judged (SPEC §8.5, §12.1).
 
 import type { Backend } from "../ledger/backend.ts";
+import { UsageError } from "../util/errors.ts";
 
 export const HEARTBEAT_INTERVAL_MS = 15_000;
+
+/**
+ * Test setting: the heartbeat period in seconds (a test that must prove a leg learned something by
+ * LISTEN rather than at its next beat sets it far above its deadline). Not for production use.
+ */
+export const HEARTBEAT_ENV = "LI_TEST_HEARTBEAT_SECONDS";
+
+/** The period LI_TEST_HEARTBEAT_SECONDS asks for, in ms; undefined when unset. A bad value is a UsageError naming it. */
+export function heartbeatMsFromEnv(env: Readonly<Record<string, string | undefined>>): number | undefined {
+  const value = env[HEARTBEAT_ENV];
+  if (value === undefined || value.trim() === "") return undefined;
+  const seconds = Number(value);
+  if (!/^\s*\d+(\.\d+)?\s*$/.test(value) || !(seconds >= 0.01 && seconds <= 86_400)) {
+    throw new UsageError(`${HEARTBEAT_ENV}: expected a number of seconds from 0.01 to 86400`);
+  }
+  return Math.round(seconds * 1000);
+}
 
 export interface HeartbeatOptions {
   intervalMs?: number;
   now: () => number;
   /** Where the one warning goes when beats start failing (§17: not one line per beat). */
   log?: (line: string) => void;
+  /** After each beat that landed (the kill-request fallback looks at the leg's row then). */
+  afterBeat?: () => unknown;
 }
 
 /**
@@ -24,6 +44,7 @@ export function startHeartbeat(backend: Backend, legId: string, options: Heartbe
       () => {
         if (failing && warned) options.log?.("heartbeat: the ledger takes heartbeats again");
         failing = false;
+        options.afterBeat?.();
       },
       (error: unknown) => {
         failing = true;

@@ -10,6 +10,7 @@ import { pump, drainPumps, Tail, type Sink } from "./capture.ts";
 import { removeRunDir } from "./rundir.ts";
 import { commandEnv } from "./env.ts";
 import { startHeartbeat } from "./heartbeat.ts";
+import { watchKillRequest } from "./kill-request.ts";
 import { commandExitCode, naturalTermination, type Termination } from "./outcome.ts";
 import { readStartTicks } from "./proc.ts";
 import { setupResume, type ResumeSetup } from "./resume.ts";
@@ -149,7 +150,11 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
   let termination: Termination = "spawn_failed";
   let exitCode: number | null = null;
   let commandMarkers: { pid: number; startTicks: number | null } | undefined;
-  const stopHeartbeat = ledger ? startHeartbeat(ledger.backend, plan.legId, { now: o.now, log: o.io.log, ...(o.heartbeatMs ? { intervalMs: o.heartbeatMs } : {}) }) : () => {};
+  // A kill request recorded on the leg (li kill from another host) stops it as li kill's SIGTERM would here.
+  const killRequest = ledger ? watchKillRequest(ledger.backend, plan.legId, () => signals.request("SIGTERM")) : null;
+  const stopHeartbeat = ledger
+    ? startHeartbeat(ledger.backend, plan.legId, { now: o.now, log: o.io.log, afterBeat: killRequest?.check, ...(o.heartbeatMs ? { intervalMs: o.heartbeatMs } : {}) })
+    : () => {};
   let terminator: GroupTerminator | null = null;
   let teardownModule: Promise<typeof import("./teardown/run.ts")> | null = null;
   try {
@@ -194,6 +199,7 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
   } finally {
     signals.detach();
     stopHeartbeat();
+    killRequest?.stop();
     if (streamFd !== null) fs.closeSync(streamFd);
   }
   const { runTeardown } = await (teardownModule ?? loadTeardown(o.afterCommit));

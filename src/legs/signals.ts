@@ -125,6 +125,11 @@ export class LiSignalTrap {
     this.untrap();
   }
 
+  /** A stop asked for through the ledger (li kill from another host): handled exactly as if `signal` had arrived. */
+  request(signal: LiSignal): void {
+    this.receive(signal);
+  }
+
   private receive(signal: LiSignal): void {
     if (this.group && this.group.reason === null) this.group.stop(LI_SIGNALS[signal], signal);
     else this.kept ??= signal;

@@ -85,10 +85,8 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
     // No markers: nothing to signal.
     return finish(await writeDirect(ledger, env, j, now(), summary, []), "written");
   }
-  if (liveness.remote) {
-    throw new KillRefusedError(`session ${session.id}: its leg runs on host ${liveness.evidence.legHostId}; run li kill there`);
-  }
   const leg = j.currentLeg!;
+  if (liveness.remote) return killRemote(ledger, session, leg, options, { now, sleep, pollMs: deps.pollMs ?? 50 }, base);
   if (liveness.supervisor !== "alive") {
     // Dead, reused or unverified (no start ticks to match): that pid is never signalled. The orphaned command dies if it is still the same process.
     const at = now();
@@ -98,11 +96,7 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
   }
 
   // Alive: record the request, so the leg's own teardown writes manual_kill rather than sigterm.
-  const recorded = await ledger.transact(async (tx) => {
-    if ((await guardConflict(tx, session.id, { currentLegId: leg.id })) !== null) return false;
-    return (await tx.updateLeg(leg.id, { kill_requested_at: now() }, { onlyOpen: true })) === 1;
-  });
-  if (!recorded) return lostRace(ledger, base);
+  if (!(await recordKillRequest(ledger, session.id, leg.id, now))) return lostRace(ledger, base);
   // Alive by its heartbeat alone (no usable pid recorded): there is nothing to signal, only the request and the grace.
   const supervisorPid = liveness.evidence.pid;
   if (supervisorPid !== null && env.probe(supervisorPid, leg.pid_start_ticks) === "alive" && env.signalProcess(supervisorPid, "SIGTERM")) {
@@ -110,15 +104,8 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
   }
 
   // The decision rests on the session's status, not the process: a leg running its handlers is done.
-  const deadline = now() + options.graceSeconds;
-  for (;;) {
-    const row = await ledger.backend.getEntity("session", session.id);
-    if (!row || row.status !== "running") {
-      return { ...base, action: "terminated", ...rowOutcome(row), transition: null };
-    }
-    if (now() >= deadline) break;
-    await sleep(Math.min(deps.pollMs ?? 50, Math.max(1, (deadline - now()) * 1000)));
-  }
+  const ended = await awaitTerminal(ledger, session.id, options.graceSeconds, { now, sleep, pollMs: deps.pollMs ?? 50 });
+  if (ended) return { ...base, action: "terminated", ...rowOutcome(ended.row), transition: null };
 
   const at = now();
   if (supervisorPid !== null && env.probe(supervisorPid, leg.pid_start_ticks) === "alive" && env.signalProcess(supervisorPid, "SIGKILL")) {
@@ -140,6 +127,54 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
     checkHeartbeat: false,
   });
   return finish(outcome, "force_killed");
+}
+
+interface Waiting {
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+  pollMs: number;
+}
+
+/** The kill request on the session's current leg (bookkeeping, never a status write); false when the session moved on first. */
+async function recordKillRequest(ledger: Ledger, sessionId: string, legId: string, now: () => number): Promise<boolean> {
+  return ledger.transact(async (tx) => {
+    if ((await guardConflict(tx, sessionId, { currentLegId: legId })) !== null) return false;
+    return (await tx.updateLeg(legId, { kill_requested_at: now() }, { onlyOpen: true })) === 1;
+  });
+}
+
+/** The session once it is no longer running (its row, null when gone), polled up to the grace; null while it still runs. */
+async function awaitTerminal(ledger: Ledger, sessionId: string, graceSeconds: number, w: Waiting): Promise<{ row: EntityRow | null } | null> {
+  const deadline = w.now() + graceSeconds;
+  for (;;) {
+    const row = await ledger.backend.getEntity("session", sessionId);
+    if (!row || row.status !== "running") return { row };
+    if (w.now() >= deadline) return null;
+    await w.sleep(Math.min(w.pollMs, Math.max(1, (deadline - w.now()) * 1000)));
+  }
+}
+
+/** A leg's host as people read it: the recorded name beside the id. */
+function hostText(leg: LegRow): string {
+  return leg.host_name ? `${leg.host_name} (${leg.host_id ?? "no host id"})` : (leg.host_id ?? "an unrecorded host");
+}
+
+/**
+ * A leg of another host (§12.2): its pids mean nothing here, so li records the kill request and lets the
+ * leg's own supervisor act on it (it learns it through the backend's notice, or at its next heartbeat),
+ * then waits up to the grace for the session to become terminal. A backend that cannot reach another
+ * host's supervisor (SQLite) refuses instead. A dead remote supervisor is the reaper's, by heartbeat.
+ */
+async function killRemote(ledger: Ledger, session: RunningSession, leg: LegRow, options: KillOptions, w: Waiting, base: Pick<KillResult, "session_id" | "signals" | "notes">): Promise<KillResult> {
+  if (!ledger.backend.onKillRequest) {
+    throw new KillRefusedError(`session ${session.id}: its leg runs on host ${hostText(leg)}; this ledger cannot reach another host's supervisor, so run li kill there`);
+  }
+  if (!(await recordKillRequest(ledger, session.id, leg.id, w.now))) return lostRace(ledger, base);
+  const ended = await awaitTerminal(ledger, session.id, options.graceSeconds, w);
+  if (ended) return { ...base, action: "terminated", ...rowOutcome(ended.row), transition: null };
+  throw new KillRefusedError(
+    `session ${session.id}: the remote leg on host ${hostText(leg)} did not stop yet (still running ${options.graceSeconds}s after the kill request); its supervisor acts on the recorded request, or the reaper takes it once its heartbeat is stale`,
+  );
 }
 
 function writeDirect(ledger: Ledger, env: SweepEnv, j: Judgement, at: number, summary: string, killed: Record<string, unknown>[]): Promise<JudgedWriteOutcome> {

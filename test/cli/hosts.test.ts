@@ -6,7 +6,8 @@ import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { ledgerRows } from "../helpers/ledger-rows.ts";
 import { li } from "../helpers/cli.ts";
-import { isAlive, signalPid, until, validPid } from "../helpers/until.ts";
+import { testSqliteOnly } from "../helpers/backends.ts";
+import { isAlive, signalPid, until, untilGone, validPid } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 
 const HOST_A = { LI_HOST_ID: "host-a", LI_HOST_NAME: "alpha" };
@@ -28,8 +29,9 @@ afterEach(() => {
 });
 
 /** A detached leg on `host` running `forever`, once its supervisor recorded the command's markers. */
-async function liveLeg(home: string, host: Host): Promise<{ id: string; supervisor: number; command: number }> {
-  const started = await on(host, home)(["agent", "--detach", "--", fixture("forever")]);
+async function liveLeg(home: string, host: Host, options: { notify?: string; env?: Record<string, string> } = {}): Promise<{ id: string; supervisor: number; command: number }> {
+  const notify = options.notify === undefined ? [] : ["--notify", options.notify];
+  const started = await li(["agent", "--detach", ...notify, "--", fixture("forever")], { home, env: { ...host, ...options.env } });
   expect(started.code).toBe(0);
   const id = started.stdout.trim();
   const rows = ledgerRows(home);
@@ -66,12 +68,13 @@ describe("host identity (LI_HOST_ID, LI_HOST_NAME)", () => {
     expect(listed).toMatchObject({ id, host_id: hostA, host_name: "alpha" });
   });
 
-  test("a bad LI_HOST_ID or LI_HOST_NAME is one line naming the variable, exit 2, and nothing is recorded", async () => {
+  test("a bad LI_HOST_ID, LI_HOST_NAME or LI_TEST_HEARTBEAT_SECONDS is one line naming the variable, exit 2, and nothing is recorded", async () => {
     const home = tempDir();
     for (const [env, variable] of [
       [{ LI_HOST_ID: "host:a" }, "LI_HOST_ID"],
       [{ LI_HOST_ID: "-flag" }, "LI_HOST_ID"],
       [{ LI_HOST_NAME: "al\u0007pha" }, "LI_HOST_NAME"],
+      [{ LI_TEST_HEARTBEAT_SECONDS: "0" }, "LI_TEST_HEARTBEAT_SECONDS"],
     ] as const) {
       const r = await li(["agent", "--", fixture("exit-with"), "0"], { home, env });
       expect(r.code).toBe(2);
@@ -138,5 +141,35 @@ describe("handlers run only on their host (§9.1)", () => {
     expect(recorded(out)).toEqual([expect.stringContaining(`completed session ${id} completed`)]);
     expect((await on(HOST_A, home)(["watch", "--once"])).code).toBe(0);
     expect(recorded(out)).toHaveLength(1);
+  });
+});
+
+describe("li kill across hosts (§12.2)", () => {
+  testSqliteOnly("remote-kill-refused")("on SQLite a leg of another host is refused with exit 1 naming its host, and nothing is recorded", async () => {
+    const home = tempDir();
+    const leg = await liveLeg(home, HOST_A);
+    const r = await on(HOST_B, home)(["kill", leg.id]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^li: session \S+: its leg runs on host alpha \(host-a:[^)]+\); this ledger cannot reach another host's supervisor, so run li kill there\n$/);
+    expect(await ledgerRows(home).get("SELECT kill_requested_at FROM legs WHERE session_id = ?", leg.id)).toEqual({ kill_requested_at: null });
+    expect((await sessionOf(home, leg.id)).status).toBe("running");
+    expect(isAlive(leg.command)).toBe(true);
+  });
+
+  test("a kill request recorded on the leg reaches its supervisor at its next heartbeat: cancelled/manual_kill, the command gone, its --notify once on its host", async () => {
+    const home = tempDir();
+    const out = join(home, "notice.out");
+    const leg = await liveLeg(home, HOST_A, { notify: `${RECORD} ${out} {status} {reason}`, env: { LI_TEST_HEARTBEAT_SECONDS: "0.2" } });
+    // What li kill on another host records (no signal reaches this supervisor).
+    await ledgerRows(home).run("UPDATE legs SET kill_requested_at = ? WHERE session_id = ?", Date.now() / 1000, leg.id);
+
+    const ended = await until(`session ${leg.id} to end`, async () => {
+      const row = await sessionOf(home, leg.id);
+      return row.status !== "running" ? row : null;
+    });
+    expect(ended).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
+    await untilGone(leg.command, "the command to be gone");
+    await untilGone(leg.supervisor, "the supervisor to be gone");
+    expect(recorded(out)).toEqual([expect.stringContaining(`cancelled session ${leg.id} cancelled run.cancelled.manual_kill`)]);
   });
 });

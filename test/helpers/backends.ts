@@ -66,6 +66,8 @@ export const SQLITE_ONLY = {
   "ledger-file": "the ledger file itself: its mode, its directory, WAL, a corrupt or foreign file, --db PATH",
   "file-wake": "the file-watch wake-up (inotify on the SQLite file's directory)",
   "watch-file-lock": "the watcher's single-instance file lock under $LI_HOME",
+  "remote-kill-refused":
+    "on SQLite li kill cannot reach another host's supervisor and refuses (§12.2); on PostgreSQL it records the request and the leg stops itself (test/ledger/postgres/hosts.test.ts)",
   "write-inside-read":
     "a hook writes the row through SQLite's own connection between the guarded read and its UPDATE; on PostgreSQL the read locks the row (FOR UPDATE), and test/ledger/postgres races real writers instead",
 } as const satisfies Record<string, string>;

@@ -11,6 +11,7 @@ import { PersistenceSetupError, type LegIo } from "../../legs/leg.ts";
 import { LegNotifier } from "../../legs/notify.ts";
 import { EXIT_CODE_BY_STATUS } from "../../legs/outcome.ts";
 import { parseAgentRequest, type AgentArgs } from "../../legs/request.ts";
+import { heartbeatMsFromEnv } from "../../legs/heartbeat.ts";
 import { hostOverrides } from "../../legs/proc.ts";
 import { stdinMode } from "../../legs/spawn.ts";
 import { findBranchSnapshot } from "../../legs/rundir.ts";
@@ -77,8 +78,9 @@ export default command({
     delete process.env[SUPERVISOR_ENV];
     // Checked before anything else: the variable can only name the socket li's own parent handed over.
     if (readyValue) return supervise(args, passthrough, openReadyChannel(readyValue), open);
-    // LI_HOST_ID / LI_HOST_NAME name this host in the leg's row: a bad value is refused before anything is allocated or recorded.
+    // LI_HOST_ID / LI_HOST_NAME name this host in the leg's row: a bad value (or a bad test setting) is refused before anything is allocated or recorded.
     hostOverrides();
+    heartbeatMsFromEnv(process.env);
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, note);
     const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, env: process.env });
@@ -188,7 +190,8 @@ function agentArgs(parsed: Record<string, unknown>, rawArgs: readonly string[]):
 }
 
 function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit" | "ignore"): AgentDeps {
-  return { ledger, runsRoot: cliPaths().runsRoot, workdir, io, env: process.env, stdin };
+  const heartbeatMs = heartbeatMsFromEnv(process.env);
+  return { ledger, runsRoot: cliPaths().runsRoot, workdir, io, env: process.env, stdin, ...(heartbeatMs !== undefined ? { heartbeatMs } : {}) };
 }
 
 /** The supervising li of a detached leg: commits setup, reports through the ready file, then runs the leg. */
