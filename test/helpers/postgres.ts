@@ -143,6 +143,13 @@ function startCluster(binDir: string): PgCluster {
           rmSync(dir, { recursive: true, force: true });
         }
       };
+      // The same server, same port and settings: what a restart test stops and starts again.
+      stopServer = () => runServerTool([join(binDir, "pg_ctl"), "-D", dataDir, "-m", "fast", "-w", "stop"], "pg_ctl stop");
+      startServer = () =>
+        runServerTool(
+          [join(binDir, "pg_ctl"), "-D", dataDir, "-l", join(dir, "server.log"), "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} ${settings}`, "-w", "-t", "60", "start"],
+          "pg_ctl start",
+        );
       return { host: "127.0.0.1", port, user: "postgres", binDir, dataDir, socketDir: dir, tlsCert, url: (db) => `postgres://postgres@127.0.0.1:${port}/${db}?sslmode=disable` };
     } catch (error) {
       lastError = error; // most likely the port was taken in between: try another
@@ -154,6 +161,23 @@ function startCluster(binDir: string): PgCluster {
 
 let cluster: PgCluster | undefined;
 let stopCluster: (() => void) | undefined;
+let stopServer: (() => void) | undefined;
+let startServer: (() => void) | undefined;
+
+/**
+ * Stops this process's server (`pg_ctl stop -m fast`: every connection is closed, as in a real restart),
+ * runs `whileDown`, then starts it again on the same port and data directory. Resolves once it accepts
+ * connections again (pg_ctl -w).
+ */
+export async function restartPostgresServer(whileDown: () => void | Promise<void> = () => {}): Promise<void> {
+  postgresCluster();
+  stopServer!();
+  try {
+    await whileDown();
+  } finally {
+    startServer!();
+  }
+}
 
 /**
  * Stops this process's cluster, if one was started. bun test runs no process exit handler, so the
@@ -163,6 +187,8 @@ export function stopPostgresCluster(): void {
   const stop = stopCluster;
   cluster = undefined;
   stopCluster = undefined;
+  stopServer = undefined;
+  startServer = undefined;
   stop?.();
 }
 

@@ -65,5 +65,18 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
     "statements": [
       "CREATE INDEX \"consumers_plain_live_idx\" ON \"consumers\" USING btree (\"name\") WHERE retired_at IS NULL AND substr(name, 1, 3) <> 'cb:' AND substr(name, 1, 8) <> 'handler:';"
     ]
+  },
+  {
+    "name": "0002_notify_triggers",
+    "hash": "d4a7bc360c17f6319c2d344ef1554c5a933b0b36482887df3ece80c8fd46c93f",
+    "statements": [
+      "-- PostgreSQL only (SQLite wakes its waiters by watching the database file): NOTIFY on every commit that\n-- can end a wait or owe a delivery, and on every kill request (SPEC §14). NOTIFY is delivered at commit,\n-- never for a rolled-back write. Channels are per database, so each payload starts with the schema's\n-- name and a listener ignores other schemas' notices. Times and ids are never computed here.\n-- li_changes: '<schema>:<highest seq inserted>' for history rows, '<schema>:' for registrations.\nCREATE FUNCTION li_notify_transitions() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n  PERFORM pg_notify('li_changes', TG_TABLE_SCHEMA || ':' || (SELECT COALESCE(MAX(seq), 0) FROM inserted)::text);\n  RETURN NULL;\nEND $$;",
+      "CREATE TRIGGER status_transitions_notify AFTER INSERT ON status_transitions\n  REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION li_notify_transitions();",
+      "-- A registration (or its re-enabling) can make an already recorded event owed: the watcher must look.\n-- Identical payloads in one transaction are folded into one notice by the server.\nCREATE FUNCTION li_notify_registrations() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n  PERFORM pg_notify('li_changes', TG_TABLE_SCHEMA || ':');\n  RETURN NULL;\nEND $$;",
+      "CREATE TRIGGER terminal_callbacks_notify AFTER INSERT OR UPDATE OF enabled, retired_at, leg_id ON terminal_callbacks\n  FOR EACH ROW EXECUTE FUNCTION li_notify_registrations();",
+      "CREATE TRIGGER consumers_notify AFTER INSERT OR UPDATE OF retired_at ON consumers\n  FOR EACH ROW EXECUTE FUNCTION li_notify_registrations();",
+      "-- li_kill: '<schema>:<leg id>' when a kill request is recorded on a leg (li kill from any host); the\n-- leg's supervisor listens for its own id (and reads kill_requested_at at each heartbeat as the fallback).\nCREATE FUNCTION li_notify_kill() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n  PERFORM pg_notify('li_kill', TG_TABLE_SCHEMA || ':' || NEW.id);\n  RETURN NULL;\nEND $$;",
+      "CREATE TRIGGER legs_kill_notify AFTER UPDATE OF kill_requested_at ON legs\n  FOR EACH ROW WHEN (NEW.kill_requested_at IS NOT NULL AND NEW.kill_requested_at IS DISTINCT FROM OLD.kill_requested_at)\n  EXECUTE FUNCTION li_notify_kill();"
+    ]
   }
 ];

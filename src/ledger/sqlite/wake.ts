@@ -23,8 +23,8 @@ export interface WakeOptions {
   trailingMs?: readonly number[];
 }
 
-/** Bookkeeping shared by the watching and the polling-only wake. */
-class Signal {
+/** Bookkeeping shared by every wake (file watch, polling-only, PostgreSQL's LISTEN). */
+export class ChangeSignal {
   generation = 0;
   private waiters = new Set<() => void>();
 
@@ -56,7 +56,7 @@ class Signal {
 
 /** A wake that never fires on its own: the caller's interval poll is all there is. */
 export function pollingOnly(): ChangeWake {
-  const signal = new Signal();
+  const signal = new ChangeSignal();
   return {
     get generation() {
       return signal.generation;
@@ -83,7 +83,7 @@ export function watchSqliteFile(dbPath: string, options: WakeOptions = {}): Chan
 export function watchFilesIn(dir: string, fileNames: readonly string[], options: WakeOptions = {}): ChangeWake {
   const trailing = options.trailingMs ?? [3, 25];
   const names = new Set(fileNames);
-  const signal = new Signal();
+  const signal = new ChangeSignal();
   let timers: ReturnType<typeof setTimeout>[] = [];
   let watcher: FSWatcher | null = null;
   const onEvent = (_event: string, filename: string | Buffer | null) => {

@@ -1,0 +1,96 @@
+// Wake-ups on a PostgreSQL ledger by LISTEN (SPEC §14): the triggers of migration 0002_notify_triggers
+// NOTIFY at commit on every history row, registration and kill request, naming the schema. Bun's
+// `sql.listen` keeps one dedicated connection and re-subscribes after it drops, but a notice sent
+// while it was down is lost (STACK.md): so every (re)subscription counts as a change too, and the
+// waiter re-queries. The caller's interval poll stays the safety net either way.
+
+import type { SQL } from "bun";
+import { ChangeSignal, type ChangeWake } from "../sqlite/wake.ts";
+
+/** The channels the triggers notify on (drizzle/postgres/0002_notify_triggers.sql). */
+export const CHANGES_CHANNEL = "li_changes";
+export const KILL_CHANNEL = "li_kill";
+
+/** A payload's part after `<schema>:`, or null when the notice is another schema's (channels are per database). */
+export function noticeFor(payload: string, schema: string): string | null {
+  return payload.startsWith(`${schema}:`) ? payload.slice(schema.length + 1) : null;
+}
+
+type Client = SQL | Promise<SQL>;
+
+/**
+ * Subscribes `onNotice` to `channel`'s notices for `schema`, and calls `onSubscribed` every time the
+ * subscription is (re)established. Returns the unsubscribe. A subscription that cannot be made at all
+ * (the server is down when the process starts) is reported once to `onFailed`; the caller's poll goes on.
+ */
+function subscribe(client: Client, channel: string, schema: string, handlers: { onNotice: (rest: string) => void; onSubscribed: () => void; onFailed?: () => void }): () => void {
+  let unsubscribed = false;
+  const subscription = Promise.resolve(client).then((sql) =>
+    sql.listen(
+      channel,
+      (payload) => {
+        if (unsubscribed) return;
+        const rest = noticeFor(payload, schema);
+        if (rest !== null) handlers.onNotice(rest);
+      },
+      () => {
+        if (!unsubscribed) handlers.onSubscribed();
+      },
+    ),
+  );
+  subscription.catch(() => handlers.onFailed?.());
+  return () => {
+    if (unsubscribed) return;
+    unsubscribed = true;
+    subscription.then((s) => s.unlisten()).catch(() => {});
+  };
+}
+
+/**
+ * A ChangeWake that moves on every commit of a history row or registration in `schema`, and on every
+ * (re)connect of the listening connection. Returned at once; `watching` turns true when the server
+ * acknowledges the LISTEN, and that acknowledgement moves the generation too, so a commit between the
+ * caller's first check and the LISTEN is not missed (arm, check, wait: STACK.md).
+ */
+export function listenForChanges(client: Client, schema: string): ChangeWake {
+  const signal = new ChangeSignal();
+  let listening = false;
+  const unsubscribe = subscribe(client, CHANGES_CHANNEL, schema, {
+    onNotice: () => signal.bump(),
+    onSubscribed: () => {
+      listening = true;
+      signal.bump();
+    },
+    onFailed: () => {
+      listening = false;
+    },
+  });
+  return {
+    get generation() {
+      return signal.generation;
+    },
+    get watching() {
+      return listening;
+    },
+    changed: (since, ms) => signal.changed(since, ms),
+    close: () => {
+      unsubscribe();
+      signal.close();
+    },
+  };
+}
+
+/**
+ * Calls `onRequest` when a kill request may have been recorded on leg `legId`: on its notice, and on
+ * every (re)subscription (the first, and after a reconnect, when a notice may have been lost). The
+ * callee re-reads the leg's `kill_requested_at`; a call is a reason to look, not proof of a request.
+ * Returns the unsubscribe.
+ */
+export function listenForKillRequest(client: Client, schema: string, legId: string, onRequest: () => void): () => void {
+  return subscribe(client, KILL_CHANNEL, schema, {
+    onNotice: (id) => {
+      if (id === legId) onRequest();
+    },
+    onSubscribed: onRequest,
+  });
+}

@@ -1,0 +1,94 @@
+// The watcher's single-instance lock on a PostgreSQL ledger: one `li watch` per host per database
+// (SPEC §12.6, §14). A session-level advisory lock keyed by the schema and the host id, held on one
+// reserved connection for the watcher's life: the server drops it when that session ends (exit,
+// kill -9, a dropped connection), so a dead watcher leaves no stale lock. A dropped connection also
+// means the lock is gone while the watcher lives on: `ensureHeld` (before every pass) notices, takes
+// it again when nobody else did, and refuses to go on when another watcher on this host did.
+
+import type { ReservedSQL, SQL } from "bun";
+import { LockHeldError } from "../sqlite/watch-lock.ts";
+import { LOCK_NAMESPACE } from "./migrate.ts";
+
+/** The advisory lock's text key: the seq lock is `<schema>:seq`, the migrator's the schema alone. */
+export function watcherLockKey(schema: string, hostId: string): string {
+  return `${schema}:watch:${hostId}`;
+}
+
+/** Another watcher took this host's lock while this one had lost its session: this one must stop. */
+export class WatcherLockLostError extends Error {
+  override readonly name = "WatcherLockLostError";
+  constructor(readonly path: string) {
+    // The other session may also be this watcher's own, dropped on our side but not yet ended by the server.
+    super(`lost ${path}: the connection holding it dropped and another session (another li watch on this host) holds it now`);
+  }
+}
+
+export interface PgWatcherLock {
+  /** How messages name the lock: the ledger, the schema and the host id (never a password). */
+  readonly path: string;
+  /**
+   * Resolves when the lock is held: at once while its session lives; after taking it again when the
+   * session dropped and nobody else took it. Throws WatcherLockLostError when another watcher holds it
+   * now, or the server's error when it cannot be reached (the pass would fail anyway; the next call tries again).
+   */
+  ensureHeld(): Promise<void>;
+  release(): Promise<void>;
+}
+
+/** Tries the lock on a fresh reserved connection: the connection when taken, null when another session holds it. */
+async function tryLock(sql: SQL, key: string): Promise<ReservedSQL | null> {
+  const reserved = await sql.reserve();
+  try {
+    const [row] = await reserved`SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, hashtext(${key})) AS held`;
+    if (row?.held === true) return reserved;
+  } catch (error) {
+    await reserved.close().catch(() => {});
+    throw error;
+  }
+  await reserved.release();
+  return null;
+}
+
+/**
+ * Takes the watcher lock of host `hostId` on `schema`, or throws LockHeldError at once when another
+ * session holds it. `ledgerName` is the ledger as messages name it (postgres://HOST:PORT/DATABASE).
+ */
+export async function holdPgWatcherLock(sql: SQL, schema: string, hostId: string, ledgerName: string): Promise<PgWatcherLock> {
+  const key = watcherLockKey(schema, hostId);
+  const path = `${ledgerName} (advisory lock ${key})`;
+  let holder = await tryLock(sql, key);
+  if (holder === null) throw new LockHeldError(path);
+  let released = false;
+  return {
+    path,
+    async ensureHeld() {
+      if (released) throw new Error(`${path} was released`);
+      if (holder !== null) {
+        try {
+          // Asks the server, not the client: a session that was replaced under the same handle would not hold it.
+          const [row] = await holder`
+            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
+                           AND classid = ${LOCK_NAMESPACE}::int::oid AND objid = hashtext(${key})::oid AND objsubid = 2) AS mine`;
+          if (row?.mine === true) return;
+          throw new Error("the lock's session no longer holds it");
+        } catch {
+          const dead = holder;
+          holder = null;
+          await dead.close().catch(() => {});
+        }
+      }
+      holder = await tryLock(sql, key);
+      if (holder === null) throw new WatcherLockLostError(path);
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      const h = holder;
+      holder = null;
+      if (h === null) return;
+      // Unlocking explicitly returns a clean session to the pool; closing it would drop the lock too.
+      await h`SELECT pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${key}))`.catch(() => {});
+      await h.release().catch(() => {});
+    },
+  };
+}
