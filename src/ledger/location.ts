@@ -57,11 +57,9 @@ export function resolvePaths(opts: { dbFlag?: string | undefined; env?: NodeJS.P
   return { home, runsRoot, ledger };
 }
 
-/** The SQLite file a location names; a PostgreSQL URL is refused (exit 78) until that backend ships. */
-export function sqlitePathOf(location: LedgerLocation): string {
-  if (location.kind === "postgres") {
-    throw new LedgerUnavailableError(describeLocation(location), "the PostgreSQL backend is not available in this build of li");
-  }
+/** The SQLite file a location names, for the few things only a SQLite ledger has (exit 78 on PostgreSQL). */
+export function sqlitePathOf(location: LedgerLocation, what = "this"): string {
+  if (location.kind === "postgres") throw new LedgerUnavailableError(describeLocation(location), `${what} needs a SQLite ledger`);
   return location.path;
 }
 

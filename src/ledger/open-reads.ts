@@ -1,6 +1,6 @@
 // Opens a ledger for reading only, without the write machinery: `li wait`'s cold path.
 
-import { sqlitePathOf, type Paths } from "./location.ts";
+import type { Paths } from "./location.ts";
 import type { LedgerReads } from "./reads.ts";
 import { openSqliteForReads } from "./sqlite/open-read.ts";
 import { SqliteReads } from "./sqlite/reads.ts";
@@ -14,7 +14,12 @@ export interface OpenedReads {
 
 /** A missing ledger is a UsageError ("nothing recorded yet", exit 2) and is never created (§16). */
 export function openReads(paths: Paths): OpenedReads {
-  const path = sqlitePathOf(paths.ledger);
+  if (paths.ledger.kind === "postgres") {
+    // Loaded only for a postgres:// location, so SQLite's cold path pays nothing for it.
+    const { openPgReads } = require("./postgres/open.ts") as typeof import("./postgres/open.ts");
+    return openPgReads(paths.ledger.url);
+  }
+  const path = paths.ledger.path;
   const db = openSqliteForReads(path);
   return { reads: new SqliteReads(db), watchPath: path, close: () => db.close() };
 }

@@ -1,6 +1,6 @@
 // Opens the ledger a location names, with the backend that location needs.
 
-import { sqlitePathOf, type Paths } from "./location.ts";
+import type { Paths } from "./location.ts";
 import { Ledger, type LedgerOptions } from "./ledger.ts";
 import { SqliteBackend } from "./sqlite/backend.ts";
 import { openSqlite } from "./sqlite/open.ts";
@@ -11,8 +11,13 @@ export interface OpenLedgerOptions extends LedgerOptions {
 }
 
 export function openLedger(paths: Paths, options: OpenLedgerOptions): Ledger {
+  if (paths.ledger.kind === "postgres") {
+    // Loaded only for a postgres:// location (synchronously: the pool itself connects on first use).
+    const { openPgLedger } = require("./postgres/open.ts") as typeof import("./postgres/open.ts");
+    return openPgLedger(paths.ledger.url, options);
+  }
   const { create, ...ledgerOptions } = options;
-  const path = sqlitePathOf(paths.ledger);
+  const path = paths.ledger.path;
   const ownedDirs = path.startsWith(paths.home + "/") ? [paths.home] : [];
   const db = openSqlite(path, { create, ownedDirs });
   return new Ledger(new SqliteBackend(db, path, ledgerOptions.now ? { now: ledgerOptions.now } : {}), ledgerOptions);

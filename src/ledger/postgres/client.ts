@@ -72,15 +72,29 @@ export function clientOptions(target: PgTarget, limits: SessionLimits = DEFAULT_
  * failure is a LedgerUnavailableError (78) naming host, port and database, its reason scrubbed of the password.
  */
 export async function connectPg(target: PgTarget, options: { limits?: SessionLimits; max?: number } = {}): Promise<PgClient> {
+  return (await connectPgWith(target, (sql) => sql`SELECT 1`, options)).client;
+}
+
+/**
+ * connectPg whose first round trip is `first` (the ledger's open reads its version row and the server's
+ * clock in it, so opening an up-to-date ledger costs one round trip). `first` must itself catch the
+ * errors it expects (a missing table); any other failure is reported as connectPg reports it.
+ */
+export async function connectPgWith<T>(
+  target: PgTarget,
+  first: (sql: SQL) => Promise<T>,
+  options: { limits?: SessionLimits; max?: number } = {},
+): Promise<{ client: PgClient; first: T }> {
   const name = targetName(target);
   const sql = new SQL(clientOptions(target, options.limits, options.max));
+  let answer: T;
   try {
-    await sql`SELECT 1`;
+    answer = await first(sql);
   } catch (error) {
     await sql.close({ timeout: 0 }).catch(() => {});
     // Anything that fails the first round trip is about reaching the ledger, classified or not.
     const said = scrubPassword(String((error as Error)?.message ?? error), target.password);
     throw asPgLedgerError(error, name, target.password) ?? new LedgerUnavailableError(name, `cannot connect: ${said}`);
   }
-  return { sql, target, name, close: () => sql.close({ timeout: 5 }) };
+  return { client: { sql, target, name, close: () => sql.close({ timeout: 5 }) }, first: answer };
 }

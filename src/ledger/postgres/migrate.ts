@@ -19,7 +19,7 @@ const MIGRATION_STATEMENT_TIMEOUT = "30min";
 
 export const VERSION_TABLE = "__li_version";
 /** SQLSTATE of "relation does not exist" (also when its schema does not). */
-const UNDEFINED_TABLE = "42P01";
+export const UNDEFINED_TABLE = "42P01";
 export const MIGRATIONS_TABLE = "__li_migrations";
 
 export interface MigrateResult {

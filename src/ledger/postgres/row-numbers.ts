@@ -12,6 +12,11 @@ export const BIGINT_COLUMNS = {
   consumers: ["watermark"],
 } as const;
 
+/** A number from a bigint or numeric value (a COUNT, a MAX of a bigint column); null stays null. */
+export function num(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}
+
 function withNumbers<T>(row: Record<string, unknown>, columns: readonly string[]): T {
   const out: Record<string, unknown> = { ...row };
   for (const column of columns) {

@@ -1,0 +1,280 @@
+// The PostgreSQL backend (SPEC §14): the same Backend, Tx and LedgerReads contracts as SQLite, on Bun's
+// SQL client. The guarded write locks the row it reads (`SELECT … FOR UPDATE`) and re-asserts the status
+// in the UPDATE (`IS NOT DISTINCT FROM`); `seq` is assigned under a transaction-scoped advisory lock held
+// to commit, so seq order is commit order and a consumer watermark never skips an event (issue 11 item 4).
+// Times come from the server's clock (clock.ts) unless a test injects one.
+
+import type { SQL } from "bun";
+import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
+import type { LedgerUnavailableError } from "../../util/errors.ts";
+import type { Backend, Tx } from "../backend.ts";
+import type { AdminEventRow, BranchRow, EntityRow, LegDirs, LegPatch, LegRow, MessageRow, RunningSession, SessionLegState, StatusRow, StatusSet, SweepGuardRow, TransitionRow } from "../rows.ts";
+import type { NotifyStore } from "../notify-store.ts";
+import type { PruneSqlStatement, PruneStatementResult } from "../sweep-store.ts";
+import type { PgConnection } from "./connection.ts";
+import * as legStore from "./legs.ts";
+import * as pgSweeps from "./sweeps.ts";
+import { LOCK_NAMESPACE } from "./migrate.ts";
+import { notYetOnPostgres } from "./not-yet.ts";
+import { PgReads } from "./reads.ts";
+import { num } from "./row-numbers.ts";
+
+/** The statements of the sweeps (sweeps.ts, the twin of sqlite/sweeps.ts). */
+interface PgSweeps {
+  listRunningSessions(sql: SQL, options: { afterId?: string | null; limit: number }): Promise<RunningSession[]>;
+  getSweepSession(sql: SQL, id: string): Promise<RunningSession | null>;
+  listPruneCandidates(sql: SQL, options: { terminalStatuses: readonly string[]; cutoff: number; afterId: string | null; limit: number }): Promise<string[]>;
+  countPruneCandidates(sql: SQL, options: { terminalStatuses: readonly string[]; cutoff: number }): Promise<number>;
+  legsUsingDirectory(sql: SQL, dir: string): Promise<LegDirs[]>;
+  readSweepGuard(sql: SQL, sessionId: string): Promise<SweepGuardRow | null>;
+  pruneStatement(sql: SQL, statement: PruneSqlStatement, sessionIds: readonly string[], options: { terminalStatuses: readonly string[]; cutoff: number }): Promise<PruneStatementResult>;
+  legsOfSessions(sql: SQL, sessionIds: readonly string[]): Promise<LegDirs[]>;
+}
+
+// The prune's batch statements and the notify store are written beside this file (sweeps.ts, notify.ts); each plugs in on its line.
+const sweepsOn = (ledger: string): PgSweeps => ({ ...pgSweeps, pruneStatement: notYetOnPostgres<PgSweeps>(ledger, "the prune's batch statements").pruneStatement });
+const notifyStoreOn = (ledger: string, _sql: () => Promise<SQL>): NotifyStore => notYetOnPostgres(ledger, "handlers, consumers and deliveries");
+
+export interface PgBackendOptions {
+  /** A clock a test controls; otherwise the server's clock (clock.ts). */
+  now?: () => number;
+}
+
+export class PgBackend implements Backend {
+  readonly reads: PgReads;
+  readonly notify: NotifyStore;
+  private readonly sweeps: PgSweeps;
+  private readonly injectedNow: (() => number) | undefined;
+
+  constructor(
+    private readonly conn: PgConnection,
+    options: PgBackendOptions = {},
+  ) {
+    this.injectedNow = options.now;
+    this.reads = new PgReads((fn) => conn.run(fn));
+    this.notify = notifyStoreOn(conn.name, () => conn.pool());
+    this.sweeps = sweepsOn(conn.name);
+  }
+
+  get location(): string {
+    return this.conn.name;
+  }
+
+  /** Unix seconds on the ledger's clock: the server's (an injected clock wins). */
+  now(): number {
+    return this.injectedNow ? this.injectedNow() : this.conn.clock.now();
+  }
+
+  /** Runs `fn` in one transaction (READ COMMITTED; the guarded write's row locks and the CAS keep it safe). */
+  async transaction<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T> {
+    const sql = await this.conn.pool();
+    try {
+      return (await sql.begin(async (handle) => fn(new PgTx(handle, this.conn.schema, this.conn.name, this.sweeps)))) as T;
+    } catch (error) {
+      throw this.conn.fault(error);
+    }
+  }
+
+  private run<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {
+    return this.conn.run(fn);
+  }
+
+  getEntity(kind: EntityKind, id: string): Promise<EntityRow | null> {
+    return this.reads.entityRow(kind, id);
+  }
+
+  findIdsByPrefix(kind: EntityKind, prefix: string, limit: number): Promise<string[]> {
+    return this.reads.idsWithPrefix(kind, prefix, limit);
+  }
+
+  listTransitions(kind: EntityKind, id: string): Promise<TransitionRow[]> {
+    return this.reads.transitionsOf(kind, id);
+  }
+
+  listAdminEvents(kind: EntityKind, id: string): Promise<AdminEventRow[]> {
+    return this.reads.adminEventsOf(kind, id);
+  }
+
+  getLeg(id: string): Promise<LegRow | null> {
+    return this.run((sql) => legStore.getLeg(sql, id));
+  }
+
+  listLegs(sessionId: string): Promise<LegRow[]> {
+    return this.reads.legsOf(sessionId);
+  }
+
+  runIdTaken(runId: string): Promise<boolean> {
+    return this.run((sql) => legStore.runIdTaken(sql, runId));
+  }
+
+  getBranch(id: string): Promise<BranchRow | null> {
+    return this.run((sql) => legStore.getBranch(sql, id));
+  }
+
+  listMessages(sessionId: string): Promise<MessageRow[]> {
+    return this.run((sql) => legStore.listMessages(sql, sessionId));
+  }
+
+  sessionLegState(sessionId: string): Promise<SessionLegState | null> {
+    return this.run((sql) => legStore.sessionLegState(sql, sessionId));
+  }
+
+  // Sweep reads (SPEC §12).
+  listRunningSessions(options: { afterId?: string | null; limit: number }): Promise<RunningSession[]> {
+    return this.run((sql) => this.sweeps.listRunningSessions(sql, options));
+  }
+
+  getSweepSession(id: string): Promise<RunningSession | null> {
+    return this.run((sql) => this.sweeps.getSweepSession(sql, id));
+  }
+
+  listPruneCandidates(options: { terminalStatuses: readonly string[]; cutoff: number; afterId: string | null; limit: number }): Promise<string[]> {
+    return this.run((sql) => this.sweeps.listPruneCandidates(sql, options));
+  }
+
+  countPruneCandidates(options: { terminalStatuses: readonly string[]; cutoff: number }): Promise<number> {
+    return this.run((sql) => this.sweeps.countPruneCandidates(sql, options));
+  }
+
+  legsUsingDirectory(dir: string): Promise<LegDirs[]> {
+    return this.run((sql) => this.sweeps.legsUsingDirectory(sql, dir));
+  }
+
+  /** SQLite checkpoints its WAL here; PostgreSQL's own background writer needs no help. */
+  async afterBulkBatch(): Promise<void> {}
+
+  ledgerError(error: unknown): LedgerUnavailableError | null {
+    return this.conn.ledgerError(error);
+  }
+
+  close(): void {
+    this.conn.close();
+  }
+}
+
+/** Write operations of one transaction (`sql.begin`'s handle: one reserved connection). */
+class PgTx implements Tx {
+  readonly notify: NotifyStore;
+  private seqLocked = false;
+
+  constructor(
+    private readonly sql: SQL,
+    private readonly schema: string,
+    ledger: string,
+    private readonly sweeps: PgSweeps,
+  ) {
+    this.notify = notifyStoreOn(ledger, async () => sql);
+  }
+
+  async readStatus(kind: EntityKind, id: string): Promise<StatusRow | null> {
+    // The row lock: a concurrent guarded write on this row waits until we commit, then re-reads.
+    const [row] = await this.sql.unsafe(`SELECT status, updated_at${kind === "session" ? ", current_leg_id" : ""} FROM ${POLICIES[kind].table} WHERE id = $1 FOR UPDATE`, [id]);
+    return (row as StatusRow | undefined) ?? null;
+  }
+
+  async casStatus(kind: EntityKind, id: string, guard: { status: string | null; updatedAt?: number }, set: StatusSet, extra: Record<string, unknown>): Promise<number> {
+    const extraKeys = Object.keys(extra).sort();
+    // Column names come from the registry's allowlist (validated before the transaction), never from input.
+    const columns = ["status", "status_reason_code", "status_reason_summary", "status_evidence_refs", "updated_at", ...extraKeys];
+    const params: unknown[] = [set.status, set.status_reason_code, set.status_reason_summary, set.status_evidence_refs, set.updated_at];
+    for (const column of extraKeys) params.push(extra[column] ?? null);
+    params.push(id, guard.status);
+    // NULL-safe compare-and-set in the statement itself.
+    let text = `UPDATE ${POLICIES[kind].table} SET ${columns.map((c, i) => `"${c}" = $${i + 1}`).join(", ")} WHERE id = $${params.length - 1} AND status IS NOT DISTINCT FROM $${params.length}`;
+    if (guard.updatedAt !== undefined) {
+      params.push(guard.updatedAt);
+      text += ` AND updated_at = $${params.length}`;
+    }
+    return (await this.sql.unsafe(text, params)).count;
+  }
+
+  async insertTransition(row: Omit<TransitionRow, "seq">): Promise<number> {
+    if (!this.seqLocked) {
+      // Held to commit: the next writer's MAX(seq) (a statement after it gets the lock) sees our row, so
+      // seq order is commit order. A separate statement, because a statement's snapshot predates its locks.
+      await this.sql.unsafe("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_NAMESPACE, `${this.schema}:seq`]);
+      this.seqLocked = true;
+    }
+    const [out] = await this.sql.unsafe(
+      "INSERT INTO status_transitions (id, seq, entity_type, entity_id, previous_status, status, reason_code, reason_summary, evidence_refs, source, actor, created_at, metadata, terminal_event, leg_id) " +
+        "VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM status_transitions), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING seq",
+      [row.id, row.entity_type, row.entity_id, row.previous_status, row.status, row.reason_code, row.reason_summary, row.evidence_refs, row.source, row.actor, row.created_at, row.metadata, row.terminal_event, row.leg_id ?? null],
+    );
+    return num(out.seq)!;
+  }
+
+  async insertAdminEvent(row: AdminEventRow): Promise<void> {
+    await this.sql.unsafe(
+      "INSERT INTO admin_events (id, event_type, entity_type, entity_id, actor, justification, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+      [row.id, row.event_type, row.entity_type, row.entity_id, row.actor, row.justification, row.payload, row.created_at],
+    );
+  }
+
+  async insertEntity(kind: EntityKind, row: Record<string, unknown>): Promise<void> {
+    const columns = Object.keys(row);
+    // Column names come from li's own creation code (Ledger.prepareCreate's allowlist), never from input.
+    for (const column of columns) if (!/^[a-z_]+$/.test(column)) throw new Error(`not a column name: ${column}`);
+    await this.sql.unsafe(
+      `INSERT INTO ${POLICIES[kind].table} (${columns.map((c) => `"${c}"`).join(", ")}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(", ")})`,
+      columns.map((c) => row[c] ?? null),
+    );
+  }
+
+  async getEntity(kind: EntityKind, id: string): Promise<EntityRow | null> {
+    const [row] = await this.sql.unsafe(`SELECT * FROM ${POLICIES[kind].table} WHERE id = $1`, [id]);
+    return (row as EntityRow | undefined) ?? null;
+  }
+
+  insertBranch(row: BranchRow): Promise<void> {
+    return legStore.insertBranch(this.sql, row);
+  }
+
+  getBranch(id: string): Promise<BranchRow | null> {
+    return legStore.getBranch(this.sql, id);
+  }
+
+  rebindBranch(id: string, sessionId: string, now: number): Promise<number> {
+    return legStore.rebindBranch(this.sql, id, sessionId, now);
+  }
+
+  relinkInvocation(sessionId: string, invocationId: string): Promise<void> {
+    return legStore.relinkInvocation(this.sql, sessionId, invocationId);
+  }
+
+  insertLeg(row: LegRow): Promise<void> {
+    return legStore.insertLeg(this.sql, row);
+  }
+
+  updateLeg(id: string, patch: LegPatch, opts?: { onlyOpen?: boolean }): Promise<number> {
+    return legStore.updateLeg(this.sql, id, patch, opts);
+  }
+
+  getLeg(id: string): Promise<LegRow | null> {
+    return legStore.getLeg(this.sql, id);
+  }
+
+  nextLegSeq(sessionId: string): Promise<number> {
+    return legStore.nextLegSeq(this.sql, sessionId);
+  }
+
+  insertMessage(row: MessageRow): Promise<void> {
+    return legStore.insertMessage(this.sql, row);
+  }
+
+  sessionLegState(sessionId: string): Promise<SessionLegState | null> {
+    return legStore.sessionLegState(this.sql, sessionId);
+  }
+
+  // Sweep re-checks and prune statements (SPEC §12).
+  readSweepGuard(sessionId: string): Promise<SweepGuardRow | null> {
+    return this.sweeps.readSweepGuard(this.sql, sessionId);
+  }
+
+  pruneStatement(statement: PruneSqlStatement, sessionIds: readonly string[], options: { terminalStatuses: readonly string[]; cutoff: number }): Promise<PruneStatementResult> {
+    return this.sweeps.pruneStatement(this.sql, statement, sessionIds, options);
+  }
+
+  legsOfSessions(sessionIds: readonly string[]): Promise<LegDirs[]> {
+    return this.sweeps.legsOfSessions(this.sql, sessionIds);
+  }
+}

@@ -1,0 +1,133 @@
+// One PostgreSQL ledger connection pool, opened lazily (SPEC §14, design decision 6): `openLedger` and
+// `openReads` stay synchronous; the first operation awaits the one `ready` promise, which connects,
+// reads the version row and the server's clock in the same round trip, and migrates when the ledger
+// may be created (or is older). A missing li schema is "nothing recorded yet" (exit 2) for commands
+// that must not create one, as a missing SQLite file is.
+
+import type { SQL } from "bun";
+import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
+import { connectPgWith, quoteIdent, type PgClient } from "./client.ts";
+import { ServerClock, SERVER_NOW_SQL } from "./clock.ts";
+import { asPgLedgerError } from "./errors.ts";
+import { migratePg, UNDEFINED_TABLE, VERSION_TABLE } from "./migrate.ts";
+import { MIGRATIONS } from "./migrations.gen.ts";
+import { targetName, type PgTarget } from "./options.ts";
+
+/** What the first round trip learns: the version row (null: no li schema yet) and the server's clock. */
+interface FirstAnswer {
+  version: number | null;
+  serverNow: number | null;
+  sentMs: number;
+  receivedMs: number;
+}
+
+export interface PgConnectionOptions {
+  /** false for read-only commands: a missing li schema is "nothing recorded yet" and is not created. */
+  create: boolean;
+  /** Connections in the pool (a leg's heartbeat and its teardown may overlap). */
+  max?: number;
+}
+
+export class PgConnection {
+  /** `postgres://HOST:PORT/DATABASE`: the only way li names this ledger. */
+  readonly name: string;
+  readonly clock = new ServerClock();
+  private ready: Promise<PgClient> | null = null;
+  private measuring = false;
+  private closed = false;
+
+  constructor(
+    readonly target: PgTarget,
+    private readonly options: PgConnectionOptions,
+  ) {
+    this.name = targetName(target);
+  }
+
+  get schema(): string {
+    return this.target.schema;
+  }
+
+  /** The pool, connected and migrated (the first call opens it; later calls share the same promise). */
+  async pool(): Promise<SQL> {
+    if (this.closed) throw new LedgerUnavailableError(this.name, "the ledger was closed");
+    this.ready ??= this.open();
+    const { sql } = await this.ready;
+    if (this.clock.stale() && !this.measuring) void this.measureClock(sql);
+    return sql;
+  }
+
+  /** Runs `fn` on the pool; a failure that is about the ledger becomes the exit-78 error naming it. */
+  async run<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {
+    const sql = await this.pool();
+    try {
+      return await fn(sql);
+    } catch (error) {
+      throw this.fault(error);
+    }
+  }
+
+  /** `error` as the ledger error it stands for (78, host/port/database, no password), else itself. */
+  fault(error: unknown): unknown {
+    return asPgLedgerError(error, this.name, this.target.password) ?? error;
+  }
+
+  /** The ledger error behind `error`, or null when it is not about the ledger. */
+  ledgerError(error: unknown): LedgerUnavailableError | null {
+    return asPgLedgerError(error, this.name, this.target.password);
+  }
+
+  /** Closes the pool without waiting: queries still running get a few seconds, nothing holds the process longer. */
+  close(): void {
+    this.closed = true;
+    const ready = this.ready;
+    this.ready = null;
+    void ready?.then((client) => client.close()).catch(() => {});
+  }
+
+  private async open(): Promise<PgClient> {
+    const schema = this.schema;
+    const { client, first } = await connectPgWith(this.target, (sql) => readFirst(sql, schema, this.clock), { ...(this.options.max ? { max: this.options.max } : {}) });
+    try {
+      if (first.version === null && !this.options.create) {
+        throw new UsageError(`nothing recorded yet: no ledger at ${this.name} (schema ${schema})`);
+      }
+      // Older (or absent, when creating): brought up to date; newer: refused by the runner (78).
+      if (first.version !== MIGRATIONS.length) await migratePg(client);
+      if (first.serverNow !== null) this.clock.record(first.serverNow, first.sentMs, first.receivedMs);
+      else await this.measureClock(client.sql);
+      return client;
+    } catch (error) {
+      await client.close().catch(() => {});
+      throw error;
+    }
+  }
+
+  /** One round trip to the server's clock; a failure keeps the previous offset (the next call tries again). */
+  private async measureClock(sql: SQL): Promise<void> {
+    this.measuring = true;
+    try {
+      const sentMs = this.clock.hostMs();
+      const [row] = await sql.unsafe(`SELECT ${SERVER_NOW_SQL} AS now`);
+      this.clock.record(Number(row.now), sentMs, this.clock.hostMs());
+    } catch {
+      // Only the clock's freshness is at stake; the operation that needed the ledger reports real failures.
+    } finally {
+      this.measuring = false;
+    }
+  }
+}
+
+/** The version row and the server's clock in one statement; a missing schema or table reads as version null. */
+async function readFirst(sql: SQL, schema: string, clock: ServerClock): Promise<FirstAnswer> {
+  const sentMs = clock.hostMs();
+  try {
+    const rows = await sql.unsafe(`SELECT version, ${SERVER_NOW_SQL} AS now FROM ${quoteIdent(schema)}.${VERSION_TABLE} WHERE id = 1`);
+    const receivedMs = clock.hostMs();
+    const row = rows[0] as { version: number; now: number } | undefined;
+    // A version table without its row: a migration that never committed, as good as none.
+    return { version: row ? Number(row.version) : 0, serverNow: row ? Number(row.now) : null, sentMs, receivedMs };
+  } catch (error) {
+    if ((error as { errno?: unknown }).errno !== UNDEFINED_TABLE) throw error;
+    return { version: null, serverNow: null, sentMs, receivedMs: clock.hostMs() };
+  }
+}

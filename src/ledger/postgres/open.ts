@@ -1,0 +1,23 @@
+// Opens a PostgreSQL ledger (SPEC §14): synchronously, as the SQLite ledger opens; the pool connects
+// (and migrates, when the command may create the ledger) on the first operation (connection.ts).
+// src/ledger/open.ts and open-reads.ts load this module only for a postgres:// location.
+
+import { Ledger, type LedgerOptions } from "../ledger.ts";
+import type { OpenedReads } from "../open-reads.ts";
+import { PgBackend } from "./backend.ts";
+import { PgConnection } from "./connection.ts";
+import { resolvePgTarget } from "./options.ts";
+import { PgReads } from "./reads.ts";
+
+export function openPgLedger(url: string, options: LedgerOptions & { create: boolean }): Ledger {
+  const { create, ...ledgerOptions } = options;
+  // The ledger's clock is the backend's (the server's), unless a test injected one.
+  const backend = new PgBackend(new PgConnection(resolvePgTarget(url), { create }), ledgerOptions.now ? { now: ledgerOptions.now } : {});
+  return new Ledger(backend, ledgerOptions);
+}
+
+/** The read path: a missing li schema is "nothing recorded yet" (exit 2) and is not created (§16). */
+export function openPgReads(url: string): OpenedReads {
+  const conn = new PgConnection(resolvePgTarget(url), { create: false, max: 2 });
+  return { reads: new PgReads((fn) => conn.run(fn)), watchPath: null, close: () => conn.close() };
+}
