@@ -5,6 +5,7 @@ import { isTerminal, type EntityKind } from "../lifecycle/policy.ts";
 import type { LedgerReads } from "../ledger/reads.ts";
 import type { ChangeWake } from "../ledger/sqlite/wake.ts";
 import { resolveIn, WAIT_LOOKUP_ORDER, type LookupMatch } from "../ledger/resolve.ts";
+import { LedgerUnavailableError } from "../util/errors.ts";
 import { toOutcome, type WaitOutcome } from "./line.ts";
 
 export interface WaitTarget {
@@ -55,6 +56,11 @@ export interface WaitOptions {
   onResult: (outcome: WaitOutcome) => void;
   /** Monotonic milliseconds; injectable for tests. */
   clock?: () => number;
+  /**
+   * Told once per outage when the ledger stops answering while targets are pending (a PostgreSQL server
+   * restarting, SQLite busy past its timeout); the wait goes on and looks again at the next wake-up or poll.
+   */
+  onUnreachable?: (error: LedgerUnavailableError) => void;
 }
 
 /** Blocks until every target is terminal (or gone), the deadline passes, or the signal aborts. */
@@ -93,8 +99,26 @@ export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes:
 
   async function watchPending(wake: ChangeWake): Promise<{ outcomes: WaitOutcome[]; end: WaitEnd }> {
     let generation = wake.generation;
-    let version = await reads.changeCounter();
-    await check();
+    // null: not read yet, or the ledger stopped answering (then the next look re-checks whatever woke it).
+    let version: number | null = null;
+    let outage = false;
+    const look = async (woke: boolean): Promise<void> => {
+      try {
+        const counter = await reads.changeCounter();
+        // A file event without a committed change (the first write of a commit): wait for the trailing re-check.
+        if (woke && counter === version) return;
+        version = counter;
+        await check();
+        outage = false;
+      } catch (error) {
+        // A ledger that stopped answering is waited for, not given up on: a reconnect wakes the wait again.
+        if (!(error instanceof LedgerUnavailableError) || !error.unreachable) throw error;
+        version = null;
+        if (!outage) options.onUnreachable?.(error);
+        outage = true;
+      }
+    };
+    await look(false);
     while (pending.size > 0) {
       if (signal?.aborted) return { outcomes, end: "interrupted" };
       const left = deadline - clock();
@@ -103,11 +127,7 @@ export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes:
       if (signal?.aborted) return { outcomes, end: "interrupted" };
       const woke = wake.generation !== generation;
       generation = wake.generation;
-      const counter = await reads.changeCounter();
-      // A file event without a committed change (the first write of a commit): wait for the trailing re-check.
-      if (woke && counter === version) continue;
-      version = counter;
-      await check();
+      await look(woke);
     }
     return { outcomes, end: "done" };
   }

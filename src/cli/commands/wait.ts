@@ -58,6 +58,7 @@ export default command({
         intervalMs,
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         signal: stop.signal,
+        onUnreachable: (error) => writeNote(`${error.message}; still waiting (looking again when it answers)`),
         onResult: (o) => {
           finished++;
           if (!o.success) failed++;
