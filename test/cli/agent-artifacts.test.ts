@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { li } from "../helpers/cli.ts";
+import { li, LI_BINARY } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { agentHome, rows, sessionRow } from "../legs/agent-harness.ts";
 
@@ -64,13 +64,13 @@ describe("every validation rule is refused before the command starts (exit 2, no
   test("an escape refused with a ledger already in place leaves its rows and the runs root as they were", async () => {
     const home = agentHome();
     expect((await li(["agent", "--run-id", "first-1", "--", "true"], { home: home.home })).code).toBe(0);
-    const before = { sessions: rows(home.db, "SELECT * FROM sessions"), history: rows(home.db, "SELECT * FROM status_transitions"), runs: fs.readdirSync(home.runs) };
+    const before = { sessions: await rows(home.db, "SELECT * FROM sessions"), history: await rows(home.db, "SELECT * FROM status_transitions"), runs: fs.readdirSync(home.runs) };
     const save = path.join(home.scratch, "save");
     fs.mkdirSync(save);
     fs.symlinkSync("/tmp", path.join(save, "out"));
     const r = await li(["agent", "--run-id", "esc-2", "--save-dir", save, "--artifact", "a=out/x.txt", "--", "true"], { home: home.home });
     expect(r.code).toBe(2);
-    expect({ sessions: rows(home.db, "SELECT * FROM sessions"), history: rows(home.db, "SELECT * FROM status_transitions"), runs: fs.readdirSync(home.runs) }).toEqual(before);
+    expect({ sessions: await rows(home.db, "SELECT * FROM sessions"), history: await rows(home.db, "SELECT * FROM status_transitions"), runs: fs.readdirSync(home.runs) }).toEqual(before);
   });
 });
 
@@ -81,24 +81,25 @@ describe("overlay, storage and verification", () => {
       ".li/profiles/coder.yaml": "artifacts:\n  expected:\n    - {id: report, path: profile.md}\n    - {id: log, path: log.txt, required: false, description: the log}\n",
       "pb.yaml": "artifacts:\n  expected:\n    - {id: report, path: playbook.md}\n    - {id: diff, path: change.diff}\n",
     });
-    const probe = `sqlite3 "${home.db}" "select artifact_contract_json from sessions" > contract.seen`;
+    // The command reads its own session through li (the leg's environment names the same ledger).
+    const probe = `"${LI_BINARY}" show "$LI_SESSION_ID" --json > contract.seen`;
     const r = await li(["agent", "--json", "--profile", "coder", "--playbook", "pb.yaml", "--artifact", "diff=cli.diff?", "--", "sh", "-c", probe], { home: home.home, cwd: dir });
-    const stored = JSON.parse(sessionRow(home.db, JSON.parse(r.stdout).session_id).artifact_contract_json);
+    const stored = JSON.parse((await sessionRow(home.db, JSON.parse(r.stdout).session_id)).artifact_contract_json);
     expect(stored.expected).toEqual([
       { id: "report", path: "playbook.md", required: true, description: "", source: "playbook" },
       { id: "log", path: "log.txt", required: false, description: "the log", source: "agent_profile" },
       { id: "diff", path: "cli.diff", required: false, description: "", source: "cli" },
     ]);
-    expect(JSON.parse(fs.readFileSync(path.join(dir, "contract.seen"), "utf8"))).toEqual(stored);
+    expect(JSON.parse(fs.readFileSync(path.join(dir, "contract.seen"), "utf8")).entity.artifact_contract_json).toEqual(stored);
     expect(r.code).toBe(1); // report is required and missing
-    expect(sessionRow(home.db, JSON.parse(r.stdout).session_id).status_reason_code).toBe("run.failed.missing_artifact");
+    expect((await sessionRow(home.db, JSON.parse(r.stdout).session_id)).status_reason_code).toBe("run.failed.missing_artifact");
   });
 
   test("a produced required artifact passes; a missing optional one is a warning and does not change the status", async () => {
     const home = agentHome();
     const r = await li(["agent", "--json", "--artifact", "out=out.txt", "--artifact", "extra=extra.txt?", "--", fixture("write-artifact"), "out.txt"], { home: home.home });
     expect(r.code).toBe(0);
-    const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
+    const s = await sessionRow(home.db, JSON.parse(r.stdout).session_id);
     expect(s.status).toBe("completed");
     const v = JSON.parse(s.artifact_verification_json);
     expect(v.status).toBe("warning");
@@ -110,7 +111,7 @@ describe("overlay, storage and verification", () => {
     const home = agentHome();
     const r = await li(["agent", "--json", "--artifact", "out=out.txt", "--", fixture("write-artifact"), "out.txt", ""], { home: home.home });
     expect(r.code).toBe(1);
-    const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
+    const s = await sessionRow(home.db, JSON.parse(r.stdout).session_id);
     expect([s.status, s.status_reason_code]).toEqual(["failed", "run.failed.missing_artifact"]);
     expect(JSON.parse(s.status_evidence_refs)).toEqual([{ kind: "artifact", id: "out", path: "out.txt", required: true }]);
   });
@@ -119,7 +120,7 @@ describe("overlay, storage and verification", () => {
     const home = agentHome();
     const r = await li(["agent", "--json", "--artifact", "report=report.md", "--", "sh", "-c", 'echo done > "$LI_ARTIFACT_ROOT/report.md"'], { home: home.home });
     expect(r.code).toBe(0);
-    const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
+    const s = await sessionRow(home.db, JSON.parse(r.stdout).session_id);
     expect([s.status, JSON.parse(s.artifact_verification_json).status]).toEqual(["completed", "passed"]);
   });
 
@@ -129,7 +130,7 @@ describe("overlay, storage and verification", () => {
     fs.writeFileSync(outside, "not an artifact\n");
     const r = await li(["agent", "--json", "--artifact", "report=report.md", "--", "sh", "-c", 'ln -s "$1" "$LI_ARTIFACT_ROOT/report.md"', "link", outside], { home: home.home });
     expect(r.code).toBe(1);
-    const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
+    const s = await sessionRow(home.db, JSON.parse(r.stdout).session_id);
     expect([s.status, s.status_reason_code]).toEqual(["failed", "run.failed.missing_artifact"]);
     expect(JSON.parse(s.artifact_verification_json).produced).toEqual([]);
     expect(fs.lstatSync(path.join(s.artifacts_path, "report.md")).isSymbolicLink()).toBe(true);
@@ -141,7 +142,7 @@ describe("overlay, storage and verification", () => {
     const r = await li(["agent", "--json", "--save-dir", save, "--artifact", "report=report.md", "--", "true"], { home: home.home });
     expect(r.code).toBe(1);
     expect(fs.existsSync(save)).toBe(false);
-    expect(sessionRow(home.db, JSON.parse(r.stdout).session_id).status_reason_code).toBe("run.failed.missing_artifact");
+    expect((await sessionRow(home.db, JSON.parse(r.stdout).session_id)).status_reason_code).toBe("run.failed.missing_artifact");
   });
 
   test("--save-dir becomes the artifact root and sessions.artifacts_path", async () => {
@@ -150,6 +151,6 @@ describe("overlay, storage and verification", () => {
     const r = await li(["agent", "--json", "--save-dir", save, "--artifact", "out=o.txt", "--", fixture("write-artifact"), "o.txt"], { home: home.home });
     expect(r.code).toBe(0);
     expect(fs.readFileSync(path.join(save, "o.txt"), "utf8")).toBe("artifact\n");
-    expect(sessionRow(home.db, JSON.parse(r.stdout).session_id).artifacts_path).toBe(save);
+    expect((await sessionRow(home.db, JSON.parse(r.stdout).session_id)).artifacts_path).toBe(save);
   });
 });

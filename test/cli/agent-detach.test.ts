@@ -17,15 +17,15 @@ describe("--detach", () => {
     expect(r.code).toBe(0);
     const record = JSON.parse(r.stdout);
     expect(Object.keys(record).sort()).toEqual(["branch_id", "run_id", "session_id"]);
-    const s = sessionRow(home.db, record.session_id);
+    const s = await sessionRow(home.db, record.session_id);
     expect(s.status).toBe("running");
-    const [leg] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
+    const [leg] = await rows<Record<string, any>>(home.db, "SELECT * FROM legs");
     expect(leg!.run_id).toBe(record.run_id);
     expect(JSON.parse(s.node_metadata).supervisor_pid).toBe(leg!.pid);
     expect(probeProcess(leg!.pid, leg!.pid_start_ticks)).toBe("alive");
     fs.writeFileSync(go, "");
-    await until("the detached leg to finish", () => sessionRow(home.db, record.session_id).status !== "running");
-    const done = sessionRow(home.db, record.session_id);
+    await until("the detached leg to finish", async () => (await sessionRow(home.db, record.session_id)).status !== "running");
+    const done = await sessionRow(home.db, record.session_id);
     expect([done.status, done.exit_code]).toEqual(["failed", 3]);
     const stream = fs.readFileSync(path.join(home.runs, record.run_id, "stream", `${record.branch_id}.log`), "utf8");
     expect(stream).toBe("finished\n");
@@ -43,11 +43,11 @@ describe("--detach", () => {
     });
     const [out] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
     expect(out.trim()).toBe("0");
-    const [started] = rows<Record<string, any>>(home.db, "SELECT * FROM sessions");
+    const [started] = await rows<Record<string, any>>(home.db, "SELECT * FROM sessions");
     expect(started!.status).toBe("running");
     fs.writeFileSync(go, "");
-    await until("the detached leg to finish", () => sessionRow(home.db, started!.id).status !== "running");
-    const done = sessionRow(home.db, started!.id);
+    await until("the detached leg to finish", async () => (await sessionRow(home.db, started!.id)).status !== "running");
+    const done = await sessionRow(home.db, started!.id);
     expect([done.status, done.status_reason_code, done.exit_code]).toEqual(["failed", "run.failed.exit_nonzero", 4]);
   }, 30_000);
 
@@ -56,7 +56,7 @@ describe("--detach", () => {
     const r = await li(["agent", "--detach", "--", "true"], { home: home.home });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^[0-9a-f-]{36}\n$/);
-    await until("the leg to finish", () => sessionRow(home.db, r.stdout.trim()).status === "completed");
+    await until("the leg to finish", async () => (await sessionRow(home.db, r.stdout.trim())).status === "completed");
   }, 30_000);
 
   test("a detached start without persistence fails with 78", async () => {
@@ -87,7 +87,7 @@ describe("--auto-resume", () => {
     expect(r.code).toBe(124);
     const record = JSON.parse(r.stdout);
     expect(record.legs).toBe(3);
-    const legs = rows<Record<string, any>>(home.db, "SELECT * FROM legs ORDER BY seq");
+    const legs = await rows<Record<string, any>>(home.db, "SELECT * FROM legs ORDER BY seq");
     expect(legs.map((l) => [l.seq, l.status, l.deferred, l.session_id])).toEqual([
       [1, "timed_out", 1, record.session_id],
       [2, "timed_out", 1, record.session_id],
@@ -95,9 +95,9 @@ describe("--auto-resume", () => {
     ]);
     expect(new Set(legs.map((l) => l.run_id)).size).toBe(3);
     expect(new Set(legs.map((l) => l.artifact_root)).size).toBe(1);
-    const s = sessionRow(home.db, record.session_id);
+    const s = await sessionRow(home.db, record.session_id);
     expect([s.status, s.current_leg_id]).toEqual(["timed_out", legs[2]!.id]);
-    const history = rows<Record<string, any>>(home.db, "SELECT previous_status, status, terminal_event FROM status_transitions WHERE entity_id = ? ORDER BY seq", record.session_id);
+    const history = await rows<Record<string, any>>(home.db, "SELECT previous_status, status, terminal_event FROM status_transitions WHERE entity_id = ? ORDER BY seq", record.session_id);
     expect(history.map((h) => `${h.previous_status}>${h.status}`)).toEqual(["null>running", "running>running", "running>running", "running>timed_out"]);
     expect(history.filter((h) => h.terminal_event === 1)).toHaveLength(1);
   }, 30_000);
@@ -106,12 +106,12 @@ describe("--auto-resume", () => {
     const home = agentHome();
     const r = await li(["agent", "--json", "--timeout", "300ms", "--auto-resume", "3", "--resume-command", `${fixture("exit-with")} 0`, "--", fixture("forever")], { home: home.home });
     expect(r.code).toBe(0);
-    const legs = rows<Record<string, any>>(home.db, "SELECT command, status FROM legs ORDER BY seq");
+    const legs = await rows<Record<string, any>>(home.db, "SELECT command, status FROM legs ORDER BY seq");
     expect(legs.map((l) => [JSON.parse(l.command)[0], l.status])).toEqual([
       [fixture("forever"), "timed_out"],
       [fixture("exit-with"), "completed"],
     ]);
-    expect(sessionRow(home.db, JSON.parse(r.stdout).session_id).status).toBe("completed");
+    expect((await sessionRow(home.db, JSON.parse(r.stdout).session_id)).status).toBe("completed");
   }, 30_000);
 });
 
@@ -120,7 +120,7 @@ describe("--linked-session", () => {
     const home = agentHome();
     const engine = await prepare(home);
     const r = await li(["agent", "--json", "--linked-session", engine, "--", fixture("exit-with"), "75"], { home: home.home });
-    return { r, engine, home, s: sessionRow(home.db, JSON.parse(r.stdout).session_id) };
+    return { r, engine, home, s: await sessionRow(home.db, JSON.parse(r.stdout).session_id) };
   }
 
   test("a provider failure (exit 75) takes the terminal linked session's outcome", async () => {

@@ -37,8 +37,8 @@ function commitOn(dir: string, branch: string): void {
 async function gate(args: string[], opts: { cwd?: string } = {}) {
   const home = agentHome();
   const r = await li(["agent", "--json", ...args, "--", fixture("print-nothing")], { home: home.home, env: GIT_ENV, ...(opts.cwd ? { cwd: opts.cwd } : {}) });
-  const s = sessionRow(home.db, JSON.parse(r.stdout).session_id);
-  const [last] = rows<{ metadata: string | null }>(home.db, "SELECT metadata FROM status_transitions WHERE entity_id = ? ORDER BY seq DESC LIMIT 1", s.id);
+  const s = await sessionRow(home.db, JSON.parse(r.stdout).session_id);
+  const [last] = await rows<{ metadata: string | null }>(home.db, "SELECT metadata FROM status_transitions WHERE entity_id = ? ORDER BY seq DESC LIMIT 1", s.id);
   // What the gate saw (absent when it did not run): the base it compared with and the commits ahead of it.
   const checked = JSON.parse(last?.metadata ?? "{}").completion_evidence ?? null;
   return { code: r.code, status: s.status as string, reason: s.status_reason_code as string, evidence: JSON.parse(s.status_evidence_refs ?? "null"), checked };

@@ -1,11 +1,12 @@
 // `li agent -r` and `--notify` end to end through dist/li (§8, §9.1, §9.4, §10; ADR-0105 Verification).
 
-import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
+import { onPostgres } from "../helpers/backends.ts";
 import { li, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
+import type { LedgerRows } from "../helpers/ledger-rows.ts";
 import { agentHome, rows, sessionRow, spawnLi, type AgentHome } from "../legs/agent-harness.ts";
 import { until } from "../helpers/until.ts";
 import { recorded, RECORD } from "../notify/helpers.ts";
@@ -17,7 +18,7 @@ async function agent(home: AgentHome, args: string[], opts: { cwd?: string } = {
 }
 
 const notify = (out: string, extra = "{status}") => ["--notify", `${RECORD} ${out} ${extra}`];
-const history = (db: string, id: string) => rows<{ previous_status: string | null; status: string; reason_code: string }>(db, "SELECT previous_status, status, reason_code FROM status_transitions WHERE entity_id = ? ORDER BY seq", id);
+const history = (db: LedgerRows, id: string) => rows<{ previous_status: string | null; status: string; reason_code: string }>(db, "SELECT previous_status, status, reason_code FROM status_transitions WHERE entity_id = ? ORDER BY seq", id);
 
 /** A command that runs until `file` exists, then exits with `code`. */
 const untilFile = (file: string, code = 0) => ["sh", "-c", `while [ ! -f "$1" ]; do sleep 0.02; done; exit ${code}`, "wait", file];
@@ -31,10 +32,14 @@ describe("the notice of a resumed leg (ADR-0105 Verification 1)", () => {
     expect(a.code).toBe(0);
     expect(recorded(first)).toHaveLength(1);
     // Any write of node_metadata that is not the status write itself is recorded here (Verification 3).
-    const db = new Database(home.db);
-    db.run("CREATE TABLE test_marker_writes (session_id TEXT)");
-    db.run("CREATE TRIGGER test_marker_writes_t AFTER UPDATE OF node_metadata ON sessions WHEN NEW.node_metadata IS NOT OLD.node_metadata AND NEW.status IS OLD.status BEGIN INSERT INTO test_marker_writes VALUES (NEW.id); END");
-    db.close();
+    await home.db.run("CREATE TABLE test_marker_writes (session_id TEXT)");
+    // A trigger is dialect SQL by nature: the same condition, spelled for each backend.
+    if (onPostgres) {
+      await home.db.run("CREATE FUNCTION test_marker_writes_f() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO test_marker_writes VALUES (NEW.id); RETURN NEW; END $$");
+      await home.db.run("CREATE TRIGGER test_marker_writes_t AFTER UPDATE OF node_metadata ON sessions FOR EACH ROW WHEN (NEW.node_metadata IS DISTINCT FROM OLD.node_metadata AND NEW.status IS NOT DISTINCT FROM OLD.status) EXECUTE FUNCTION test_marker_writes_f()");
+    } else {
+      await home.db.run("CREATE TRIGGER test_marker_writes_t AFTER UPDATE OF node_metadata ON sessions WHEN NEW.node_metadata IS NOT OLD.node_metadata AND NEW.status IS OLD.status BEGIN INSERT INTO test_marker_writes VALUES (NEW.id); END");
+    }
 
     const b = await agent(home, ["-r", a.record.branch_id.slice(0, 8), ...notify(second, "{status} {previous_status} {session_id}"), "--", fixture("exit-with"), "0"]);
     expect(b.code).toBe(0);
@@ -42,13 +47,13 @@ describe("the notice of a resumed leg (ADR-0105 Verification 1)", () => {
     const lines = recorded(second);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(`completed session ${a.record.session_id} completed running ${a.record.session_id}`);
-    expect(history(home.db, a.record.session_id).map((h) => `${h.previous_status}→${h.status}`)).toEqual(["null→running", "running→completed", "completed→running", "running→completed"]);
-    expect(history(home.db, a.record.session_id)[2]!.reason_code).toBe("session.reopened.by_resume");
+    expect((await history(home.db, a.record.session_id)).map((h) => `${h.previous_status}→${h.status}`)).toEqual(["null→running", "running→completed", "completed→running", "running→completed"]);
+    expect((await history(home.db, a.record.session_id))[2]!.reason_code).toBe("session.reopened.by_resume");
     expect(recorded(first)).toHaveLength(1);
-    expect(rows(home.db, "SELECT session_id FROM test_marker_writes")).toEqual([]);
-    const s = sessionRow(home.db, a.record.session_id);
+    expect(await rows(home.db, "SELECT session_id FROM test_marker_writes")).toEqual([]);
+    const s = await sessionRow(home.db, a.record.session_id);
     expect([s.current_leg_id, s.exit_code]).toEqual([b.record.leg_id, 0]);
-    expect(rows(home.db, "SELECT actor FROM admin_events WHERE event_type = 'status_transition_override'")).toEqual([{ actor: "cli.resume" }]);
+    expect(await rows(home.db, "SELECT actor FROM admin_events WHERE event_type = 'status_transition_override'")).toEqual([{ actor: "cli.resume" }]);
     // And later delivery passes owe nothing to either registration.
     expect((await li(["events", "deliver"], { home: home.home })).code).toBe(0);
     expect([recorded(first).length, recorded(second).length]).toEqual([1, 1]);
@@ -59,12 +64,12 @@ describe("the notice of a resumed leg (ADR-0105 Verification 1)", () => {
     const a = await agent(home, ["--", "sh", "-c", "echo first answer"]);
     const b = await agent(home, ["-r", a.record.branch_id, "--", "sh", "-c", "echo second answer"]);
     expect(b.code).toBe(0);
-    const messages = rows<{ id: string; leg_id: string; content: string }>(home.db, "SELECT id, leg_id, content FROM messages ORDER BY created_at");
+    const messages = await rows<{ id: string; leg_id: string; content: string }>(home.db, "SELECT id, leg_id, content FROM messages ORDER BY created_at");
     expect(messages.map((m) => [m.leg_id, m.content])).toEqual([
       [a.record.leg_id, "first answer\n"],
       [b.record.leg_id, "second answer\n"],
     ]);
-    const s = sessionRow(home.db, a.record.session_id);
+    const s = await sessionRow(home.db, a.record.session_id);
     expect([s.first_msg_id, s.last_msg_id]).toEqual([messages[0]!.id, messages[1]!.id]);
   }, 30_000);
 
@@ -84,10 +89,10 @@ describe("the notice of a resumed leg (ADR-0105 Verification 1)", () => {
   test("--invocation on a resumed leg re-links the session to that invocation", async () => {
     const home = agentHome();
     const a = await agent(home, ["--invocation", "inv-first", "--", "true"]);
-    expect(sessionRow(home.db, a.record.session_id).invocation_id).toBe("inv-first");
+    expect((await sessionRow(home.db, a.record.session_id)).invocation_id).toBe("inv-first");
     const b = await agent(home, ["-r", a.record.branch_id, "--invocation", "inv-second", "--", "true"]);
     expect(b.record).toMatchObject({ session_id: a.record.session_id, status: "completed" });
-    expect(sessionRow(home.db, a.record.session_id).invocation_id).toBe("inv-second");
+    expect((await sessionRow(home.db, a.record.session_id)).invocation_id).toBe("inv-second");
   }, 30_000);
 
   test("an unknown branch is a usage error naming it", async () => {
@@ -103,7 +108,7 @@ describe("the notice of a resumed leg (ADR-0105 Verification 1)", () => {
     const r = await agent(home, ["-r", "no-such-branch", "--", "true"]);
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n")).toEqual([expect.stringContaining("no-such-branch")]);
-    expect(fs.existsSync(home.db)).toBe(false);
+    expect((await home.db.exists())).toBe(false);
   });
 });
 
@@ -126,11 +131,11 @@ describe("--detach -r", () => {
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe(a.record.session_id);
     // At the moment the id is printed the session is already running again.
-    expect(sessionRow(home.db, a.record.session_id).status).toBe("running");
-    expect(history(home.db, a.record.session_id).at(-1)).toMatchObject({ previous_status: "completed", status: "running" });
+    expect((await sessionRow(home.db, a.record.session_id)).status).toBe("running");
+    expect((await history(home.db, a.record.session_id)).at(-1)).toMatchObject({ previous_status: "completed", status: "running" });
     fs.writeFileSync(release, "");
     await until("the notice", () => recorded(out).length === 1);
-    expect(sessionRow(home.db, a.record.session_id).status).toBe("completed");
+    expect((await sessionRow(home.db, a.record.session_id)).status).toBe("completed");
   }, 30_000);
 });
 
@@ -141,7 +146,7 @@ describe("two legs on one session (a resume racing a live leg)", () => {
     const outB = path.join(home.scratch, "b");
     const releaseA = path.join(home.scratch, "release-a");
     const older = spawnLi(["agent", "--json", ...notify(outA), "--", ...untilFile(releaseA, 3)], home);
-    const branch = await until("the first leg's branch", () => fs.existsSync(home.db) && rows<{ id: string; session_id: string }>(home.db, "SELECT id, session_id FROM branches")[0]);
+    const branch = await until("the first leg's branch", async () => (await home.db.exists()) && (await rows<{ id: string; session_id: string }>(home.db, "SELECT id, session_id FROM branches"))[0]);
     const b = await agent(home, ["-r", branch.id, ...notify(outB), "--", "true"]);
     expect(b.record).toMatchObject({ session_id: branch.session_id, status: "completed" });
     expect(recorded(outB)).toHaveLength(1);
@@ -149,11 +154,11 @@ describe("two legs on one session (a resume racing a live leg)", () => {
     const done = await older.out;
     // The older leg exits by the persisted winner, and only its own row carries its outcome.
     expect(JSON.parse(done.stdout)).toMatchObject({ status: "completed" });
-    const legs = rows<{ status: string; exit_code: number }>(home.db, "SELECT status, exit_code FROM legs ORDER BY seq");
+    const legs = await rows<{ status: string; exit_code: number }>(home.db, "SELECT status, exit_code FROM legs ORDER BY seq");
     expect(legs).toEqual([{ status: "failed", exit_code: 3 }, { status: "completed", exit_code: 0 }]);
-    const s = sessionRow(home.db, branch.session_id);
+    const s = await sessionRow(home.db, branch.session_id);
     expect([s.status, s.current_leg_id, s.exit_code]).toEqual(["completed", b.record.leg_id, 0]);
-    expect(history(home.db, branch.session_id).map((h) => h.status)).toEqual(["running", "running", "completed"]);
+    expect((await history(home.db, branch.session_id)).map((h) => h.status)).toEqual(["running", "running", "completed"]);
     expect((await li(["events", "deliver"], { home: home.home })).code).toBe(0);
     expect([recorded(outA).length, recorded(outB).length]).toEqual([0, 1]);
   }, 30_000);
@@ -187,7 +192,7 @@ describe("the notice of a leg (§9.1, §9.4)", () => {
     expect(recorded(out)).toHaveLength(1);
     const envelope = JSON.parse(fs.readFileSync(`${out}.stdin`, "utf8"));
     expect(envelope).toMatchObject({ durable: false, event_id: null, terminal_status: "completed", entity: { kind: "session", id: r.record.session_id } });
-    expect(fs.existsSync(home.db)).toBe(false);
+    expect((await home.db.exists())).toBe(false);
   });
 
   test("deferred legs (--auto-resume) pass the registration on: one notice, for the leg that finalizes", async () => {
@@ -198,7 +203,7 @@ describe("the notice of a leg (§9.1, §9.4)", () => {
     const lines = recorded(out);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain("completed session");
-    expect(rows(home.db, "SELECT leg_id FROM terminal_callbacks")).toEqual([{ leg_id: r.record.leg_id }]);
+    expect(await rows(home.db, "SELECT leg_id FROM terminal_callbacks")).toEqual([{ leg_id: r.record.leg_id }]);
   }, 30_000);
 
   test("a template that needs a shell warns naming --notify and never fails the run", async () => {
@@ -207,7 +212,7 @@ describe("the notice of a leg (§9.1, §9.4)", () => {
     expect(r.code).toBe(0);
     expect(r.record.status).toBe("completed");
     expect(r.stderr).toContain("--notify");
-    expect(rows(home.db, "SELECT * FROM terminal_callbacks")).toEqual([]);
+    expect(await rows(home.db, "SELECT * FROM terminal_callbacks")).toEqual([]);
   });
 
   test("a settings template that needs a shell warns naming the key and never fails the run", async () => {
@@ -218,7 +223,7 @@ describe("the notice of a leg (§9.1, §9.4)", () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("notify.on_terminal");
     expect(r.stderr).not.toContain("rm -rf /tmp/x");
-    expect(rows(home.db, "SELECT * FROM terminal_callbacks")).toEqual([]);
+    expect(await rows(home.db, "SELECT * FROM terminal_callbacks")).toEqual([]);
   });
 
   test("the settings default applies without --notify: project over global, and --notify over both", async () => {

@@ -12,13 +12,13 @@ describe("SIGTERM as soon as the session is recorded", () => {
     for (let round = 0; round < 5; round++) {
       const home = agentHome();
       const run = spawnLi(["agent", "--", "sleep", "30"], home);
-      await until("the session row", () => fs.existsSync(home.db) && rows(home.db, "SELECT id FROM sessions").length === 1, { intervalMs: 1 });
+      await until("the session row", async () => (await home.db.exists()) && (await rows(home.db, "SELECT id FROM sessions")).length === 1, { intervalMs: 1 });
       signalPid(run.proc.pid, "SIGTERM", { what: "li" });
       const r = await run.out;
       expect({ round, code: r.code }).toEqual({ round, code: 143 });
-      const [session] = rows<Record<string, unknown>>(home.db, "SELECT status, status_reason_code FROM sessions");
+      const [session] = await rows<Record<string, unknown>>(home.db, "SELECT status, status_reason_code FROM sessions");
       expect(session).toEqual({ status: "cancelled", status_reason_code: "run.cancelled.sigterm" });
-      expect(rows(home.db, "SELECT id FROM legs WHERE ended_at IS NULL")).toEqual([]);
+      expect(await rows(home.db, "SELECT id FROM legs WHERE ended_at IS NULL")).toEqual([]);
       expect(fs.readdirSync(path.join(home.runs)).length).toBe(1);
     }
   }, 60_000);
@@ -33,9 +33,9 @@ describe("SIGTERM as soon as the session is recorded", () => {
     signalPid(run.proc.pid, "SIGTERM", { what: "li" });
     const r = await run.out;
     expect(r.code).toBe(143);
-    const [session] = rows<Record<string, unknown>>(home.db, "SELECT status, status_reason_code FROM sessions");
+    const [session] = await rows<Record<string, unknown>>(home.db, "SELECT status, status_reason_code FROM sessions");
     expect(session).toEqual({ status: "cancelled", status_reason_code: "run.cancelled.sigterm" });
-    const legs = rows<{ status: string; deferred: number }>(home.db, "SELECT status, deferred FROM legs ORDER BY seq");
+    const legs = await rows<{ status: string; deferred: number }>(home.db, "SELECT status, deferred FROM legs ORDER BY seq");
     expect(legs).toEqual([{ status: "timed_out", deferred: 1 }, { status: "cancelled", deferred: 0 }]);
   }, 30_000);
 });

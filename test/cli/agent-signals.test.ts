@@ -25,7 +25,7 @@ describe("signals to li", () => {
     expect(err).toBe("");
     expect(out.trim()).toBe("130");
     expect(lines(seen)).toEqual(["INT"]);
-    const [session] = rows<Record<string, any>>(home.db, "SELECT * FROM sessions");
+    const [session] = await rows<Record<string, any>>(home.db, "SELECT * FROM sessions");
     expect([session!.status, session!.status_reason_code, session!.exit_code]).toEqual(["aborted", "run.aborted.user", 0]);
   }, 30_000);
 
@@ -53,7 +53,7 @@ describe("signals to li", () => {
       const r = await run.out;
       expect(r.code).toBe(code);
       expect(lines(seen)).toEqual([signal.slice(3)]);
-      const [session] = rows<Record<string, any>>(home.db, "SELECT * FROM sessions");
+      const [session] = await rows<Record<string, any>>(home.db, "SELECT * FROM sessions");
       expect(session!.status).toBe(code === 130 ? "aborted" : "cancelled");
       expect(session!.status_reason_code).toBe(code === 130 ? "run.aborted.user" : "run.cancelled.sigterm");
     }, 30_000);
@@ -108,13 +108,13 @@ describe("races with other writers", () => {
     const r = await run.out;
     expect(r.code).toBe(143);
     expect(r.stderr).toContain("cancelled (run.cancelled.operator)");
-    const s = sessionRow(home.db, sid);
+    const s = await sessionRow(home.db, sid);
     expect([s.status, s.status_reason_code, s.exit_code, s.ended_at]).toEqual(["cancelled", "run.cancelled.operator", null, null]);
-    const [leg] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
+    const [leg] = await rows<Record<string, any>>(home.db, "SELECT * FROM legs");
     expect([leg!.status, leg!.exit_code]).toEqual(["completed", 0]);
     expect(leg!.ended_at).not.toBeNull();
-    expect(rows(home.db, "SELECT status FROM status_transitions WHERE entity_id = ? ORDER BY seq", sid)).toEqual([{ status: "running" }, { status: "cancelled" }]);
-    expect(rows(home.db, "SELECT COUNT(*) AS n FROM admin_events")).toEqual([{ n: 0 }]);
+    expect(await rows(home.db, "SELECT status FROM status_transitions WHERE entity_id = ? ORDER BY seq", sid)).toEqual([{ status: "running" }, { status: "cancelled" }]);
+    expect(await rows(home.db, "SELECT COUNT(*) AS n FROM admin_events")).toEqual([{ n: 0 }]);
   }, 30_000);
 
   test("kill -9 of li mid-leg leaves the session running with markers of a dead supervisor", async () => {
@@ -123,14 +123,14 @@ describe("races with other writers", () => {
     const run = spawnLi(["agent", "--", fixture("forever"), pidFile], home);
     const sid = await runningSession(home.db);
     await pidFromFile(pidFile, "the command's pid");
-    const [before] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
-    await until("the command's markers", () => rows<{ command_pid: number | null }>(home.db, "SELECT command_pid FROM legs")[0]?.command_pid);
+    const [before] = await rows<Record<string, any>>(home.db, "SELECT * FROM legs");
+    await until("the command's markers", async () => (await rows<{ command_pid: number | null }>(home.db, "SELECT command_pid FROM legs"))[0]?.command_pid);
     run.proc.kill("SIGKILL");
     await run.out;
-    const s = sessionRow(home.db, sid);
+    const s = await sessionRow(home.db, sid);
     expect(s.status).toBe("running");
     expect(s.current_leg_id).toBe(before!.id);
-    const [leg] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
+    const [leg] = await rows<Record<string, any>>(home.db, "SELECT * FROM legs");
     expect(leg!.ended_at).toBeNull();
     expect(leg!.pid).toBe(run.proc.pid);
     expect(probeProcess(leg!.pid, leg!.pid_start_ticks)).not.toBe("alive");
@@ -143,7 +143,7 @@ describe("races with other writers", () => {
       boot_id: leg!.boot_id,
       host_id: leg!.host_id,
     });
-    expect(rows(home.db, "PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);
+    expect(await rows(home.db, "PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);
     signalPid(leg!.command_pid, "SIGKILL", { group: true, what: "the orphaned command" });
   }, 30_000);
 });

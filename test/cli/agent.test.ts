@@ -22,23 +22,23 @@ describe("outcomes and exit codes (§8.1)", () => {
     const r = await agent(["--", fixture("exit-with"), "0"]);
     expect(r.code).toBe(0);
     expect(r.record.status).toBe("completed");
-    const s = sessionRow(r.home.db, r.record.session_id);
+    const s = await sessionRow(r.home.db, r.record.session_id);
     expect([s.status, s.status_reason_code, s.exit_code]).toEqual(["completed", "run.completed.ok", 0]);
   });
 
   test("a non-zero exit is failed with the command's own code recorded, and li exits 1", async () => {
     const r = await agent(["--", fixture("exit-with"), "7"]);
     expect(r.code).toBe(1);
-    const s = sessionRow(r.home.db, r.record.session_id);
+    const s = await sessionRow(r.home.db, r.record.session_id);
     expect([s.status, s.status_reason_code, s.exit_code]).toEqual(["failed", "run.failed.exit_nonzero", 7]);
-    const leg = rows(r.home.db, "SELECT * FROM legs WHERE session_id = ?", r.record.session_id)[0]!;
+    const leg = (await rows(r.home.db, "SELECT * FROM legs WHERE session_id = ?", r.record.session_id))[0]!;
     expect([leg.status, leg.exit_code]).toEqual(["failed", 7]);
   });
 
   test("a command killed by a signal of its own is failed with 128+N", async () => {
     const r = await agent(["--", fixture("kill-self"), "KILL"]);
     expect(r.code).toBe(1);
-    const s = sessionRow(r.home.db, r.record.session_id);
+    const s = await sessionRow(r.home.db, r.record.session_id);
     expect([s.status, s.status_reason_code, s.exit_code]).toEqual(["failed", "run.failed.exit_nonzero", 137]);
   });
 
@@ -46,21 +46,21 @@ describe("outcomes and exit codes (§8.1)", () => {
     // A deadline the fixture is sure to outlive until its trap is installed (a SIGTERM before that kills it).
     const r = await agent(["--timeout", "2s", "--", fixture("ignore-sigterm")]);
     expect(r.code).toBe(124);
-    const s = sessionRow(r.home.db, r.record.session_id);
+    const s = await sessionRow(r.home.db, r.record.session_id);
     expect([s.status, s.status_reason_code, s.exit_code]).toEqual(["timed_out", "run.timed_out.deadline", 137]);
   }, 30_000);
 
   test("a command that prints nothing and exits 0 is completed without a message row", async () => {
     const r = await agent(["--", fixture("print-nothing")]);
     expect(r.code).toBe(0);
-    expect(rows(r.home.db, "SELECT * FROM messages")).toEqual([]);
+    expect(await rows(r.home.db, "SELECT * FROM messages")).toEqual([]);
   });
 
   test("a command that prints a lot keeps the tail as its message, marked truncated", async () => {
     const r = await agent(["--", fixture("print-lots"), "20000"]);
     expect(r.code).toBe(0);
     expect(r.stderr.split("\n").filter((l) => l.startsWith("line ")).length).toBe(20000);
-    const [message] = rows<{ content: string; truncated: number; role: string }>(r.home.db, "SELECT * FROM messages");
+    const [message] = await rows<{ content: string; truncated: number; role: string }>(r.home.db, "SELECT * FROM messages");
     expect(message!.role).toBe("assistant");
     expect(message!.truncated).toBe(1);
     expect(message!.content.endsWith("line 20000\n")).toBe(true);
@@ -77,7 +77,7 @@ describe("outcomes and exit codes (§8.1)", () => {
   test("a command that cannot be started is failed (run.failed.exception) with no exit code", async () => {
     const r = await agent(["--", "/nonexistent/command"]);
     expect(r.code).toBe(1);
-    const s = sessionRow(r.home.db, r.record.session_id);
+    const s = await sessionRow(r.home.db, r.record.session_id);
     expect([s.status, s.status_reason_code, s.exit_code]).toEqual(["failed", "run.failed.exception", null]);
   });
 });
@@ -105,7 +105,7 @@ describe("output channels", () => {
 
   test("stdout and stderr are captured in the leg's stream buffer", async () => {
     const r = await agent(["--", "sh", "-c", "echo A; echo B >&2"]);
-    const leg = rows<{ state_root: string }>(r.home.db, "SELECT state_root FROM legs")[0]!;
+    const leg = (await rows<{ state_root: string }>(r.home.db, "SELECT state_root FROM legs"))[0]!;
     const log = fs.readFileSync(path.join(leg.state_root, "stream", `${r.record.branch_id}.log`), "utf8");
     expect(log.split("\n").sort()).toEqual(["", "A", "B"]);
   });
@@ -129,7 +129,7 @@ describe("the leg's identity in the command's environment", () => {
     const { LI_BINARY } = await import("../helpers/cli.ts");
     const r = await li(["agent", "--run-id", "outer-1", "--", LI_BINARY, "agent", "--", fixture("echo-env")], { home: home.home, env: { LI_RUN_ID: "ignored-by-outer" } });
     expect(r.code).toBe(0);
-    const runIds = rows<{ run_id: string }>(home.db, "SELECT run_id FROM legs ORDER BY started_at").map((l) => l.run_id);
+    const runIds = (await rows<{ run_id: string }>(home.db, "SELECT run_id FROM legs ORDER BY started_at")).map((l) => l.run_id);
     expect(runIds).toHaveLength(2);
     expect(runIds[0]).toBe("outer-1");
     expect(runIds[1]).not.toBe("outer-1");
@@ -142,7 +142,7 @@ describe("the persisted rows for one leg", () => {
   test("session, branch, leg (opened and closed), message, one history row per transition, manifest", async () => {
     const r = await agent(["--run-id", "rows-1", "--", "sh", "-c", "echo the answer"]);
     const { session_id: sid, branch_id: bid, leg_id: lid } = r.record;
-    const s = sessionRow(r.home.db, sid);
+    const s = await sessionRow(r.home.db, sid);
     expect(s.current_leg_id).toBe(lid);
     expect(s.artifacts_path).toBe(path.join(r.home.runs, "rows-1", "artifacts"));
     expect(s.ended_at).toBeGreaterThanOrEqual(s.started_at);
@@ -151,20 +151,20 @@ describe("the persisted rows for one leg", () => {
     expect(typeof markers.supervisor_pid).toBe("number");
     expect(typeof markers.command_pid).toBe("number");
     expect(markers.host_id).toContain(markers.boot_id);
-    expect(rows(r.home.db, "SELECT id, session_id FROM branches")).toEqual([{ id: bid, session_id: sid }]);
-    const [leg] = rows<Record<string, any>>(r.home.db, "SELECT * FROM legs");
+    expect(await rows(r.home.db, "SELECT id, session_id FROM branches")).toEqual([{ id: bid, session_id: sid }]);
+    const [leg] = await rows<Record<string, any>>(r.home.db, "SELECT * FROM legs");
     expect(leg).toMatchObject({ id: lid, session_id: sid, seq: 1, run_id: "rows-1", status: "completed", reason_code: "run.completed.ok", exit_code: 0, deferred: 0 });
     expect(JSON.parse(leg!.command)).toEqual(["sh", "-c", "echo the answer"]);
     expect(leg!.ended_at).not.toBeNull();
     expect(leg!.pid).toBe(markers.supervisor_pid);
     expect(leg!.command_pid).toBe(markers.command_pid);
     expect(leg!.command_start_ticks).toBeGreaterThan(0);
-    const [message] = rows<Record<string, any>>(r.home.db, "SELECT * FROM messages");
+    const [message] = await rows<Record<string, any>>(r.home.db, "SELECT * FROM messages");
     expect(message).toMatchObject({ session_id: sid, branch_id: bid, leg_id: lid, role: "assistant", content: "the answer\n", truncated: 0 });
     expect([leg!.first_msg_id, leg!.last_msg_id]).toEqual([message!.id, message!.id]);
     // The session's endpoints move with its final status (§8.2 step 9).
     expect([s.first_msg_id, s.last_msg_id]).toEqual([message!.id, message!.id]);
-    const history = rows<Record<string, any>>(r.home.db, "SELECT previous_status, status, reason_code, terminal_event FROM status_transitions WHERE entity_id = ? ORDER BY seq", sid);
+    const history = await rows<Record<string, any>>(r.home.db, "SELECT previous_status, status, reason_code, terminal_event FROM status_transitions WHERE entity_id = ? ORDER BY seq", sid);
     expect(history).toEqual([
       { previous_status: null, status: "running", reason_code: "run.started.ok", terminal_event: 0 },
       { previous_status: "running", status: "completed", reason_code: "run.completed.ok", terminal_event: 1 },
@@ -180,19 +180,19 @@ describe("the persisted rows for one leg", () => {
     const go = path.join(home.scratch, "go");
     const run = spawnLi(["agent", "--run-id", "open-1", "--", "sh", "-c", `while [ ! -e ${go} ]; do sleep 0.05; done`], home);
     const sid = await runningSession(home.db);
-    await until("the command's markers", () => rows<{ command_pid: number | null }>(home.db, "SELECT command_pid FROM legs")[0]?.command_pid);
-    const s = sessionRow(home.db, sid);
-    const [leg] = rows<Record<string, any>>(home.db, "SELECT * FROM legs");
+    await until("the command's markers", async () => (await rows<{ command_pid: number | null }>(home.db, "SELECT command_pid FROM legs"))[0]?.command_pid);
+    const s = await sessionRow(home.db, sid);
+    const [leg] = await rows<Record<string, any>>(home.db, "SELECT * FROM legs");
     expect([s.status, s.status_reason_code, s.current_leg_id, s.ended_at, s.exit_code]).toEqual(["running", "run.started.ok", leg!.id, null, null]);
     expect(leg).toMatchObject({ session_id: sid, seq: 1, run_id: "open-1", status: "running", reason_code: "run.started.ok", ended_at: null, exit_code: null, pid: run.proc.pid });
     expect(leg!.pid_start_ticks).toBeGreaterThan(0);
     expect(leg!.command_start_ticks).toBeGreaterThan(0);
     expect(leg!.host_id).toContain(leg!.boot_id);
     expect(JSON.parse(s.node_metadata)).toMatchObject({ leg_id: leg!.id, run_id: "open-1", supervisor_pid: run.proc.pid, supervisor_start_ticks: leg!.pid_start_ticks, boot_id: leg!.boot_id, host_id: leg!.host_id });
-    expect(rows(home.db, "SELECT COUNT(*) AS n FROM status_transitions")).toEqual([{ n: 1 }]);
+    expect(await rows(home.db, "SELECT COUNT(*) AS n FROM status_transitions")).toEqual([{ n: 1 }]);
     fs.writeFileSync(go, "");
     expect((await run.out).code).toBe(0);
-    expect(rows(home.db, "SELECT status, ended_at IS NOT NULL AS closed FROM legs")).toEqual([{ status: "completed", closed: 1 }]);
+    expect(await rows(home.db, "SELECT status, ended_at IS NOT NULL AS closed FROM legs")).toEqual([{ status: "completed", closed: 1 }]);
   }, 30_000);
 
   test("--no-persist opens no ledger, still writes the run directory and stream, and exits by the outcome", async () => {
@@ -200,7 +200,7 @@ describe("the persisted rows for one leg", () => {
     const r = await li(["agent", "--no-persist", "--run-id", "np-1", "--", fixture("exit-with"), "3"], { home: home.home });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("--no-persist");
-    expect(fs.existsSync(home.db)).toBe(false);
+    expect((await home.db.exists())).toBe(false);
     expect(fs.readdirSync(path.join(home.runs, "np-1", "stream"))).toHaveLength(1);
     expect(JSON.parse(fs.readFileSync(path.join(home.runs, "np-1", "run.json"), "utf8")).persisted).toBe(false);
   });
@@ -271,11 +271,11 @@ describe("usage errors exit 2 and write nothing; a missing --cwd exits 78", () =
   test("a reused run id is a usage error and writes nothing more", async () => {
     const home = agentHome();
     expect((await li(["agent", "--run-id", "same-1", "--", "true"], { home: home.home })).code).toBe(0);
-    const before = rows(home.db, "SELECT COUNT(*) AS n FROM status_transitions");
+    const before = await rows(home.db, "SELECT COUNT(*) AS n FROM status_transitions");
     const r = await li(["agent", "--run-id", "same-1", "--", "true"], { home: home.home });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("same-1");
-    expect(rows(home.db, "SELECT COUNT(*) AS n FROM status_transitions")).toEqual(before);
+    expect(await rows(home.db, "SELECT COUNT(*) AS n FROM status_transitions")).toEqual(before);
   });
 
   test("a missing --cwd exits 78 naming it, and nothing is written", async () => {

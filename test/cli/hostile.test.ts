@@ -23,7 +23,7 @@ describe("durations past a timer's limit (§18)", () => {
     const r = await agent(["--timeout", "30d", "--", "sleep", "1"]);
     expect(r.stderr).not.toContain("TimeoutOverflowWarning");
     expect(r.code).toBe(0);
-    expect(sessionRow(r.home.db, r.record.session_id).status).toBe("completed");
+    expect((await sessionRow(r.home.db, r.record.session_id)).status).toBe("completed");
   });
 
   test("agent.timeout: 30d from settings does not fire early either", async () => {
@@ -40,7 +40,7 @@ describe("durations past a timer's limit (§18)", () => {
     const r = await agent(["--timeout", "366d", "--", fixture("exit-with"), "0"], { home });
     expect(r.code).toBe(2);
     expect(r.stderr.trim()).toBe('li: --timeout: "366d" is longer than the maximum of 365d');
-    expect(fs.existsSync(home.db)).toBe(false);
+    expect((await home.db.exists())).toBe(false);
   });
 
   test("agent.timeout past 365 days warns naming the key and the leg runs without a deadline", async () => {
@@ -72,7 +72,7 @@ describe("files someone else could have made (§18)", () => {
   test("an escalation file that is a symlink to /dev/zero is refused at once and recorded as escalation evidence", async () => {
     const r = await agent(["--", "sh", "-c", 'ln -s /dev/zero "$LI_ESCALATE_FILE"']);
     expect(r.code).toBe(1);
-    const s = sessionRow(r.home.db, r.record.session_id);
+    const s = await sessionRow(r.home.db, r.record.session_id);
     expect([s.status, s.status_reason_code]).toEqual(["failed", "run.failed.escalated"]);
     const evidence = JSON.parse(s.status_evidence_refs);
     expect(evidence).toHaveLength(1);
@@ -85,7 +85,7 @@ describe("files someone else could have made (§18)", () => {
   test("an escalation file that is a FIFO does not block the teardown", async () => {
     const r = await agent(["--", "sh", "-c", 'mkfifo "$LI_ESCALATE_FILE"']);
     expect(r.code).toBe(1);
-    const evidence = JSON.parse(sessionRow(r.home.db, r.record.session_id).status_evidence_refs);
+    const evidence = JSON.parse((await sessionRow(r.home.db, r.record.session_id)).status_evidence_refs);
     expect(evidence[0].problem).toEndWith("escalations.jsonl is a FIFO, not a regular file");
   });
 
@@ -93,19 +93,19 @@ describe("files someone else could have made (§18)", () => {
   test("escalation evidence is bounded: 64 entries, reasons cut to 4 KiB, a count of the rest", async () => {
     const r = await agent(["--", "sh", "-c", 'i=0; while [ $i -lt 300 ]; do echo "{\\"reason\\": \\"r$i\\"}"; i=$((i+1)); done > "$LI_ESCALATE_FILE"; head -c 20000 /dev/zero | tr "\\0" x >> "$LI_ESCALATE_FILE"']);
     expect(r.code).toBe(1);
-    const s = sessionRow(r.home.db, r.record.session_id);
+    const s = await sessionRow(r.home.db, r.record.session_id);
     const evidence = JSON.parse(s.status_evidence_refs);
     expect(evidence).toHaveLength(65);
     expect(evidence[63]).toEqual({ kind: "escalation", reason: "r63" });
     expect(evidence[64]).toEqual({ kind: "escalation_dropped", dropped: 301 - 64, kept: 64 });
-    const transition = rows<{ evidence_refs: string }>(r.home.db, "SELECT evidence_refs FROM status_transitions WHERE entity_id = ? AND status = 'failed'", r.record.session_id)[0]!;
+    const transition = (await rows<{ evidence_refs: string }>(r.home.db, "SELECT evidence_refs FROM status_transitions WHERE entity_id = ? AND status = 'failed'", r.record.session_id))[0]!;
     expect(transition.evidence_refs.length).toBeLessThan(64 * 4096);
   });
 
   test("an escalation file over 1 MiB is refused as evidence, not read", async () => {
     const r = await agent(["--", "sh", "-c", 'head -c 2000000 /dev/zero | tr "\\0" "\\n" > "$LI_ESCALATE_FILE"']);
     expect(r.code).toBe(1);
-    const evidence = JSON.parse(sessionRow(r.home.db, r.record.session_id).status_evidence_refs);
+    const evidence = JSON.parse((await sessionRow(r.home.db, r.record.session_id)).status_evidence_refs);
     expect(evidence).toEqual([{ kind: "escalation_refused", problem: expect.stringContaining("is larger than 1 MiB (2000000 bytes)") }]);
   });
 
@@ -122,7 +122,7 @@ describe("files someone else could have made (§18)", () => {
     r = await agent(["--playbook", link, "--", fixture("exit-with"), "0"], { home });
     expect(r.code).toBe(2);
     expect(r.stderr.trim()).toBe(`li: --playbook: ${link} is a symbolic link (not followed)`);
-    expect(fs.existsSync(home.db)).toBe(false);
+    expect((await home.db.exists())).toBe(false);
   });
 
   // Today: `--playbook /etc/shadow` was read and silently ignored. Now: one line naming the file, never its content.
@@ -235,7 +235,7 @@ describe("li trust: a repository's settings cannot run a program until trusted (
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(`not used: this file is not trusted, and the handler would run a program; review the file, then run: li trust ${file}`);
     expect(fs.existsSync(marker)).toBe(false);
-    expect(rows(home.db, "SELECT * FROM terminal_callbacks")).toEqual([]);
+    expect(await rows(home.db, "SELECT * FROM terminal_callbacks")).toEqual([]);
 
     const trusted = await li(["trust", repo], { home: home.home });
     expect(trusted.code).toBe(0);
@@ -319,7 +319,7 @@ describe("careless input (§16, §18)", () => {
     const r = await agent(["--notify", "true a\ntouch /tmp/never", "--", fixture("exit-with"), "0"], { home });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("warning: --notify: unquoted newline (a command separator) at character 7 needs a shell");
-    expect(rows(home.db, "SELECT * FROM terminal_callbacks")).toEqual([]);
+    expect(await rows(home.db, "SELECT * FROM terminal_callbacks")).toEqual([]);
   });
 
   // Today: a 10,000-character run id printed a 10 KB ENAMETOOLONG line and had already created state.db.
@@ -345,7 +345,7 @@ describe("careless input (§16, §18)", () => {
     const warnings = r.stderr.split("\n").filter((line) => line.startsWith("li: warning:"));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/^li: warning: cannot write the run directory \S+ \(ENOTDIR/);
-    expect(rows(home.db, "SELECT status FROM sessions")).toEqual([{ status: "completed" }]);
+    expect(await rows(home.db, "SELECT status FROM sessions")).toEqual([{ status: "completed" }]);
   });
 
   test("a 128-character run id is accepted", async () => {
@@ -387,13 +387,14 @@ describe("li's own protocol and files it did not create (§18)", () => {
     [["kill", "abc"]],
   ])("li %p on a zero-length state.db: exit 78 naming it, and the file stays empty", async (args) => {
     const home = agentHome();
+    const file = path.join(home.home, "state.db");
     fs.mkdirSync(home.home, { recursive: true });
-    fs.writeFileSync(home.db, "");
-    const r = await li(args, { home: home.home });
+    fs.writeFileSync(file, "");
+    const r = await li(args, { home: home.home, env: { LI_DB: undefined } });
     expect(r.code).toBe(78);
-    expect(r.stderr).toContain(home.db);
+    expect(r.stderr).toContain(file);
     expect(r.stderr).toContain("empty file, not a li ledger yet");
-    expect(fs.statSync(home.db).size).toBe(0);
+    expect(fs.statSync(file).size).toBe(0);
     expect(fs.readdirSync(home.home)).toEqual(["state.db"]);
   });
 });

@@ -8,7 +8,7 @@ import { fixture } from "../helpers/fixtures.ts";
 import { agentHome, rows } from "../legs/agent-harness.ts";
 import { tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
 import { existsSync } from "node:fs";
-import { finishSession, rawSql, seedSession } from "../wait/seed.ts";
+import { finishSession, seedSession } from "../wait/seed.ts";
 
 const open: TempLedger[] = [];
 afterEach(() => {
@@ -27,13 +27,12 @@ async function sessionWithEverything() {
     extraFields: { exit_code: 0, artifact_verification_json: JSON.stringify(verification) },
   });
   const now = t.ledger.now();
-  rawSql(
-    t.dbPath,
+  await t.rows().run(
     "INSERT INTO terminal_callbacks (id, scope, name, consumer, session_id, leg_id, argv, filter_kinds, filter_ids, origin, host_id, enabled, created_at) VALUES (?, 'leg', NULL, ?, ?, ?, ?, NULL, NULL, 'cli', 'host-1', 1, ?)",
     "reg-1", "cb:reg-1", s.id, s.legIds[1]!, JSON.stringify(["notify-send", "{status}"]), now,
   );
   const terminal = (await t.ledger.backend.listTransitions("session", s.id)).find((r) => r.terminal_event === 1)!;
-  rawSql(t.dbPath, "INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) VALUES (?, 'cb:reg-1', 'acked', 1, ?, ?)", terminal.id, now, now);
+  await t.rows().run( "INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) VALUES (?, 'cb:reg-1', 'acked', 1, ?, ?)", terminal.id, now, now);
   return { t, s, verification, terminal };
 }
 
@@ -94,8 +93,8 @@ describe("li show: bad input", () => {
     const t = tempLedger();
     open.push(t);
     await t.ledger.createEntity("invocation", { id: "inv-only" });
-    const snapshot = () => JSON.stringify(rows(t.dbPath, "SELECT * FROM invocations")) + JSON.stringify(rows(t.dbPath, "SELECT * FROM status_transitions")) + JSON.stringify(rows(t.dbPath, "SELECT * FROM admin_events"));
-    const before = snapshot();
+    const snapshot = async () => JSON.stringify(await t.rows().all("SELECT * FROM invocations")) + JSON.stringify(await t.rows().all("SELECT * FROM status_transitions")) + JSON.stringify(await t.rows().all("SELECT * FROM admin_events"));
+    const before = await snapshot();
     for (const [args, culprit] of [[["show", "nope-none"], "nope-none"], [["show", "inv-only", "stray"], "stray"]] as const) {
       const r = await li([...args], { home: t.paths.home });
       expect(r.code).toBe(2);
@@ -103,7 +102,7 @@ describe("li show: bad input", () => {
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
       expect(r.stderr).toContain(culprit);
     }
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
     const home = join(tempDir(), "home");
     const missing = await li(["show", "anything"], { home });
     expect(missing.code).toBe(2);

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { openLedger } from "../../src/ledger/open.ts";
-import { resolvePaths } from "../../src/ledger/location.ts";
+import { pathsForHome } from "../helpers/backends.ts";
 import { reaper } from "../../src/sweeps/reaper.ts";
 import { li } from "../helpers/cli.ts";
 import { isAlive, signalPid, until, untilGone } from "../helpers/until.ts";
@@ -186,7 +186,7 @@ describe("crash recovery with real processes (the reaper's pass; li watch will s
     await untilGone(leg.pid, "the leg's li to be gone");
     expect(isAlive(leg.command_pid)).toBe(true);
 
-    const ledger = openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: false });
+    const ledger = openLedger(pathsForHome(home), { create: false });
     try {
       // Past the phantom grace, by the sweep's clock rather than by sleeping.
       const summary = await reaper.runOnce(ledger, Date.now() / 1000 + 120, reaper.validate({}));

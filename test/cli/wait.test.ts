@@ -5,7 +5,7 @@ import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { li } from "../helpers/cli.ts";
 import { fakeClock, tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
-import { finishSession, rawSql, seedSession, startWait } from "../wait/seed.ts";
+import { finishSession, seedSession, startWait } from "../wait/seed.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { agentHome, type AgentHome } from "../legs/agent-harness.ts";
 
@@ -159,7 +159,7 @@ describe("li wait: resolution and the frozen line", () => {
   test("a stored reason outside the vocabulary prints reason=unknown", async () => {
     const t = ledger();
     await invocation(t, "inv-bogus", "completed", "run.completed.ok");
-    rawSql(t.dbPath, "UPDATE invocations SET status_reason_code = 'made.up.code' WHERE id = ?", "inv-bogus");
+    await t.rows().run( "UPDATE invocations SET status_reason_code = 'made.up.code' WHERE id = ?", "inv-bogus");
     const r = await li(["wait", "inv-bogus"], { home: t.paths.home });
     expect(r.stdout).toBe(line("inv-bogus", "completed", "unknown") + "\n");
   });
@@ -333,7 +333,7 @@ describe("li wait: while waiting", () => {
     await invocation(t, "doomed");
     const w = startWait(["sentinel-d", "doomed"], t.paths.home);
     await w.lines(1);
-    rawSql(t.dbPath, "DELETE FROM invocations WHERE id = ?", "doomed");
+    await t.rows().run( "DELETE FROM invocations WHERE id = ?", "doomed");
     const end = await w.done();
     expect(end.stdout).toEqual([line("sentinel-d", "completed", "run.completed.ok"), line("doomed", "unknown", "unknown")]);
     expect(end.stderr).toContain("deleted");

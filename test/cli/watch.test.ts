@@ -4,13 +4,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { openLedger } from "../../src/ledger/open.ts";
-import { resolvePaths } from "../../src/ledger/location.ts";
 import { handlerHost } from "../../src/notify/host.ts";
 import { addHandler } from "../../src/notify/consumers.ts";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
-import { tempDir } from "../helpers/ledger.ts";
+import { openHomeLedger, tempDir } from "../helpers/ledger.ts";
 import { deadPid, insertSession, query } from "../helpers/sweep-fixtures.ts";
 import { isAlive, NeverHappens, pidFromFile, until, untilGone } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
@@ -58,17 +56,17 @@ function startWatcher(home: string, args: string[] = []): Watcher {
   };
 }
 
-function statusOf(home: string, id: string): string | undefined {
+async function statusOf(home: string, id: string): Promise<string | undefined> {
   const ledger = ledgerIn(home);
   try {
-    return query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = ?", id)[0]?.status;
+    return (await query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = ?", id))[0]?.status;
   } finally {
     ledger.close();
   }
 }
 
 function ledgerIn(home: string) {
-  return openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: true });
+  return openHomeLedger(home, { create: true });
 }
 
 describe("li watch", () => {
@@ -121,11 +119,11 @@ describe("li watch", () => {
     ledger.close();
     const withGrace = await li(["watch", "--once", "--phantom-grace", "30"], { home });
     expect(withGrace.code).toBe(0);
-    expect(statusOf(home, "fresh-dead")).toBe("running");
+    expect(await statusOf(home, "fresh-dead")).toBe("running");
     const r = await li(["watch", "--once", "--phantom-grace", "0", "--log-format", "json"], { home });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout.split("\n")[0]!)).toMatchObject({ action: "start", phantom_grace: 0 });
-    expect(statusOf(home, "fresh-dead")).toBe("failed");
+    expect(await statusOf(home, "fresh-dead")).toBe("failed");
     for (const bad of ["-1", "-0.5s"]) {
       const refused = await li(["watch", "--once", `--phantom-grace=${bad}`], { home });
       expect(refused.code).toBe(2);
@@ -160,14 +158,14 @@ describe("li watch", () => {
     const ledger = ledgerIn(home);
     const old = Date.now() / 1000 - 400 * 86400;
     for (const id of ["old-1", "old-2"]) await insertSession(ledger, { id, status: "completed", startedAt: old, updatedAt: old });
-    const count = () => query<{ n: number }>(ledger, "SELECT COUNT(*) AS n FROM sessions")[0]!.n;
+    const count = async () => (await query<{ n: number }>(ledger, "SELECT COUNT(*) AS n FROM sessions"))[0]!.n;
 
     expect((await li(["watch", "--once"], { home })).code).toBe(0);
-    expect(count()).toBe(2);
+    expect(await count()).toBe(2);
 
     const pruning = await li(["watch", "--once", "--prune-keep-days", "30"], { home });
     expect(pruning.stdout).toContain(" prune keep_days=30 sessions=2 ");
-    expect(count()).toBe(0);
+    expect(await count()).toBe(0);
     ledger.close();
   });
 
@@ -179,7 +177,7 @@ describe("li watch", () => {
     spawned.push(agent);
     const commandPid = await pidFromFile(pidFile, "the command's pid");
     const ledger = ledgerIn(home);
-    await until("the leg's markers", () => query(ledger, "SELECT 1 FROM legs WHERE command_pid IS NOT NULL").length === 1, { timeoutMs: 15_000 });
+    await until("the leg's markers", async () => (await query(ledger, "SELECT 1 FROM legs WHERE command_pid IS NOT NULL")).length === 1, { timeoutMs: 15_000 });
 
     agent.kill("SIGKILL");
     await agent.exited;
@@ -191,7 +189,7 @@ describe("li watch", () => {
     expect(await w.proc.exited).toBe(0);
 
     await untilGone(commandPid, "the orphan to die", { timeoutMs: 5_000 });
-    const [session] = query<{ id: string; status: string; status_reason_code: string }>(ledger, "SELECT id, status, status_reason_code FROM sessions");
+    const [session] = await query<{ id: string; status: string; status_reason_code: string }>(ledger, "SELECT id, status, status_reason_code FROM sessions");
     expect(session).toMatchObject({ status: "failed", status_reason_code: "session.phantom.process_dead" });
     expect(recorded(out).map((l) => l.split(" ").slice(1, 4).join(" "))).toEqual([`failed session ${session!.id}`]);
     expect(await w.line(" reap ")).toContain("killed_pgid=");
@@ -203,17 +201,17 @@ describe("li watch", () => {
     const ledger = ledgerIn(home);
     await ledger.createEntity("session", { id: "provider-session" });
     await li(["agent", "--linked-session", "provider-session", "--", fixture("exit-with"), "75"], { home });
-    const held = () => query<{ id: string; status: string; status_reason_code: string }>(ledger, "SELECT id, status, status_reason_code FROM sessions WHERE id != 'provider-session'")[0]!;
-    expect(held()).toMatchObject({ status: "running", status_reason_code: "session.running.linked_pending" });
+    const held = async () => (await query<{ id: string; status: string; status_reason_code: string }>(ledger, "SELECT id, status, status_reason_code FROM sessions WHERE id != 'provider-session'"))[0]!;
+    expect(await held()).toMatchObject({ status: "running", status_reason_code: "session.running.linked_pending" });
 
     expect((await li(["watch", "--once"], { home })).code).toBe(0);
-    expect(held().status).toBe("running");
+    expect((await held()).status).toBe("running");
 
     await ledger.updateStatus("session", "provider-session", { newStatus: "completed", reasonCode: "run.completed.ok" });
     const r = await li(["watch", "--once"], { home });
 
-    expect(held()).toMatchObject({ status: "completed", status_reason_code: "run.completed.ok" });
-    expect(r.stdout).toContain(`finalize_linked session_id=${held().id} linked_session_id=provider-session linked_status=completed`);
+    expect(await held()).toMatchObject({ status: "completed", status_reason_code: "run.completed.ok" });
+    expect(r.stdout).toContain(`finalize_linked session_id=${(await held()).id} linked_session_id=provider-session linked_status=completed`);
     ledger.close();
   });
 
@@ -241,16 +239,16 @@ describe("li watch", () => {
 
     // The dead watcher's claims expire (budget + margin) and the restarted one takes them over; the rest
     // it delivers at once. Done means every owed row acknowledged, not merely every id seen once.
-    const open = () => query<{ n: number }>(ledger, "SELECT COUNT(*) AS n FROM terminal_deliveries WHERE consumer = 'handler:count' AND state = 'acked'")[0]!.n;
+    const open = async () => (await query<{ n: number }>(ledger, "SELECT COUNT(*) AS n FROM terminal_deliveries WHERE consumer = 'handler:count' AND state = 'acked'"))[0]!.n;
     const second = startWatcher(home);
-    await until("every event acknowledged", () => open() === 200, { timeoutMs: 90_000 });
+    await until("every event acknowledged", async () => await open() === 200, { timeoutMs: 90_000 });
     second.proc.kill("SIGTERM");
     expect(await second.proc.exited).toBe(0);
 
     const seen = delivered();
     expect(events.filter((e) => !seen.has(e))).toEqual([]);
     expect(seen.size).toBe(200);
-    expect(query<{ n: number }>(ledger, "SELECT COUNT(*) AS n FROM terminal_deliveries WHERE consumer = 'handler:count' AND state != 'acked'")[0]!.n).toBe(0);
+    expect((await query<{ n: number }>(ledger, "SELECT COUNT(*) AS n FROM terminal_deliveries WHERE consumer = 'handler:count' AND state != 'acked'"))[0]!.n).toBe(0);
     ledger.close();
   }, 120_000);
 });

@@ -68,8 +68,10 @@ export const SQLITE_ONLY = {
   "watch-file-lock": "the watcher's single-instance file lock under $LI_HOME",
   "remote-kill-refused":
     "on SQLite li kill cannot reach another host's supervisor and refuses (§12.2); on PostgreSQL it records the request and the leg stops itself (test/ledger/postgres/hosts.test.ts)",
-  "write-inside-read":
-    "a hook writes the row through SQLite's own connection between the guarded read and its UPDATE; on PostgreSQL the read locks the row (FOR UPDATE), and test/ledger/postgres races real writers instead",
+  "same-connection-write":
+    "a hook writes through SQLite's own connection inside li's transaction (between the guarded read and its UPDATE, or inside a prune batch); on PostgreSQL that row is locked (FOR UPDATE), and test/ledger/postgres races real connections instead",
+  "prune-vs-reopen-sqlite":
+    "the prune-versus-reopen interleavings through SQLite's write lock (BEGIN IMMEDIATE, total_changes(), a second bun:sqlite connection); PostgreSQL's, with a real second connection, are in test/ledger/postgres",
 } as const satisfies Record<string, string>;
 
 export type SqliteOnlyName = keyof typeof SQLITE_ONLY;

@@ -25,7 +25,8 @@ export interface LiOptions {
  */
 export function liEnv(home: string | undefined, extra: Record<string, string | undefined> = {}): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("LI_")) env[k] = v;
+  // LI_TEST_* configure the test run itself (li reads none): workers li's tests spawn need them.
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && (!k.startsWith("LI_") || k.startsWith("LI_TEST_"))) env[k] = v;
   if (home) env.LI_HOME = home;
   env.NO_COLOR = "1";
   for (const [k, v] of Object.entries(extra)) {

@@ -122,9 +122,11 @@ function sqliteRows(path: string): LedgerRows {
 }
 
 function postgresRows(url: string, schema: string): LedgerRows {
-  const sql = new SQL({ url, max: 1, bigint: true, idleTimeout: 0, connection: { search_path: `"${schema}"` } });
+  let client: SQL | undefined;
+  // Connected on first use and again after close(), like the SQLite handle.
+  const sql = () => (client ??= new SQL({ url, max: 1, bigint: true, idleTimeout: 0, connection: { search_path: `"${schema}"` } }));
   const all = async <T>(text: string, params: SqlParam[]): Promise<T[]> => {
-    const rows = (await sql.unsafe(numberedPlaceholders(text), params)) as Row[];
+    const rows = (await sql().unsafe(numberedPlaceholders(text), params)) as Row[];
     return rows.map(asNumbers) as T[];
   };
   return withChecks({
@@ -132,7 +134,7 @@ function postgresRows(url: string, schema: string): LedgerRows {
       return (await all("SELECT 1 AS one FROM information_schema.schemata WHERE schema_name = ?", [schema])).length > 0;
     },
     async run(text, ...params) {
-      const result = (await sql.unsafe(numberedPlaceholders(text), params)) as { count: number | null };
+      const result = (await sql().unsafe(numberedPlaceholders(text), params)) as { count: number | null };
       return result.count ?? 0;
     },
     async get(text, ...params) {
@@ -146,7 +148,9 @@ function postgresRows(url: string, schema: string): LedgerRows {
       return out;
     },
     async close() {
-      await sql.close({ timeout: 5 });
+      const closing = client;
+      client = undefined;
+      await closing?.close({ timeout: 5 });
     },
   });
 }

@@ -44,13 +44,33 @@ export interface TempLedger {
 export function tempLedger(options: LedgerOptions = {}): TempLedger {
   const home = tempDir();
   const liHome = join(home, "home");
-  const paths = pathsForHome(liHome);
-  const ledger = openLedger(paths, { create: true, ...options });
+  const ledger = openHomeLedger(liHome, { create: true, ...options });
+  const rows = () => rowsOf(ledger);
+  return { ledger, paths: pathsForHome(liHome), home, liHome, dbPath: join(liHome, "state.db"), rows, dump: () => rows().dump() };
+}
+
+const homeOf = new WeakMap<Ledger, string>();
+const rowsByLedger = new WeakMap<Ledger, LedgerRows>();
+
+/** Opens the ledger of the test home `liHome` (its LI_HOME) on the suite's backend, in this process. */
+export function openHomeLedger(liHome: string, options: LedgerOptions & { create: boolean }): Ledger {
+  const ledger = openLedger(pathsForHome(liHome), options);
+  homeOf.set(ledger, liHome);
   // PostgreSQL ledgers hold pooled connections: one opened inside a test is closed after it.
   if (onPostgres) closeAfterTest(() => ledger.close());
-  let rows: LedgerRows | undefined;
-  const rowsOf = () => (rows ??= ledgerRows(liHome));
-  return { ledger, paths, home, liHome, dbPath: join(liHome, "state.db"), rows: rowsOf, dump: () => rowsOf().dump() };
+  return ledger;
+}
+
+/** The rows of a ledger opened by tempLedger or openHomeLedger, by hand (test/helpers/ledger-rows.ts). */
+export function rowsOf(ledger: Ledger): LedgerRows {
+  let rows = rowsByLedger.get(ledger);
+  if (!rows) {
+    const liHome = homeOf.get(ledger);
+    if (!liHome) throw new Error("rowsOf: open the ledger with tempLedger() or openHomeLedger() so its rows can be found on either backend");
+    rows = ledgerRows(liHome);
+    rowsByLedger.set(ledger, rows);
+  }
+  return rows;
 }
 
 export { Ledger };

@@ -1,6 +1,5 @@
 // Rows and processes for sweep tests: sessions and legs inserted at backdated times, real fixture processes as markers.
 
-import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
@@ -8,7 +7,8 @@ import type { LegRow } from "../../src/ledger/rows.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import { hostId, readStartTicks } from "../../src/legs/proc.ts";
 import { fixture, type FixtureName } from "./fixtures.ts";
-import { tempDir } from "./ledger.ts";
+import { rowsOf, tempDir } from "./ledger.ts";
+import type { SqlParam } from "./ledger-rows.ts";
 import { NeverHappens, signalPid, until } from "./until.ts";
 
 export const HERE = hostId();
@@ -88,34 +88,19 @@ export async function insertSession(ledger: Ledger, spec: SessionSpec): Promise<
   });
   if (spec.status && spec.status !== "running") {
     await ledger.transition("session", spec.id, { newStatus: spec.status, reasonCode: "run.completed.ok", source: "executor", extraFields: { ended_at: spec.updatedAt } });
-    setColumns(ledger, "sessions", spec.id, { updated_at: spec.updatedAt });
+    await setColumns(ledger, "sessions", spec.id, { updated_at: spec.updatedAt });
   }
 }
 
 /** Direct column writes for test setup only (backdating, landing a heartbeat); never a status. */
-export function setColumns(ledger: Ledger, table: "sessions" | "legs", id: string, values: Record<string, unknown>): void {
-  const db = openRaw(ledger);
-  try {
-    const keys = Object.keys(values);
-    db.query(`UPDATE ${table} SET ${keys.map((k) => `${k} = ?`).join(", ")} WHERE id = ?`).run(...(keys.map((k) => values[k]) as never[]), id);
-  } finally {
-    db.close();
-  }
+export async function setColumns(ledger: Ledger, table: "sessions" | "legs", id: string, values: Record<string, SqlParam>): Promise<void> {
+  const keys = Object.keys(values);
+  await rowsOf(ledger).run(`UPDATE ${table} SET ${keys.map((k) => `${k} = ?`).join(", ")} WHERE id = ?`, ...keys.map((k) => values[k]!), id);
 }
 
-export function openRaw(ledger: Ledger): Database {
-  const db = new Database(ledger.location);
-  db.run("PRAGMA busy_timeout = 5000");
-  return db;
-}
-
-export function query<T>(ledger: Ledger, sql: string, ...params: unknown[]): T[] {
-  const db = openRaw(ledger);
-  try {
-    return db.query(sql).all(...(params as never[])) as T[];
-  } finally {
-    db.close();
-  }
+/** Rows of one query against a test ledger, on either backend. */
+export function query<T>(ledger: Ledger, sql: string, ...params: SqlParam[]): Promise<T[]> {
+  return rowsOf(ledger).all<T>(sql, ...params);
 }
 
 export interface RunningFixture {

@@ -159,7 +159,7 @@ describe("guards and validation leave the database unchanged", () => {
 });
 
 describe("compare-and-set and atomicity", () => {
-  testSqliteOnly("write-inside-read")("a row changed between the read and the UPDATE makes the UPDATE apply nothing", async () => {
+  testSqliteOnly("same-connection-write")("a row changed between the read and the UPDATE makes the UPDATE apply nothing", async () => {
     let backend!: SqliteBackend;
     const t = tempLedger({
       hooks: {

@@ -1,15 +1,16 @@
 // Helpers for end-to-end tests of `li agent`: a temp LI_HOME, the ledger's rows, the one running session.
 
-import { Database } from "bun:sqlite";
 import fs from "node:fs";
 import path from "node:path";
 import { tempDir } from "../helpers/ledger.ts";
+import { ledgerRows, type LedgerRows, type SqlParam } from "../helpers/ledger-rows.ts";
 import { LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { until } from "../helpers/until.ts";
 
 export interface AgentHome {
   home: string;
-  db: string;
+  /** The home's ledger rows, on the suite's backend. */
+  db: LedgerRows;
   runs: string;
   /** A scratch directory for pid files, ready files and the like. */
   scratch: string;
@@ -20,22 +21,16 @@ export function agentHome(): AgentHome {
   const home = path.join(root, "home");
   const scratch = path.join(root, "scratch");
   fs.mkdirSync(scratch);
-  return { home, db: path.join(home, "state.db"), runs: path.join(home, "runs"), scratch };
+  return { home, db: ledgerRows(home), runs: path.join(home, "runs"), scratch };
 }
 
-/** Rows of one SQL query against the ledger (read-only). */
-export function rows<T = Record<string, unknown>>(db: string, query: string, ...params: (string | number | null)[]): T[] {
-  const d = new Database(db, { readonly: true });
-  try {
-    d.run("PRAGMA busy_timeout = 5000");
-    return d.query(query).all(...(params as never[])) as T[];
-  } finally {
-    d.close();
-  }
+/** Rows of one SQL query against the ledger. */
+export function rows<T = Record<string, unknown>>(db: LedgerRows, query: string, ...params: SqlParam[]): Promise<T[]> {
+  return db.all<T>(query, ...params);
 }
 
-export function sessionRow(db: string, id: string): Record<string, any> {
-  const row = rows(db, "SELECT * FROM sessions WHERE id = ?", id)[0];
+export async function sessionRow(db: LedgerRows, id: string): Promise<Record<string, any>> {
+  const row = (await rows(db, "SELECT * FROM sessions WHERE id = ?", id))[0];
   if (!row) throw new Error(`no session ${id}`);
   return row as Record<string, any>;
 }
@@ -62,6 +57,6 @@ export function spawnLi(args: string[], home: AgentHome, opts: { cwd?: string; e
 }
 
 /** The one running session's id, once it appears. */
-export async function runningSession(db: string): Promise<string> {
-  return until("a running session", () => fs.existsSync(db) && rows<{ id: string }>(db, "SELECT id FROM sessions WHERE status = 'running'")[0]?.id);
+export async function runningSession(db: LedgerRows): Promise<string> {
+  return until("a running session", async () => (await db.exists()) && (await rows<{ id: string }>(db, "SELECT id FROM sessions WHERE status = 'running'"))[0]?.id);
 }

@@ -30,10 +30,10 @@ describe("a signal to li before the command starts", () => {
         expect(JSON.parse(r.stdout)).toMatchObject({ status: want.status, reason_code: want.reason, exit: want.exit });
         // Never started: no file, no command markers, no exit code; the teardown recorded the outcome.
         expect(fs.existsSync(started)).toBe(false);
-        const [session] = rows<Record<string, unknown>>(home.db, "SELECT status, status_reason_code, exit_code, ended_at FROM sessions");
+        const [session] = await rows<Record<string, unknown>>(home.db, "SELECT status, status_reason_code, exit_code, ended_at FROM sessions");
         expect(session).toMatchObject({ status: want.status, status_reason_code: want.reason, exit_code: null });
         expect(session!.ended_at).not.toBeNull();
-        const legs = rows<Record<string, unknown>>(home.db, "SELECT status, reason_code, command_pid, exit_code, ended_at, state_root FROM legs");
+        const legs = await rows<Record<string, unknown>>(home.db, "SELECT status, reason_code, command_pid, exit_code, ended_at, state_root FROM legs");
         expect(legs).toHaveLength(1);
         expect(legs[0]).toMatchObject({ status: want.status, reason_code: want.reason, command_pid: null, exit_code: null });
         expect(legs[0]!.ended_at).not.toBeNull();
@@ -50,7 +50,7 @@ describe("a signal to li before the command starts", () => {
     signalPid(pid, "SIGTERM", { what: "the paused li" });
     const r = await leg.out;
     expect(r.code).toBe(143);
-    const [legRow] = rows<Record<string, unknown>>(home.db, "SELECT status, reason_code, exit_code FROM legs");
+    const [legRow] = await rows<Record<string, unknown>>(home.db, "SELECT status, reason_code, exit_code FROM legs");
     // The command was started and then stopped by the forwarded SIGTERM: 128 + 15.
     expect(legRow).toMatchObject({ status: "cancelled", reason_code: "run.cancelled.sigterm", exit_code: 143 });
   }, 30_000);

@@ -28,7 +28,7 @@ describe("consumers", () => {
     expect((await listOwed(ledger, "ci")).map((r) => r.id)).toEqual([e2]);
     // Idempotent.
     expect(await ackEvents(ledger, "ci", [e1])).toEqual({ acked: 0, already: 1 });
-    expect(w.sql("SELECT COUNT(*) AS n FROM terminal_deliveries")).toEqual([{ n: 1 }]);
+    expect(await w.sql("SELECT COUNT(*) AS n FROM terminal_deliveries")).toEqual([{ n: 1 }]);
   });
 
   test("an event that commits late with an older timestamp is still listed", async () => {
@@ -53,7 +53,7 @@ describe("consumers", () => {
     const event = await finishedSession(ledger, "s1");
     const results = await Promise.all(Array.from({ length: 8 }, () => ackEvents(ledger, "ci", [event, event])));
     expect(results.reduce((n, r) => n + r.acked, 0)).toBe(1);
-    expect(w.sql("SELECT consumer, state FROM terminal_deliveries")).toEqual([{ consumer: "ci", state: "acked" }]);
+    expect(await w.sql("SELECT consumer, state FROM terminal_deliveries")).toEqual([{ consumer: "ci", state: "acked" }]);
   });
 
   test("acknowledging something that is not a terminal event names it and changes nothing", async () => {
@@ -78,20 +78,20 @@ describe("consumers", () => {
     await finishedSession(ledger, "s2");
     await ackEvents(ledger, "ci", [e1]);
     // A half-processed delivery the consumer still held.
-    w.sql("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) SELECT id, 'ci', 'retry', 1, 0, 0 FROM status_transitions WHERE entity_id = 's2' AND terminal_event = 1");
+    await w.sql("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) SELECT id, 'ci', 'retry', 1, 0, 0 FROM status_transitions WHERE entity_id = 's2' AND terminal_event = 1");
 
     const retired = await retireConsumer(ledger, "ci");
     expect(retired.released).toBe(1);
-    expect(w.sql("SELECT consumer, state FROM terminal_deliveries")).toEqual([{ consumer: "ci", state: "acked" }]);
-    expect(w.sql("SELECT retired_at FROM consumers WHERE name = 'ci'")).toEqual([{ retired_at: w.clock.now() }]);
+    expect(await w.sql("SELECT consumer, state FROM terminal_deliveries")).toEqual([{ consumer: "ci", state: "acked" }]);
+    expect(await w.sql("SELECT retired_at FROM consumers WHERE name = 'ci'")).toEqual([{ retired_at: w.clock.now() }]);
     await expect(listOwed(ledger, "ci")).rejects.toBeInstanceOf(UsageError);
 
     // One transaction: when the release fails, the consumer is not retired either.
     await addConsumer(ledger, "ci");
     await finishedSession(ledger, "s3");
-    w.sql("CREATE TRIGGER no_release BEFORE DELETE ON terminal_deliveries BEGIN SELECT RAISE(ABORT, 'release refused'); END");
-    w.sql("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) SELECT id, 'ci', 'retry', 1, 0, 0 FROM status_transitions WHERE entity_id = 's3' AND terminal_event = 1");
+    await w.sql("CREATE TRIGGER no_release BEFORE DELETE ON terminal_deliveries BEGIN SELECT RAISE(ABORT, 'release refused'); END");
+    await w.sql("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) SELECT id, 'ci', 'retry', 1, 0, 0 FROM status_transitions WHERE entity_id = 's3' AND terminal_event = 1");
     await expect(retireConsumer(ledger, "ci")).rejects.toThrow("release refused");
-    expect(w.sql("SELECT retired_at FROM consumers WHERE name = 'ci'")).toEqual([{ retired_at: null }]);
+    expect(await w.sql("SELECT retired_at FROM consumers WHERE name = 'ci'")).toEqual([{ retired_at: null }]);
   });
 });

@@ -1,12 +1,12 @@
 // Helpers for notification tests: handler fixtures, recorded runs, and a ledger with one session.
 
-import { Database } from "bun:sqlite";
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import { registerLegCallback } from "../../src/notify/register.ts";
 import { addHandler } from "../../src/notify/consumers.ts";
 import { fakeClock, sequentialIds, tempLedger, type TempLedger } from "../helpers/ledger.ts";
+import type { SqlParam } from "../helpers/ledger-rows.ts";
 
 export const NOTIFY_FIXTURES = resolve(import.meta.dir, "fixtures");
 export const RECORD = join(NOTIFY_FIXTURES, "record");
@@ -18,7 +18,8 @@ export interface NotifyWorld extends TempLedger {
   clock: ReturnType<typeof fakeClock>;
   /** A file a handler appends to, under the temp dir. */
   out(name: string): string;
-  sql(query: string, ...params: (string | number | null)[]): unknown[];
+  /** Rows of one query, by hand (test/helpers/ledger-rows.ts). */
+  sql(query: string, ...params: SqlParam[]): Promise<unknown[]>;
 }
 
 export function notifyWorld(): NotifyWorld {
@@ -28,15 +29,7 @@ export function notifyWorld(): NotifyWorld {
     ...world,
     clock,
     out: (name) => join(world.home, name),
-    sql(query, ...params) {
-      const db = new Database(world.dbPath);
-      try {
-        db.run("PRAGMA busy_timeout = 5000");
-        return db.query(query).all(...params);
-      } finally {
-        db.close();
-      }
-    },
+    sql: (query, ...params) => world.rows().all(query, ...params),
   };
 }
 

@@ -36,7 +36,7 @@ describe("push", () => {
     expect((await deliverOnce(ledger, opts)).outcomes).toEqual([]);
     expect(recorded(w.out("leg"))).toHaveLength(1);
     expect(recorded(w.out("sessions"))).toHaveLength(1);
-    const states = w.sql("SELECT consumer, state, attempts FROM terminal_deliveries ORDER BY consumer");
+    const states = await w.sql("SELECT consumer, state, attempts FROM terminal_deliveries ORDER BY consumer");
     expect(states).toEqual([
       { consumer: "cb:reg-leg-1-test-host", state: "acked", attempts: 1 },
       { consumer: "handler:sessions", state: "acked", attempts: 1 },
@@ -125,8 +125,8 @@ describe("push", () => {
     await standing(ledger, "missing", [w.out("no-such-program")]);
     const outcome = await ledger.transition("session", "s1", complete());
     if (outcome.result !== "applied") throw new Error("not applied");
-    const before = w.sql("SELECT * FROM sessions");
-    const history = w.sql("SELECT * FROM status_transitions");
+    const before = await w.sql("SELECT * FROM sessions");
+    const history = await w.sql("SELECT * FROM status_transitions");
 
     const summary = await pushTerminal(ledger, outcome.transition, { ...opts, budgetMs: 1500, liHome: w.paths.home });
 
@@ -151,9 +151,9 @@ describe("push", () => {
     expect(readFileSync(stderrFile, "utf8")).toContain("handler failed on purpose");
     expect(statSync(stderrFile).mode & 0o777).toBe(0o600);
 
-    expect(w.sql("SELECT * FROM sessions")).toEqual(before);
-    expect(w.sql("SELECT * FROM status_transitions")).toEqual(history);
-    const failed = w.sql("SELECT consumer, state, attempts, next_attempt_at, last_error FROM terminal_deliveries WHERE state <> 'acked' ORDER BY consumer") as {
+    expect(await w.sql("SELECT * FROM sessions")).toEqual(before);
+    expect(await w.sql("SELECT * FROM status_transitions")).toEqual(history);
+    const failed = await w.sql("SELECT consumer, state, attempts, next_attempt_at, last_error FROM terminal_deliveries WHERE state <> 'acked' ORDER BY consumer") as {
       consumer: string;
       state: string;
       attempts: number;
@@ -204,7 +204,7 @@ describe("durable delivery", () => {
     expect((await deliverOnce(ledger, opts)).outcomes).toEqual([]);
     const waits: number[] = [];
     for (let attempt = 2; attempt <= MAX_ATTEMPTS; attempt++) {
-      const row = w.sql("SELECT next_attempt_at FROM terminal_deliveries")[0] as { next_attempt_at: number };
+      const row = (await w.sql("SELECT next_attempt_at FROM terminal_deliveries"))[0] as { next_attempt_at: number };
       waits.push(row.next_attempt_at - w.clock.now());
       w.clock.set(row.next_attempt_at);
       const pass = await deliverOnce(ledger, opts);
@@ -212,7 +212,7 @@ describe("durable delivery", () => {
     }
     expect(waits).toEqual([1, 2, 4, 8]);
     expect(recorded(w.out("runs"))).toHaveLength(MAX_ATTEMPTS);
-    expect(w.sql("SELECT state, attempts FROM terminal_deliveries")).toEqual([{ state: "dead", attempts: MAX_ATTEMPTS }]);
+    expect(await w.sql("SELECT state, attempts FROM terminal_deliveries")).toEqual([{ state: "dead", attempts: MAX_ATTEMPTS }]);
     w.clock.advance(86_400);
     expect((await deliverOnce(ledger, opts)).outcomes).toEqual([]);
     expect(recorded(w.out("runs"))).toHaveLength(MAX_ATTEMPTS);
@@ -233,10 +233,10 @@ describe("durable delivery", () => {
     expect(await deliverOnce(ledger, opts)).toMatchObject({ delivered: 0, failed: 0 });
     expect(recorded(w.out("h"))).toEqual([]);
 
-    w.sql("UPDATE terminal_deliveries SET claimed_until = ?", w.clock.now() - 1);
+    await w.sql("UPDATE terminal_deliveries SET claimed_until = ?", w.clock.now() - 1);
     expect(await deliverOnce(ledger, opts)).toMatchObject({ delivered: 1, skipped_claimed: 0 });
     expect(recorded(w.out("h"))).toHaveLength(1);
-    expect(w.sql("SELECT state, attempts FROM terminal_deliveries")).toEqual([{ state: "acked", attempts: 2 }]);
+    expect(await w.sql("SELECT state, attempts FROM terminal_deliveries")).toEqual([{ state: "acked", attempts: 2 }]);
   });
 
   test("a claim is taken once; only an expired one is taken again, and the old claimer cannot settle the new claim", async () => {

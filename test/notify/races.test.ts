@@ -61,10 +61,10 @@ describe("racing claimers (real processes)", () => {
       if (outcome.result === "applied") events.push(outcome.transition.transitionId);
     }
     const results = await race(dir, [
-      [w.dbPath, "push", HOST, dir, events[0]!],
-      [w.dbPath, "deliver", HOST, dir],
-      [w.dbPath, "deliver", HOST, dir],
-      [w.dbPath, "push", HOST, dir, events[3]!],
+      [w.liHome, "push", HOST, dir, events[0]!],
+      [w.liHome, "deliver", HOST, dir],
+      [w.liHome, "deliver", HOST, dir],
+      [w.liHome, "push", HOST, dir, events[3]!],
     ]);
 
     expect(results.reduce((n, r) => n + r.delivered, 0)).toBe(8);
@@ -72,7 +72,7 @@ describe("racing claimers (real processes)", () => {
       const seen = recorded(w.out(handler)).map((line) => line.split(" ")[0]);
       expect(seen.sort()).toEqual([...events].sort());
     }
-    expect(w.sql("SELECT state, COUNT(*) AS n FROM terminal_deliveries GROUP BY state")).toEqual([{ state: "acked", n: 8 }]);
+    expect(await w.sql("SELECT state, COUNT(*) AS n FROM terminal_deliveries GROUP BY state")).toEqual([{ state: "acked", n: 8 }]);
   }, 30_000);
 
   for (const [who, roles] of [
@@ -87,12 +87,12 @@ describe("racing claimers (real processes)", () => {
       const outcome = await ledger.transition("session", "s1", complete());
       if (outcome.result !== "applied") throw new Error("not applied");
       const event = outcome.transition.transitionId;
-      const results = await race(dir, roles.map((role) => [w.dbPath, role, HOST, dir, ...(role === "push" ? [event] : [])]));
+      const results = await race(dir, roles.map((role) => [w.liHome, role, HOST, dir, ...(role === "push" ? [event] : [])]));
 
       expect(results.reduce((n, r) => n + r.delivered, 0)).toBe(2);
       expect(recorded(w.out("a")).map((line) => line.split(" ")[0])).toEqual([event]);
       expect(recorded(w.out("b")).map((line) => line.split(" ")[0])).toEqual([event]);
-      expect(w.sql("SELECT consumer, state, attempts FROM terminal_deliveries ORDER BY consumer")).toEqual([
+      expect(await w.sql("SELECT consumer, state, attempts FROM terminal_deliveries ORDER BY consumer")).toEqual([
         { consumer: "handler:a", state: "acked", attempts: 1 },
         { consumer: "handler:b", state: "acked", attempts: 1 },
       ]);
@@ -114,13 +114,13 @@ describe("racing claimers (real processes)", () => {
     const dir = w.out("race");
     mkdirSync(dir);
     writeFileSync(join(dir, "start"), "go");
-    const pusher = worker([w.dbPath, "push", HOST, dir, outcome.transition.transitionId]);
+    const pusher = worker([w.liHome, "push", HOST, dir, outcome.transition.transitionId]);
     // The handler's first line is its pid: once that is whole, the handler runs and holds the claim.
     const firstPid = await pidFromFile(out, "the first handler run's pid");
     pusher.kill("SIGKILL");
     await pusher.exited;
     try {
-      expect(w.sql("SELECT state, attempts FROM terminal_deliveries")).toEqual([{ state: "claimed", attempts: 1 }]);
+      expect(await w.sql("SELECT state, attempts FROM terminal_deliveries")).toEqual([{ state: "claimed", attempts: 1 }]);
       // The dead pusher's claim has not expired: nobody else runs the handler.
       w.clock.set(Date.now() / 1000);
       expect(await deliverOnce(ledger, { hostId: HOST })).toMatchObject({ delivered: 0, failed: 0, outcomes: [] });
@@ -130,7 +130,7 @@ describe("racing claimers (real processes)", () => {
       writeFileSync(`${out}.release`, "");
       w.clock.advance(16);
       expect(await deliverOnce(ledger, { hostId: HOST })).toMatchObject({ delivered: 1 });
-      expect(w.sql("SELECT state, attempts FROM terminal_deliveries")).toEqual([{ state: "acked", attempts: 2 }]);
+      expect(await w.sql("SELECT state, attempts FROM terminal_deliveries")).toEqual([{ state: "acked", attempts: 2 }]);
       w.clock.advance(3600);
       expect((await deliverOnce(ledger, { hostId: HOST })).outcomes).toEqual([]);
       expect(readFileSync(out, "utf8").trim().split("\n")).toHaveLength(2);

@@ -64,10 +64,10 @@ describe("registerLegCallback", () => {
     await ledger.createEntity("session", { id: "s1" });
     const registered = await ledger.transact((tx) => registerLegCallback(tx, { id: "r1", sessionId: "s1", legId: "leg-1", argv: ["n", "{status}"], origin: "--notify", hostId: "h", now: 5 }));
     expect(registered).toEqual({ id: "r1", consumer: "cb:r1" });
-    expect(w.sql("SELECT scope, consumer, session_id, leg_id, argv, host_id, enabled FROM terminal_callbacks")).toEqual([
+    expect(await w.sql("SELECT scope, consumer, session_id, leg_id, argv, host_id, enabled FROM terminal_callbacks")).toEqual([
       { scope: "leg", consumer: "cb:r1", session_id: "s1", leg_id: "leg-1", argv: '["n","{status}"]', host_id: "h", enabled: 1 },
     ]);
-    expect(w.sql("SELECT name, watermark FROM consumers")).toEqual([{ name: "cb:r1", watermark: 1 }]);
+    expect(await w.sql("SELECT name, watermark FROM consumers")).toEqual([{ name: "cb:r1", watermark: 1 }]);
 
     // Rolled back with the setup transaction that failed.
     await expect(
@@ -76,6 +76,6 @@ describe("registerLegCallback", () => {
         throw new Error("setup failed");
       }),
     ).rejects.toThrow("setup failed");
-    expect(w.sql("SELECT COUNT(*) AS n FROM terminal_callbacks")).toEqual([{ n: 1 }]);
+    expect(await w.sql("SELECT COUNT(*) AS n FROM terminal_callbacks")).toEqual([{ n: 1 }]);
   });
 });

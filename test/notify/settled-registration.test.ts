@@ -2,6 +2,7 @@
 
 import { describe, expect, test } from "bun:test";
 import { li } from "../helpers/cli.ts";
+import type { LedgerRows } from "../helpers/ledger-rows.ts";
 import { agentHome, rows } from "../legs/agent-harness.ts";
 import { RECORD } from "./helpers.ts";
 
@@ -11,8 +12,8 @@ interface Registration {
   consumer_retired: number | null;
 }
 
-function registrationOf(db: string): Registration {
-  const [row] = rows<Registration>(
+async function registrationOf(db: LedgerRows): Promise<Registration> {
+  const [row] = await rows<Registration>(
     db,
     `SELECT c.consumer, c.retired_at AS callback_retired, k.retired_at AS consumer_retired
      FROM terminal_callbacks c JOIN consumers k ON k.name = c.consumer WHERE c.scope = 'leg'`,
@@ -26,7 +27,7 @@ describe("a settled leg registration as a consumer", () => {
     const home = agentHome();
     const run = await li(["agent", "--notify", `${RECORD} ${home.scratch}/notice {status}`, "--", "true"], { home: home.home });
     expect(run.code).toBe(0);
-    const registration = registrationOf(home.db);
+    const registration = await registrationOf(home.db);
     // The push settled it: the engine retired the registration and its consumer.
     expect(registration.callback_retired).not.toBeNull();
     expect(registration.consumer_retired).not.toBeNull();
@@ -51,7 +52,7 @@ describe("a settled leg registration as a consumer", () => {
   test("acknowledging for a settled registration is still refused (only the listing changed)", async () => {
     const home = agentHome();
     expect((await li(["agent", "--notify", `${RECORD} ${home.scratch}/notice {status}`, "--", "true"], { home: home.home })).code).toBe(0);
-    const consumer = registrationOf(home.db).consumer;
+    const consumer = (await registrationOf(home.db)).consumer;
     const ack = await li(["events", "ack", "--consumer", consumer, "no-such-event"], { home: home.home });
     expect(ack.code).toBe(2);
     expect(ack.stderr).toContain("is retired");

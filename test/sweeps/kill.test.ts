@@ -5,8 +5,8 @@ import type { AppliedTransition } from "../../src/ledger/transition.ts";
 import { readStartTicks } from "../../src/legs/proc.ts";
 import { killSession, KillRefusedError } from "../../src/sweeps/kill.ts";
 import { hostEnv } from "../../src/sweeps/sweep.ts";
-import { tempLedger } from "../helpers/ledger.ts";
-import { deadPid, ELSEWHERE, HERE, insertSession, openRaw, query, startFixture, type RunningFixture } from "../helpers/sweep-fixtures.ts";
+import { rowsOf, tempLedger } from "../helpers/ledger.ts";
+import { deadPid, ELSEWHERE, HERE, insertSession, query, startFixture, type RunningFixture } from "../helpers/sweep-fixtures.ts";
 import { isAlive } from "../helpers/until.ts";
 
 const started: RunningFixture[] = [];
@@ -29,28 +29,27 @@ function setup() {
   const t = tempLedger();
   const pushed: AppliedTransition[] = [];
   const deps = { pushTerminal: async (_l: Ledger, e: AppliedTransition) => void pushed.push(e), pollMs: 10 };
-  const row = (id: string) => query<{ status: string; status_reason_code: string; status_evidence_refs: string | null }>(t.ledger, "SELECT status, status_reason_code, status_evidence_refs FROM sessions WHERE id = ?", id)[0]!;
+  const row = async (id: string) => (await query<{ status: string; status_reason_code: string; status_evidence_refs: string | null }>(t.ledger, "SELECT status, status_reason_code, status_evidence_refs FROM sessions WHERE id = ?", id))[0]!;
   return { ...t, pushed, deps, row };
 }
 
 describe("li kill ID", () => {
   test("a live leg is asked to stop and finalizes itself cancelled/manual_kill within the grace; li kill writes nothing itself", async () => {
-    const { ledger, deps, pushed, row } = setup();
+    const { ledger, liHome, deps, pushed, row } = setup();
     const t = now();
     await insertSession(ledger, { id: "s", startedAt: t - 60, updatedAt: t - 60, legs: [{ id: "l", startedAt: t - 60, heartbeatAt: t - 5 }] });
-    const supervisor = Bun.spawn([process.execPath, join(import.meta.dir, "workers/supervisor.ts"), ledger.location, "s", "l"], { stdout: "pipe", stderr: "inherit" });
+    // env: process.env carries the suite's backend (test/helpers/backends.ts) to the stand-in.
+    const supervisor = Bun.spawn([process.execPath, join(import.meta.dir, "workers/supervisor.ts"), liHome, "s", "l"], { env: process.env, stdout: "pipe", stderr: "inherit" });
     await supervisor.stdout.getReader().read(); // "ready"
-    const db = openRaw(ledger);
-    db.query("UPDATE legs SET pid = ?, pid_start_ticks = ?, host_id = ? WHERE id = 'l'").run(supervisor.pid, readStartTicks(supervisor.pid), HERE);
-    db.close();
+    await rowsOf(ledger).run("UPDATE legs SET pid = ?, pid_start_ticks = ?, host_id = ? WHERE id = 'l'", supervisor.pid, readStartTicks(supervisor.pid), HERE);
 
     const result = await killSession(ledger, "s", { graceSeconds: 10 }, deps);
 
     expect(result.action).toBe("terminated");
-    expect(row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
+    expect(await row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
     expect(result.signals.map((s) => s.signal)).toEqual(["SIGTERM"]);
     expect(await supervisor.exited).toBe(143);
-    expect(query<{ kill_requested_at: number | null }>(ledger, "SELECT kill_requested_at FROM legs WHERE id = 'l'")[0]!.kill_requested_at).not.toBeNull();
+    expect((await query<{ kill_requested_at: number | null }>(ledger, "SELECT kill_requested_at FROM legs WHERE id = 'l'"))[0]!.kill_requested_at).not.toBeNull();
     // The leg pushes its own notice; li kill pushes only what it wrote.
     expect(pushed).toEqual([]);
   });
@@ -65,13 +64,13 @@ describe("li kill ID", () => {
     const result = await killSession(ledger, "s", { graceSeconds: 0.3, reason: "stuck" }, deps);
 
     expect(result.action).toBe("force_killed");
-    expect(row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.force_kill" });
+    expect(await row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.force_kill" });
     expect(result.signals.map((s) => `${s.target}:${s.signal}`)).toEqual(["supervisor:SIGTERM", "supervisor:SIGKILL", "command_group:SIGKILL"]);
     await supervisor.proc.exited;
     await command.proc.exited;
     expect(isAlive(supervisor.pid)).toBe(false);
     expect(isAlive(command.pid)).toBe(false);
-    const evidence = JSON.parse(row("s").status_evidence_refs!);
+    const evidence = JSON.parse((await row("s")).status_evidence_refs!);
     expect(evidence[1]).toMatchObject({ kind: "force_kill", grace_seconds: 0.3 });
     expect(pushed.map((e) => e.reasonCode)).toEqual(["run.cancelled.force_kill"]);
   });
@@ -86,12 +85,12 @@ describe("li kill ID", () => {
     const result = await killSession(ledger, "s", { graceSeconds: 5 }, deps);
 
     expect(result.action).toBe("written");
-    expect(row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
+    expect(await row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
     await command.proc.exited;
     expect(isAlive(command.pid)).toBe(false);
     expect(result.signals).toEqual([expect.objectContaining({ target: "command_group", pid: command.pid, signal: "SIGKILL" })]);
     expect(pushed.length).toBe(1);
-    expect(query<{ status: string }>(ledger, "SELECT status FROM legs WHERE id = 'l'")[0]!.status).toBe("cancelled");
+    expect((await query<{ status: string }>(ledger, "SELECT status FROM legs WHERE id = 'l'"))[0]!.status).toBe("cancelled");
   });
 
   test("a recorded pid now used by another process is never signalled", async () => {
@@ -104,7 +103,7 @@ describe("li kill ID", () => {
 
     expect(result.action).toBe("written");
     expect(result.signals).toEqual([]);
-    expect(row("s").status).toBe("cancelled");
+    expect((await row("s")).status).toBe("cancelled");
     expect(isAlive(stranger.pid)).toBe(true);
   });
 
@@ -123,7 +122,7 @@ describe("li kill ID", () => {
       `the recorded supervisor pid ${stranger.pid} has no start ticks to match; it was not signalled`,
       `the recorded command pid ${stranger.pid} has no start ticks to match; it was not signalled`,
     ]);
-    expect(row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
+    expect(await row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
     expect(isAlive(stranger.pid)).toBe(true);
   });
 
@@ -136,7 +135,7 @@ describe("li kill ID", () => {
 
     expect(result.signals).toEqual([]);
     expect(result.notes).toEqual(["the recorded supervisor pid 99999999999 is not a valid process id; it was not signalled"]);
-    expect(row("s").status).toBe("cancelled");
+    expect((await row("s")).status).toBe("cancelled");
   });
 
   test("a leg here that heartbeats but recorded no pid gets the request and the grace, then is written force_kill with nothing signalled", async () => {
@@ -147,8 +146,8 @@ describe("li kill ID", () => {
     const result = await killSession(ledger, "s", { graceSeconds: 0.2 }, deps);
 
     expect([result.action, result.signals]).toEqual(["force_killed", []]);
-    expect(row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.force_kill" });
-    expect(query<{ kill_requested_at: number | null }>(ledger, "SELECT kill_requested_at FROM legs WHERE id = 'l'")[0]!.kill_requested_at).not.toBeNull();
+    expect(await row("s")).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.force_kill" });
+    expect((await query<{ kill_requested_at: number | null }>(ledger, "SELECT kill_requested_at FROM legs WHERE id = 'l'"))[0]!.kill_requested_at).not.toBeNull();
     expect(pushed.length).toBe(1);
   });
 
@@ -156,7 +155,7 @@ describe("li kill ID", () => {
     const { ledger, deps, row } = setup();
     await insertSession(ledger, { id: "bare", startedAt: now(), updatedAt: now() });
     const result = await killSession(ledger, "bare", { graceSeconds: 5 }, deps);
-    expect([result.action, row("bare").status, row("bare").status_reason_code]).toEqual(["written", "cancelled", "run.cancelled.manual_kill"]);
+    expect([result.action, (await row("bare")).status, (await row("bare")).status_reason_code]).toEqual(["written", "cancelled", "run.cancelled.manual_kill"]);
   });
 
   test("a terminal target, a leg of another host and an unknown id are refused with exit 1 and nothing changes", async () => {
@@ -164,13 +163,13 @@ describe("li kill ID", () => {
     await insertSession(ledger, { id: "done", startedAt: now(), updatedAt: now() });
     await ledger.transition("session", "done", { newStatus: "completed", reasonCode: "run.completed.ok" });
     await insertSession(ledger, { id: "remote", startedAt: now(), updatedAt: now(), legs: [{ id: "r", hostId: ELSEWHERE, pid: 4242, pidStartTicks: 1, startedAt: now(), heartbeatAt: now() }] });
-    const before = dump();
+    const before = await dump();
     for (const [id, message] of [["done", /already completed/], ["remote", /another-machine.*run li kill there/], ["nope", /no session matches id 'nope'/]] as const) {
       const error = await killSession(ledger, id, { graceSeconds: 5 }, deps).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(KillRefusedError);
       expect((error as KillRefusedError).exitCode).toBe(1);
       expect((error as Error).message).toMatch(message);
     }
-    expect(dump()).toEqual(before);
+    expect(await dump()).toEqual(before);
   });
 });

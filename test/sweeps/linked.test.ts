@@ -29,7 +29,7 @@ async function heldSession(ledger: ReturnType<typeof tempLedger>["ledger"], id: 
     linkedSessionId: linked,
     legs: [{ id: `${id}-leg`, pid: dead.pid, pidStartTicks: dead.startTicks, startedAt: t - 600, heartbeatAt: t - 590, endedAt: t - 590, status: "failed" }],
   });
-  setColumns(ledger, "legs", `${id}-leg`, { reason_code: "run.failed.exit_nonzero", exit_code: 75 });
+  await setColumns(ledger, "legs", `${id}-leg`, { reason_code: "run.failed.exit_nonzero", exit_code: 75 });
   await ledger.transition("session", id, {
     newStatus: "running",
     reasonCode: "session.running.linked_pending",
@@ -41,7 +41,7 @@ async function heldSession(ledger: ReturnType<typeof tempLedger>["ledger"], id: 
 
 function setup() {
   const t = tempLedger();
-  const row = (id: string) => query<Row>(t.ledger, "SELECT status, status_reason_code, status_evidence_refs, exit_code, ended_at FROM sessions WHERE id = ?", id)[0];
+  const row = async (id: string) => (await query<Row>(t.ledger, "SELECT status, status_reason_code, status_evidence_refs, exit_code, ended_at FROM sessions WHERE id = ?", id))[0];
   return { ...t, row };
 }
 
@@ -55,11 +55,11 @@ describe("the linked-session finalizer", () => {
     const summary = await linkedFinalizer.runOnce(ledger, now(), linkedFinalizer.validate({}));
 
     expect(summary).toMatchObject({ held: 1, finalized: 1, conflicts: 0 });
-    const held = row("held")!;
+    const held = (await row("held"))!;
     expect([held.status, held.status_reason_code, held.exit_code]).toEqual(["completed", "run.completed.ok", 75]);
     expect(held.ended_at).not.toBeNull();
     expect(JSON.parse(held.status_evidence_refs!)).toEqual([{ kind: "linked_session", id: "linked", status: "completed", reason_code: "run.completed.ok" }, { kind: "note", id: "n1" }]);
-    const last = query<{ actor: string; terminal_event: number }>(ledger, "SELECT actor, terminal_event FROM status_transitions WHERE entity_id = 'held' ORDER BY seq DESC LIMIT 1")[0]!;
+    const last = (await query<{ actor: string; terminal_event: number }>(ledger, "SELECT actor, terminal_event FROM status_transitions WHERE entity_id = 'held' ORDER BY seq DESC LIMIT 1"))[0]!;
     expect(last).toEqual({ actor: "li.watch.linked", terminal_event: 1 });
   });
 
@@ -73,7 +73,7 @@ describe("the linked-session finalizer", () => {
 
     expect(linked).toMatchObject({ held: 1, finalized: 0, skipped_running: 1 });
     expect(reaped.swept).toBe(0);
-    expect(row("held")!.status_reason_code).toBe("session.running.linked_pending");
+    expect((await row("held"))!.status_reason_code).toBe("session.running.linked_pending");
   });
 
   test("a linked session that no longer exists leaves the leg's own outcome", async () => {
@@ -83,7 +83,7 @@ describe("the linked-session finalizer", () => {
     const summary = await linkedFinalizer.runOnce(ledger, now(), linkedFinalizer.validate({}));
 
     expect(summary.finalized).toBe(1);
-    const held = row("held")!;
+    const held = (await row("held"))!;
     expect([held.status, held.status_reason_code]).toEqual(["failed", "run.failed.exit_nonzero"]);
     expect(JSON.parse(held.status_evidence_refs!)).toEqual([{ kind: "linked_session", id: "gone", found: false }]);
   });
@@ -93,11 +93,11 @@ describe("the linked-session finalizer", () => {
     await ledger.createEntity("session", { id: "linked" });
     await heldSession(ledger, "held", "linked");
     await ledger.updateStatus("session", "linked", { newStatus: "failed", reasonCode: "run.failed.exit_nonzero" });
-    setColumns(ledger, "sessions", "held", { linked_session_id: null });
+    await setColumns(ledger, "sessions", "held", { linked_session_id: null });
 
     await linkedFinalizer.runOnce(ledger, now(), linkedFinalizer.validate({}));
 
-    expect(row("held")!.status).toBe("failed");
+    expect((await row("held"))!.status).toBe("failed");
   });
 
   test("a running session with a linked session but no hold (its leg still runs) is left alone", async () => {
@@ -110,7 +110,7 @@ describe("the linked-session finalizer", () => {
     const summary = await linkedFinalizer.runOnce(ledger, now(), linkedFinalizer.validate({}));
 
     expect(summary).toMatchObject({ held: 0, finalized: 0 });
-    expect(row("normal")!.status).toBe("running");
+    expect((await row("normal"))!.status).toBe("running");
   });
 
   test("a resume that became current between the decision and the write wins: nothing is written", async () => {
@@ -118,13 +118,13 @@ describe("the linked-session finalizer", () => {
     await ledger.createEntity("session", { id: "linked" });
     await heldSession(ledger, "held", "linked");
     await ledger.updateStatus("session", "linked", { newStatus: "completed", reasonCode: "run.completed.ok" });
-    const env = hostEnv({ hooks: { beforeWrite: () => setColumns(ledger, "sessions", "held", { current_leg_id: "a-resumed-leg" }) } });
+    const env = hostEnv({ hooks: { beforeWrite: async () => await setColumns(ledger, "sessions", "held", { current_leg_id: "a-resumed-leg" }) } });
 
     const summary = await linkedFinalizer.runOnce(ledger, now(), linkedFinalizer.validate({}), env);
 
     expect(summary).toMatchObject({ finalized: 0, conflicts: 1 });
     expect(summary.actions[0]!.conflict).toBe("leg_changed");
-    expect(row("held")!.status).toBe("running");
+    expect((await row("held"))!.status).toBe("running");
   });
 
   test("a dry run reports what it would finalize and writes nothing", async () => {
@@ -136,7 +136,7 @@ describe("the linked-session finalizer", () => {
     const summary = await linkedFinalizer.runOnce(ledger, now(), linkedFinalizer.validate({ dryRun: true }));
 
     expect(summary.actions.map((a) => [a.session_id, a.status, a.applied])).toEqual([["held", "cancelled", false]]);
-    expect(row("held")!.status).toBe("running");
+    expect((await row("held"))!.status).toBe("running");
   });
 
   test("the held leg's --notify registration is delivered once the finalizer ends the session", async () => {

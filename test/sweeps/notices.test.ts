@@ -34,7 +34,7 @@ describe("notices of sweep writes", () => {
     const result = await killSession(ledger, "s", { graceSeconds: 5 }, { pushTerminal: (l, e) => pushTerminal(l, e) });
     expect(result.action).toBe("written");
     expect(fired(dir)).toEqual([`fired-cancelled-${result.transition!.transitionId}`]);
-    expect(query<{ state: string }>(ledger, "SELECT state FROM terminal_deliveries")).toEqual([{ state: "acked" }]);
+    expect(await query<{ state: string }>(ledger, "SELECT state FROM terminal_deliveries")).toEqual([{ state: "acked" }]);
   });
 
   test("a bulk sweep writes the transition but never runs a handler: the notice stays owed to durable delivery", async () => {
@@ -64,8 +64,8 @@ describe("notices of sweep writes", () => {
     expect(fired(dir).length).toBe(1);
     const second = await prune.runOnce(ledger, later, prune.validate({}));
     expect([second.sessions, second.skipped_owed, second.registrations, second.deliveries]).toEqual([1, 0, 1, 1]);
-    expect(query(ledger, "SELECT * FROM consumers WHERE name LIKE 'cb:%'")).toEqual([]);
-    expect(query<{ name: string }>(ledger, "SELECT name FROM consumers")).toEqual([{ name: "handler:inv-only" }]);
+    expect(await query(ledger, "SELECT * FROM consumers WHERE name LIKE 'cb:%'")).toEqual([]);
+    expect(await query<{ name: string }>(ledger, "SELECT name FROM consumers")).toEqual([{ name: "handler:inv-only" }]);
   });
 
   test("a standing handler matching sessions holds the prune back until it acknowledges", async () => {

@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { allocateRun, SETUP_PENDING_FILE } from "../../src/legs/rundir.ts";
 import { openLedger } from "../../src/ledger/open.ts";
-import { resolvePaths } from "../../src/ledger/location.ts";
+import { pathsForHome } from "../helpers/backends.ts";
 import { orphanRunDirs } from "../../src/sweeps/orphan-run-dirs.ts";
 import { li } from "../helpers/cli.ts";
 import { tempDir } from "../helpers/ledger.ts";
@@ -42,8 +42,8 @@ describe("orphan run directories (killed between allocation and setup)", () => {
     const home = agentHome();
     const dir = await killedBeforeSetup(home);
     // Nothing was committed: no session, no leg; only the directory and its marker.
-    expect(rows(home.db, "SELECT id FROM sessions")).toEqual([]);
-    expect(rows(home.db, "SELECT id FROM legs")).toEqual([]);
+    expect(await rows(home.db, "SELECT id FROM sessions")).toEqual([]);
+    expect(await rows(home.db, "SELECT id FROM legs")).toEqual([]);
     expect(fs.existsSync(path.join(dir, SETUP_PENDING_FILE))).toBe(true);
 
     backdate(dir, HOUR - 60);
@@ -101,7 +101,7 @@ describe("orphan run directories (killed between allocation and setup)", () => {
     fs.symlinkSync(outside, path.join(orphan, "link-to-outside-dir"));
     for (const dir of [finished, noMarker, savedInto, committed, elsewhere, orphan]) backdate(dir, 2 * HOUR);
 
-    const paths = resolvePaths({ env: { LI_HOME: home.home } });
+    const paths = pathsForHome(home.home);
     const ledger = openLedger(paths, { create: false });
     try {
       const dry = await orphanRunDirs.runOnce(ledger, Date.now() / 1000, orphanRunDirs.validate({ dryRun: true }), { runsRoot: home.runs });
@@ -138,7 +138,7 @@ describe("orphan run directories (killed between allocation and setup)", () => {
     fs.writeFileSync(marker, JSON.stringify({ artifact_root: "/nowhere", pad: "x".repeat(2 * 1024 * 1024) }));
     const small = allocateRun({ runsRoot: home.runs, runId: "small", env: {} }).stateRoot;
     for (const dir of [planted, small]) backdate(dir, 2 * HOUR);
-    const ledger = openLedger(resolvePaths({ env: { LI_HOME: home.home } }), { create: false });
+    const ledger = openLedger(pathsForHome(home.home), { create: false });
     try {
       const summary = await orphanRunDirs.runOnce(ledger, Date.now() / 1000, orphanRunDirs.validate({}), { runsRoot: home.runs });
       expect(summary.kept).toEqual([{ path: planted, why: "unreadable_marker" }]);

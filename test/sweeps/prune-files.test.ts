@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import { prune } from "../../src/sweeps/prune.ts";
-import { fakeClock, tempDir, tempLedger } from "../helpers/ledger.ts";
-import { insertSession, openRaw } from "../helpers/sweep-fixtures.ts";
+import { fakeClock, rowsOf, tempDir, tempLedger } from "../helpers/ledger.ts";
+import { insertSession } from "../helpers/sweep-fixtures.ts";
 
 const NOW = 1_900_000_000;
 const OLD = NOW - 40 * 86400;
@@ -19,9 +19,7 @@ async function endedSession(ledger: Ledger, id: string, legs: Array<{ stateRoot:
   const at = opts.old === false ? NOW : OLD;
   await insertSession(ledger, { id, startedAt: at, updatedAt: at, legs: legs.map((l, i) => ({ id: `${id}-l${i}`, startedAt: at, endedAt: at, status: "completed", ...l })) });
   await ledger.transition("session", id, { newStatus: "completed", reasonCode: "run.completed.ok" });
-  const db = openRaw(ledger);
-  db.query("UPDATE sessions SET updated_at = ? WHERE id = ?").run(at, id);
-  db.close();
+  await rowsOf(ledger).run("UPDATE sessions SET updated_at = ? WHERE id = ?", at, id);
 }
 
 describe("li state prune --files", () => {

@@ -4,8 +4,9 @@ import { join } from "node:path";
 import type { SqliteBackend } from "../../src/ledger/sqlite/backend.ts";
 import { BATCH_STATEMENTS, prune, pruneLine } from "../../src/sweeps/prune.ts";
 import type { PruneStatement } from "../../src/ledger/sweep-store.ts";
-import { fakeClock, tempLedger } from "../helpers/ledger.ts";
-import { insertSession, openRaw, query } from "../helpers/sweep-fixtures.ts";
+import { describeSqliteOnly, testSqliteOnly } from "../helpers/backends.ts";
+import { fakeClock, rowsOf, tempLedger } from "../helpers/ledger.ts";
+import { insertSession, query } from "../helpers/sweep-fixtures.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 
 const DAY = 86400;
@@ -38,31 +39,27 @@ async function fullSession(ledger: Ledger, id: string, opts: { updatedAt?: numbe
     const outcome = await ledger.transition("session", id, { newStatus: opts.status ?? "completed", reasonCode: "run.completed.ok", extraFields: { ended_at: at } });
     if (outcome.result !== "applied") throw new Error("setup write failed");
   }
-  const db = openRaw(ledger);
-  db.query("UPDATE sessions SET updated_at = ? WHERE id = ?").run(at, id);
-  db.close();
+  await rowsOf(ledger).run("UPDATE sessions SET updated_at = ? WHERE id = ?", at, id);
 }
 
-function countsFor(ledger: Ledger, id: string) {
-  const one = (sql: string) => (query<{ n: number }>(ledger, sql, id)[0]!.n);
+async function countsFor(ledger: Ledger, id: string) {
+  const one = async (sql: string) => (await query<{ n: number }>(ledger, sql, id))[0]!.n;
   return {
-    session: one("SELECT COUNT(*) AS n FROM sessions WHERE id = ?"),
-    transitions: one("SELECT COUNT(*) AS n FROM status_transitions WHERE entity_type = 'session' AND entity_id = ?"),
-    legs: one("SELECT COUNT(*) AS n FROM legs WHERE session_id = ?"),
-    branches: one("SELECT COUNT(*) AS n FROM branches WHERE session_id = ?"),
-    messages: one("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?"),
-    registrations: one("SELECT COUNT(*) AS n FROM terminal_callbacks WHERE session_id = ?"),
+    session: await one("SELECT COUNT(*) AS n FROM sessions WHERE id = ?"),
+    transitions: await one("SELECT COUNT(*) AS n FROM status_transitions WHERE entity_type = 'session' AND entity_id = ?"),
+    legs: await one("SELECT COUNT(*) AS n FROM legs WHERE session_id = ?"),
+    branches: await one("SELECT COUNT(*) AS n FROM branches WHERE session_id = ?"),
+    messages: await one("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?"),
+    registrations: await one("SELECT COUNT(*) AS n FROM terminal_callbacks WHERE session_id = ?"),
   };
 }
 
-function addConsumer(ledger: Ledger, name: string, watermark: number, retired = false) {
-  const db = openRaw(ledger);
-  db.query("INSERT INTO consumers (name, watermark, registered_at, retired_at) VALUES (?, ?, ?, ?)").run(name, watermark, NOW - 50 * DAY, retired ? NOW : null);
-  db.close();
+async function addConsumer(ledger: Ledger, name: string, watermark: number, retired = false) {
+  await rowsOf(ledger).run("INSERT INTO consumers (name, watermark, registered_at, retired_at) VALUES (?, ?, ?, ?)", name, watermark, NOW - 50 * DAY, retired ? NOW : null);
 }
 
-function terminalEventOf(ledger: Ledger, id: string): { id: string; seq: number } {
-  return query<{ id: string; seq: number }>(ledger, "SELECT id, seq FROM status_transitions WHERE entity_id = ? AND terminal_event = 1 ORDER BY seq DESC LIMIT 1", id)[0]!;
+async function terminalEventOf(ledger: Ledger, id: string): Promise<{ id: string; seq: number }> {
+  return (await query<{ id: string; seq: number }>(ledger, "SELECT id, seq FROM status_transitions WHERE entity_id = ? AND terminal_event = 1 ORDER BY seq DESC LIMIT 1", id))[0]!;
 }
 
 describe("li state prune", () => {
@@ -74,27 +71,23 @@ describe("li state prune", () => {
     await ledger.createEntity("play", { id: "p1", fields: { session_id: "old" } });
     await insertSession(ledger, { id: "linker", startedAt: NOW, updatedAt: NOW, linkedSessionId: "old" });
     // A leg registration of the old session, its consumer and a settled delivery.
-    const db = openRaw(ledger);
-    db.query("INSERT INTO terminal_callbacks (id, scope, consumer, session_id, leg_id, argv, origin, host_id, created_at) VALUES ('cb1', 'leg', 'cb:cb1', 'old', 'old-l2', '[\"true\"]', 'flag', 'h', ?)").run(OLD);
-    db.close();
-    addConsumer(ledger, "cb:cb1", 0);
-    const event = terminalEventOf(ledger, "old");
-    const db2 = openRaw(ledger);
-    db2.query("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at, acked_at) VALUES (?, 'cb:cb1', 'acked', 1, ?, ?, ?)").run(event.id, OLD, OLD, OLD);
-    db2.close();
-    const before = countsFor(ledger, "old");
+    await rowsOf(ledger).run("INSERT INTO terminal_callbacks (id, scope, consumer, session_id, leg_id, argv, origin, host_id, created_at) VALUES ('cb1', 'leg', 'cb:cb1', 'old', 'old-l2', '[\"true\"]', 'flag', 'h', ?)", OLD);
+    await addConsumer(ledger, "cb:cb1", 0);
+    const event = await terminalEventOf(ledger, "old");
+    await rowsOf(ledger).run("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at, acked_at) VALUES (?, 'cb:cb1', 'acked', 1, ?, ?, ?)", event.id, OLD, OLD, OLD);
+    const before = await countsFor(ledger, "old");
 
     const summary = await prune.runOnce(ledger, NOW, prune.validate({}));
 
     expect(pruneLine(summary)).toBe(`pruned sessions=1 transitions=${before.transitions} legs=2 skipped_owed=0`);
-    expect(countsFor(ledger, "old")).toEqual({ session: 0, transitions: 0, legs: 0, branches: 0, messages: 0, registrations: 0 });
-    expect(query(ledger, "SELECT * FROM terminal_deliveries").length).toBe(0);
-    expect(query(ledger, "SELECT * FROM consumers WHERE name = 'cb:cb1'").length).toBe(0);
-    expect(query<{ session_id: string | null }>(ledger, "SELECT session_id FROM plays WHERE id = 'p1'")[0]!.session_id).toBeNull();
-    expect(query<{ linked_session_id: string | null }>(ledger, "SELECT linked_session_id FROM sessions WHERE id = 'linker'")[0]!.linked_session_id).toBeNull();
-    expect(countsFor(ledger, "recent").session).toBe(1);
-    expect(countsFor(ledger, "old-running")).toMatchObject({ session: 1, legs: 2, branches: 1, messages: 1 });
-    const admin = query<{ payload: string }>(ledger, "SELECT payload FROM admin_events WHERE event_type = 'prune'");
+    expect(await countsFor(ledger, "old")).toEqual({ session: 0, transitions: 0, legs: 0, branches: 0, messages: 0, registrations: 0 });
+    expect((await query(ledger, "SELECT * FROM terminal_deliveries")).length).toBe(0);
+    expect((await query(ledger, "SELECT * FROM consumers WHERE name = 'cb:cb1'")).length).toBe(0);
+    expect((await query<{ session_id: string | null }>(ledger, "SELECT session_id FROM plays WHERE id = 'p1'"))[0]!.session_id).toBeNull();
+    expect((await query<{ linked_session_id: string | null }>(ledger, "SELECT linked_session_id FROM sessions WHERE id = 'linker'"))[0]!.linked_session_id).toBeNull();
+    expect((await countsFor(ledger, "recent")).session).toBe(1);
+    expect(await countsFor(ledger, "old-running")).toMatchObject({ session: 1, legs: 2, branches: 1, messages: 1 });
+    const admin = await query<{ payload: string }>(ledger, "SELECT payload FROM admin_events WHERE event_type = 'prune'");
     expect(admin.length).toBe(1);
     expect(JSON.parse(admin[0]!.payload)).toMatchObject({ sessions: 1, transitions: before.transitions, legs: 2, branches: 1, messages: 1, registrations: 1, deliveries: 1 });
   });
@@ -102,28 +95,26 @@ describe("li state prune", () => {
   test("never touches a running session, however old", async () => {
     const { ledger, dump } = setup();
     await fullSession(ledger, "ancient-running", { status: "running", updatedAt: NOW - 400 * DAY });
-    const before = dump();
+    const before = await dump();
     const summary = await prune.runOnce(ledger, NOW, prune.validate({ keepDays: 0 }));
     expect(summary.sessions).toBe(0);
-    expect(dump()).toEqual(before);
+    expect(await dump()).toEqual(before);
   });
 
   test("skips and counts sessions with events still owed to a registered consumer; acked, dead or retired ones do not hold it back", async () => {
     const { ledger } = setup();
     for (const id of ["before-watermark", "owed", "acked", "dead"]) await fullSession(ledger, id);
     // "audit" registered after "before-watermark" ended; "gone" is owed everything but is retired.
-    addConsumer(ledger, "audit", terminalEventOf(ledger, "before-watermark").seq);
-    addConsumer(ledger, "gone", 0, true);
-    const db = openRaw(ledger);
+    await addConsumer(ledger, "audit", (await terminalEventOf(ledger, "before-watermark")).seq);
+    await addConsumer(ledger, "gone", 0, true);
     for (const [id, state] of [["acked", "acked"], ["dead", "dead"]] as const) {
-      db.query("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) VALUES (?, 'audit', ?, 1, ?, ?)").run(terminalEventOf(ledger, id).id, state, NOW, NOW);
+      await rowsOf(ledger).run("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) VALUES (?, 'audit', ?, 1, ?, ?)", (await terminalEventOf(ledger, id)).id, state, NOW, NOW);
     }
-    db.close();
     const summary = await prune.runOnce(ledger, NOW, prune.validate({}));
     // "before-watermark" completed before "audit" registered: it was never owed it.
     expect(summary.skipped_owed).toBe(1);
     expect(summary.sessions).toBe(3);
-    expect(countsFor(ledger, "owed").session).toBe(1);
+    expect((await countsFor(ledger, "owed")).session).toBe(1);
     expect(pruneLine(summary)).toMatch(/skipped_owed=1$/);
   });
 
@@ -131,10 +122,10 @@ describe("li state prune", () => {
     const { ledger, dump } = setup();
     for (let i = 0; i < 7; i++) await fullSession(ledger, `s${i}`);
     await fullSession(ledger, "owed");
-    addConsumer(ledger, "audit", terminalEventOf(ledger, "owed").seq - 1);
-    const before = dump();
+    await addConsumer(ledger, "audit", (await terminalEventOf(ledger, "owed")).seq - 1);
+    const before = await dump();
     const dry = await prune.runOnce(ledger, NOW, prune.validate({ dryRun: true, batchSize: 3 }));
-    expect(dump()).toEqual(before);
+    expect(await dump()).toEqual(before);
     const real = await prune.runOnce(ledger, NOW, prune.validate({ batchSize: 3 }));
     expect(pruneLine(dry)).toBe(pruneLine(real));
     expect({ ...dry, dry_run: true, files: null }).toEqual({ ...real, dry_run: true, files: null });
@@ -142,11 +133,11 @@ describe("li state prune", () => {
     expect(real.batches).toBe(3);
   });
 
-  test("a batch in which a candidate survives its deletes is rolled back whole", async () => {
+  testSqliteOnly("same-connection-write")("a batch in which a candidate survives its deletes is rolled back whole", async () => {
     const { ledger } = setup();
     await fullSession(ledger, "a");
     await fullSession(ledger, "b");
-    const before = { a: countsFor(ledger, "a"), b: countsFor(ledger, "b") };
+    const before = { a: await countsFor(ledger, "a"), b: await countsFor(ledger, "b") };
     const raw = (ledger.backend as SqliteBackend).db;
     const summary = await prune.runOnce(ledger, NOW, prune.validate({}), {
       hooks: {
@@ -158,9 +149,9 @@ describe("li state prune", () => {
     });
     expect(summary.rolled_back).toBe(1);
     expect(summary.sessions).toBe(0);
-    expect(countsFor(ledger, "a")).toEqual(before.a);
-    expect(countsFor(ledger, "b")).toEqual(before.b);
-    expect(query(ledger, "SELECT * FROM admin_events WHERE event_type = 'prune'").length).toBe(0);
+    expect(await countsFor(ledger, "a")).toEqual(before.a);
+    expect(await countsFor(ledger, "b")).toEqual(before.b);
+    expect((await query(ledger, "SELECT * FROM admin_events WHERE event_type = 'prune'")).length).toBe(0);
   });
 
   test("bad options are usage errors naming the flag", () => {
@@ -196,7 +187,7 @@ function startReopen(ledger: Ledger, sessionId: string) {
   return { proc, next: lines(proc) };
 }
 
-describe("ADR-0105 Verification 6, prune side: a resume racing the prune", () => {
+describeSqliteOnly("prune-vs-reopen-sqlite")("ADR-0105 Verification 6, prune side: a resume racing the prune", () => {
   test("the first statement a batch issues against sessions is a write, and from it on no other process can write", async () => {
     const { ledger } = setup();
     await fullSession(ledger, "s");
@@ -247,7 +238,7 @@ describe("ADR-0105 Verification 6, prune side: a resume racing the prune", () =>
   test("a resume that commits before the batch takes its lock wins: the session keeps its row, history and associations", async () => {
     const { ledger } = setup();
     await fullSession(ledger, "s");
-    const before = countsFor(ledger, "s");
+    const before = await countsFor(ledger, "s");
     let worker: string[] = [];
     const summary = await prune.runOnce(ledger, NOW, prune.validate({}), {
       hooks: {
@@ -260,8 +251,8 @@ describe("ADR-0105 Verification 6, prune side: a resume racing the prune", () =>
     });
     expect(worker).toEqual(["free", "reopened s"]);
     expect([summary.sessions, summary.skipped_reopened]).toEqual([0, 1]);
-    expect(countsFor(ledger, "s")).toEqual({ ...before, transitions: before.transitions + 1, legs: before.legs + 1 });
-    expect(query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = 's'")[0]!.status).toBe("running");
+    expect(await countsFor(ledger, "s")).toEqual({ ...before, transitions: before.transitions + 1, legs: before.legs + 1 });
+    expect((await query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = 's'"))[0]!.status).toBe("running");
   });
 
   // What a backend whose lock failed would let through: a reopen landing between two destructive
@@ -274,7 +265,7 @@ describe("ADR-0105 Verification 6, prune side: a resume racing the prune", () =>
       await fullSession(ledger, "s");
       await fullSession(ledger, "other");
       await ledger.createEntity("play", { id: "p1", fields: { session_id: "s" } });
-      const before = { s: countsFor(ledger, "s"), other: countsFor(ledger, "other") };
+      const before = { s: await countsFor(ledger, "s"), other: await countsFor(ledger, "other") };
       const raw = (ledger.backend as SqliteBackend).db;
       const summary = await prune.runOnce(ledger, NOW, prune.validate({}), {
         hooks: {
@@ -284,10 +275,10 @@ describe("ADR-0105 Verification 6, prune side: a resume racing the prune", () =>
         },
       });
       expect([summary.rolled_back, summary.sessions]).toEqual([1, 0]);
-      expect(countsFor(ledger, "s")).toEqual(before.s);
-      expect(countsFor(ledger, "other")).toEqual(before.other);
-      expect(query<{ session_id: string | null }>(ledger, "SELECT session_id FROM plays WHERE id = 'p1'")[0]!.session_id).toBe("s");
-      expect(query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = 's'")[0]!.status).toBe("completed");
+      expect(await countsFor(ledger, "s")).toEqual(before.s);
+      expect(await countsFor(ledger, "other")).toEqual(before.other);
+      expect((await query<{ session_id: string | null }>(ledger, "SELECT session_id FROM plays WHERE id = 'p1'"))[0]!.session_id).toBe("s");
+      expect((await query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = 's'"))[0]!.status).toBe("completed");
     });
   }
 
@@ -312,10 +303,10 @@ describe("ADR-0105 Verification 6, prune side: a resume racing the prune", () =>
       expect(summary.sessions).toBe(1);
       expect(outcome).toBe("new_session s-new");
       // Nothing of the old session is left half-deleted…
-      expect(countsFor(ledger, "s")).toEqual({ session: 0, transitions: 0, legs: 0, branches: 0, messages: 0, registrations: 0 });
+      expect(await countsFor(ledger, "s")).toEqual({ session: 0, transitions: 0, legs: 0, branches: 0, messages: 0, registrations: 0 });
       // …and the resume is persisted under its new session, on the same branch.
-      expect(query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = 's-new'")[0]!.status).toBe("running");
-      expect(query<{ session_id: string }>(ledger, "SELECT session_id FROM branches WHERE id = 's-b'")[0]!.session_id).toBe("s-new");
+      expect((await query<{ status: string }>(ledger, "SELECT status FROM sessions WHERE id = 's-new'"))[0]!.status).toBe("running");
+      expect((await query<{ session_id: string }>(ledger, "SELECT session_id FROM branches WHERE id = 's-b'"))[0]!.session_id).toBe("s-new");
     });
   }
 });

@@ -24,7 +24,7 @@ async function live(): Promise<RunningFixture> {
 function setup() {
   const clock = fakeClock(NOW);
   const t = tempLedger({ now: clock.now });
-  const status = (id: string) => query<{ status: string; status_reason_code: string }>(t.ledger, "SELECT status, status_reason_code FROM sessions WHERE id = ?", id)[0];
+  const status = async (id: string) => (await query<{ status: string; status_reason_code: string }>(t.ledger, "SELECT status, status_reason_code FROM sessions WHERE id = ?", id))[0];
   return { ...t, clock, status };
 }
 
@@ -41,12 +41,12 @@ describe("ADR-0105 Verification 4: one sweep judges the process, not the age", (
     const summary = await doctor.runOnce(ledger, NOW, doctor.validate({}), hostEnv());
 
     expect(doctorLine(summary, "aborted")).toBe("running=3, swept=2 → aborted, skipped_recent=0, skipped_live=1");
-    expect(status("s-alive")!.status).toBe("running");
-    expect(status("s-gone")).toEqual({ status: "aborted", status_reason_code: "session.stale.no_heartbeat" });
-    expect(status("s-reused")).toEqual({ status: "aborted", status_reason_code: "session.stale.no_heartbeat" });
+    expect((await status("s-alive"))!.status).toBe("running");
+    expect(await status("s-gone")).toEqual({ status: "aborted", status_reason_code: "session.stale.no_heartbeat" });
+    expect(await status("s-reused")).toEqual({ status: "aborted", status_reason_code: "session.stale.no_heartbeat" });
     expect(isAlive(alive.pid)).toBe(true);
     // The swept session's leg row is closed in the same write.
-    expect(query<{ status: string; ended_at: number }>(ledger, "SELECT status, ended_at FROM legs WHERE id = 'l-gone'")[0]).toEqual({ status: "aborted", ended_at: NOW });
+    expect((await query<{ status: string; ended_at: number }>(ledger, "SELECT status, ended_at FROM legs WHERE id = 'l-gone'"))[0]).toEqual({ status: "aborted", ended_at: NOW });
   });
 
   test("the reaper and kill --all-stale make the same three judgements", async () => {
@@ -61,9 +61,9 @@ describe("ADR-0105 Verification 4: one sweep judges the process, not the age", (
       const summary = sweep === "reaper" ? await reaper.runOnce(ledger, NOW, reaper.validate({})) : await staleKill.runOnce(ledger, NOW, staleKill.validate({}));
       expect([summary.swept, summary.skipped_live]).toEqual([2, 1]);
       const expected = sweep === "reaper" ? { status: "failed", status_reason_code: "session.phantom.process_dead" } : { status: "cancelled", status_reason_code: "run.cancelled.stale_auto" };
-      expect(status("s-gone")).toEqual(expected);
-      expect(status("s-reused")).toEqual(expected);
-      expect(status("s-alive")!.status).toBe("running");
+      expect(await status("s-gone")).toEqual(expected);
+      expect(await status("s-reused")).toEqual(expected);
+      expect((await status("s-alive"))!.status).toBe("running");
       // A reused pid is never signalled: the process that now owns it still runs.
       expect(isAlive(alive.pid)).toBe(true);
     }
@@ -77,8 +77,8 @@ describe("li state doctor", () => {
     await insertSession(ledger, { id: "bare-young", startedAt: NOW - 30 * HOUR, updatedAt: NOW - 2 * HOUR });
     const summary = await doctor.runOnce(ledger, NOW, doctor.validate({ newStatus: "failed" }));
     expect(doctorLine(summary, "failed")).toBe("running=2, swept=1 → failed, skipped_recent=1, skipped_live=0");
-    expect(status("bare-old")).toEqual({ status: "failed", status_reason_code: "session.stale.no_heartbeat" });
-    expect(status("bare-young")!.status).toBe("running");
+    expect(await status("bare-old")).toEqual({ status: "failed", status_reason_code: "session.stale.no_heartbeat" });
+    expect((await status("bare-young"))!.status).toBe("running");
   });
 
   test("a leg of another host is judged by its heartbeat: stale past the threshold is swept, a fresh one is live", async () => {
@@ -87,8 +87,8 @@ describe("li state doctor", () => {
     await insertSession(ledger, { id: "far-live", startedAt: NOW - 48 * HOUR, updatedAt: NOW - 48 * HOUR, legs: [{ id: "b", hostId: ELSEWHERE, pid: 77, pidStartTicks: 1, startedAt: NOW - 48 * HOUR, heartbeatAt: NOW - 20 }] });
     const summary = await doctor.runOnce(ledger, NOW, doctor.validate({}));
     expect([summary.swept, summary.skipped_live]).toEqual([1, 1]);
-    expect(status("far-stale")!.status).toBe("aborted");
-    expect(status("far-live")!.status).toBe("running");
+    expect((await status("far-stale"))!.status).toBe("aborted");
+    expect((await status("far-live"))!.status).toBe("running");
   });
 });
 
@@ -111,7 +111,7 @@ describe("a resumed session is aged from its current leg, never from started_at"
     const k = await staleKill.runOnce(ledger, NOW, staleKill.validate({ thresholdSeconds: 60 }));
     const r = await reaper.runOnce(ledger, NOW, reaper.validate({}));
     expect([d.skipped_live, k.skipped_live, r.skipped_live]).toEqual([1, 1, 1]);
-    expect(status("resumed")!.status).toBe("running");
+    expect((await status("resumed"))!.status).toBe("running");
   });
 
   test("a young leg whose supervisor just died is not yet swept by any of them either", async () => {
@@ -128,7 +128,7 @@ describe("a resumed session is aged from its current leg, never from started_at"
     const r = await reaper.runOnce(ledger, NOW, reaper.validate({}));
     expect([d.skipped_recent, k.skipped_recent, r.skipped_recent]).toEqual([1, 1, 1]);
     expect([d.swept, k.swept, r.swept]).toEqual([0, 0, 0]);
-    expect(status("resumed")!.status).toBe("running");
+    expect((await status("resumed"))!.status).toBe("running");
   });
 });
 
@@ -152,7 +152,7 @@ describe("a session with any live unended leg is alive (§12.1)", () => {
     const r = await reaper.runOnce(ledger, NOW, reaper.validate({}));
     expect([d.skipped_live, k.skipped_live, r.skipped_live]).toEqual([1, 1, 1]);
     expect([d.swept, k.swept, r.swept]).toEqual([0, 0, 0]);
-    expect(status("raced")!.status).toBe("running");
+    expect((await status("raced"))!.status).toBe("running");
     expect(isAlive(alive.pid)).toBe(true);
   });
 });
@@ -168,13 +168,13 @@ describe("a sweep re-checks inside its write what it judged outside", () => {
 
   test("a heartbeat that lands between the decision and the write keeps the session running", async () => {
     const { ledger, status } = await judgedDead();
-    const env = hostEnv({ hooks: { beforeWrite: (id) => setColumns(ledger, "legs", "l1", { heartbeat_at: NOW }) } });
+    const env = hostEnv({ hooks: { beforeWrite: async (id) => await setColumns(ledger, "legs", "l1", { heartbeat_at: NOW }) } });
     const summary = await doctor.runOnce(ledger, NOW, doctor.validate({}), env);
     expect(summary.swept).toBe(0);
     expect(summary.conflicts).toBe(1);
     expect(summary.actions[0]!.conflict).toBe("heartbeat_changed");
-    expect(status("s")!.status).toBe("running");
-    expect(query(ledger, "SELECT * FROM status_transitions WHERE entity_id = 's'").length).toBe(1);
+    expect((await status("s"))!.status).toBe("running");
+    expect((await query(ledger, "SELECT * FROM status_transitions WHERE entity_id = 's'")).length).toBe(1);
   });
 
   test("a new leg that became current between the decision and the write keeps the session running", async () => {
@@ -185,15 +185,15 @@ describe("a sweep re-checks inside its write what it judged outside", () => {
           await ledger.transact(async (tx) => {
             await tx.insertLeg(legRow("s", { id: "l2", seq: 2, startedAt: NOW }, 1));
           });
-          setColumns(ledger, "sessions", "s", { current_leg_id: "l2" });
+          await setColumns(ledger, "sessions", "s", { current_leg_id: "l2" });
         },
       },
     });
     const summary = await doctor.runOnce(ledger, NOW, doctor.validate({}), env);
     expect(summary.swept).toBe(0);
     expect(summary.actions[0]!.conflict).toBe("leg_changed");
-    expect(status("s")!.status).toBe("running");
-    expect(query<{ ended_at: number | null }>(ledger, "SELECT ended_at FROM legs WHERE id = 'l2'")[0]!.ended_at).toBeNull();
+    expect((await status("s"))!.status).toBe("running");
+    expect((await query<{ ended_at: number | null }>(ledger, "SELECT ended_at FROM legs WHERE id = 'l2'"))[0]!.ended_at).toBeNull();
   });
 
   test("without a change in between, the same judgement writes", async () => {
@@ -201,7 +201,7 @@ describe("a sweep re-checks inside its write what it judged outside", () => {
     let called = 0;
     const summary = await doctor.runOnce(ledger, NOW, doctor.validate({}), hostEnv({ hooks: { beforeWrite: () => void called++ } }));
     expect([called, summary.swept, summary.conflicts]).toEqual([1, 1, 0]);
-    expect(status("s")!.status).toBe("aborted");
+    expect((await status("s"))!.status).toBe("aborted");
   });
 });
 
@@ -220,8 +220,8 @@ describe("the phantom reaper", () => {
     expect(summary.swept).toBe(1);
     await orphan.proc.exited;
     expect(isAlive(orphan.pid)).toBe(false);
-    expect(status("phantom")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
-    const evidence = JSON.parse(query<{ status_evidence_refs: string }>(ledger, "SELECT status_evidence_refs FROM sessions WHERE id = 'phantom'")[0]!.status_evidence_refs);
+    expect(await status("phantom")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
+    const evidence = JSON.parse((await query<{ status_evidence_refs: string }>(ledger, "SELECT status_evidence_refs FROM sessions WHERE id = 'phantom'"))[0]!.status_evidence_refs);
     expect(evidence[0]).toMatchObject({ kind: "liveness", pid: gone.pid, supervisor: "dead", command_pid: orphan.pid, command: "alive" });
     expect(evidence[1]).toMatchObject({ kind: "killed", what: "command_group", pgid: orphan.pid, signal: "SIGKILL" });
   });
@@ -242,14 +242,14 @@ describe("the phantom reaper", () => {
       legs: [{ id: "l2", pid: gone.pid, pidStartTicks: gone.startTicks, commandPid: stranger.pid, commandStartTicks: null, startedAt: NOW - 600, heartbeatAt: NOW - 120 }],
     });
     const summary = await reaper.runOnce(ledger, NOW, reaper.validate({}), hostEnv({ signalGroup: refuse, signalProcess: refuse }));
-    expect(status("unverified")!.status).toBe("running");
-    expect(status("orphan-unverified")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
+    expect((await status("unverified"))!.status).toBe("running");
+    expect(await status("orphan-unverified")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
     expect([summary.swept, summary.skipped_recent]).toEqual([1, 1]);
     expect(isAlive(stranger.pid)).toBe(true);
     const old = await reaper.runOnce(ledger, NOW + 2 * HOUR, reaper.validate({}), hostEnv({ signalGroup: refuse, signalProcess: refuse }));
     expect(old.swept).toBe(1);
-    expect(status("unverified")).toEqual({ status: "failed", status_reason_code: "session.orphaned.no_process" });
-    const summary2 = query<{ status_reason_summary: string }>(ledger, "SELECT status_reason_summary FROM sessions WHERE id = 'unverified'")[0]!;
+    expect(await status("unverified")).toEqual({ status: "failed", status_reason_code: "session.orphaned.no_process" });
+    const summary2 = (await query<{ status_reason_summary: string }>(ledger, "SELECT status_reason_summary FROM sessions WHERE id = 'unverified'"))[0]!;
     expect(summary2.status_reason_summary).toEndWith("with no process markers li can verify");
     expect(isAlive(stranger.pid)).toBe(true);
   });
@@ -260,7 +260,7 @@ describe("the phantom reaper", () => {
     await insertSession(ledger, { id: "s", startedAt: NOW - 600, updatedAt: NOW - 600, legs: [{ id: "l", pid: gone.pid, pidStartTicks: gone.startTicks, startedAt: NOW - 600, heartbeatAt: NOW - 20 }] });
     const summary = await reaper.runOnce(ledger, NOW, reaper.validate({}));
     expect([summary.swept, summary.skipped_recent]).toEqual([0, 1]);
-    expect(status("s")!.status).toBe("running");
+    expect((await status("s"))!.status).toBe("running");
   });
 
   test("sessions without markers are reaped as orphaned only past the phantom hours", async () => {
@@ -270,9 +270,9 @@ describe("the phantom reaper", () => {
     await insertSession(ledger, { id: "resumed-young", startedAt: NOW - 30 * HOUR, updatedAt: NOW - 30 * 60 });
     const summary = await reaper.runOnce(ledger, NOW, reaper.validate({}));
     expect([summary.swept, summary.skipped_recent]).toEqual([1, 2]);
-    expect(status("old")).toEqual({ status: "failed", status_reason_code: "session.orphaned.no_process" });
-    expect(status("young")!.status).toBe("running");
-    expect(status("resumed-young")!.status).toBe("running");
+    expect(await status("old")).toEqual({ status: "failed", status_reason_code: "session.orphaned.no_process" });
+    expect((await status("young"))!.status).toBe("running");
+    expect((await status("resumed-young"))!.status).toBe("running");
   });
 
   test("a session held by a running linked session is alive; once the linked one ends it is judged again", async () => {
@@ -282,11 +282,11 @@ describe("the phantom reaper", () => {
     await insertSession(ledger, { id: "held", linkedSessionId: "linked", startedAt: NOW - 600, updatedAt: NOW - 600, legs: [{ id: "l", pid: gone.pid, pidStartTicks: gone.startTicks, startedAt: NOW - 600, heartbeatAt: NOW - 600, endedAt: NOW - 590, status: "failed" }] });
     const first = await reaper.runOnce(ledger, NOW, reaper.validate({ phantomHours: 100 }));
     expect(first.skipped_live).toBe(1);
-    expect(status("held")!.status).toBe("running");
+    expect((await status("held"))!.status).toBe("running");
     await ledger.transition("session", "linked", { newStatus: "completed", reasonCode: "run.completed.ok" });
     const second = await reaper.runOnce(ledger, NOW, reaper.validate({ phantomHours: 100 }));
     expect(second.swept).toBe(1);
-    expect(status("held")!.status).toBe("failed");
+    expect((await status("held"))!.status).toBe("failed");
   });
 });
 
@@ -297,11 +297,11 @@ describe("a session held for its linked session (§8.2 step 5)", () => {
     await insertSession(ledger, { id: "linked", startedAt: NOW - 600, updatedAt: NOW - 600 });
     await insertSession(ledger, { id: "held", linkedSessionId: "linked", startedAt: NOW - 600, updatedAt: NOW - 600, legs: [{ id: "l", pid: gone.pid, pidStartTicks: gone.startTicks, startedAt: NOW - 600, heartbeatAt: NOW - 600, endedAt: NOW - 590, status: "failed" }] });
     // The hold teardown leaves (its reason column, as the leg's guarded write sets it).
-    setColumns(ledger, "sessions", "held", { status_reason_code: "session.running.linked_pending" });
+    await setColumns(ledger, "sessions", "held", { status_reason_code: "session.running.linked_pending" });
     await ledger.transition("session", "linked", { newStatus: "completed", reasonCode: "run.completed.ok" });
     const pass = await reaper.runOnce(ledger, NOW, reaper.validate({ phantomHours: 100 }));
     expect(pass.swept).toBe(0);
-    expect(status("held")!.status).toBe("running");
+    expect((await status("held"))!.status).toBe("running");
   });
 });
 
@@ -321,7 +321,7 @@ describe("a held session whose later leg died unended", () => {
         { id: "resume", pid: gone.pid, pidStartTicks: gone.startTicks, startedAt: NOW - 500, heartbeatAt: NOW - 500 },
       ],
     });
-    setColumns(ledger, "sessions", "held", { status_reason_code: "session.running.linked_pending" });
+    await setColumns(ledger, "sessions", "held", { status_reason_code: "session.running.linked_pending" });
 
     expect((await reaper.runOnce(ledger, NOW, reaper.validate({}))).skipped_live).toBe(1);
     await ledger.transition("session", "linked", { newStatus: "completed", reasonCode: "run.completed.ok" });
@@ -330,7 +330,7 @@ describe("a held session whose later leg died unended", () => {
 
     expect(linked.finalized).toBe(0);
     expect(reaped.swept).toBe(1);
-    expect(status("held")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
+    expect(await status("held")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
   });
 });
 
@@ -342,15 +342,15 @@ describe("li kill --all-stale as a sweep", () => {
     await insertSession(ledger, { id: "remote", startedAt: old, updatedAt: old, legs: [{ id: "r", hostId: ELSEWHERE, pid: 4242, pidStartTicks: 1, startedAt: old, heartbeatAt: old }] });
     await insertSession(ledger, { id: "bare", startedAt: old, updatedAt: old });
     await insertSession(ledger, { id: "dead", startedAt: old, updatedAt: old, legs: [{ id: "d", pid: gone.pid, pidStartTicks: gone.startTicks, startedAt: old }] });
-    const before = dump();
+    const before = await dump();
     const dry = await staleKill.runOnce(ledger, NOW, staleKill.validate({ dryRun: true }));
-    expect(dump()).toEqual(before);
+    expect(await dump()).toEqual(before);
     expect(staleKillLine(dry)).toBe("running=3, killed=1 → cancelled, skipped_recent=0, skipped_live=0, skipped_remote=1, skipped_no_markers=1");
     const real = await staleKill.runOnce(ledger, NOW, staleKill.validate({}));
     expect(staleKillLine(real)).toBe(staleKillLine(dry));
-    expect(status("dead")!.status).toBe("cancelled");
-    expect(status("remote")!.status).toBe("running");
-    expect(status("bare")!.status).toBe("running");
+    expect((await status("dead"))!.status).toBe("cancelled");
+    expect((await status("remote"))!.status).toBe("running");
+    expect((await status("bare"))!.status).toBe("running");
   });
 
   test("bad options are usage errors naming the flag", () => {

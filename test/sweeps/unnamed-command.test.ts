@@ -2,41 +2,36 @@
 // finds the command by the LI_LEG_RUN_ID in its environment, kills its group, then fails the session.
 
 import { describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { fixture } from "../helpers/fixtures.ts";
 import { li } from "../helpers/cli.ts";
 import { isAlive, pidFromFile, signalPid, untilGone } from "../helpers/until.ts";
 import { readStartTicks } from "../../src/legs/proc.ts";
 import { earliestStartTicks, findLegCommand } from "../../src/sweeps/unnamed-command.ts";
+import type { LedgerRows } from "../helpers/ledger-rows.ts";
 import { agentHome, rows, type AgentHome } from "../legs/agent-harness.ts";
 import { legAt } from "../legs/leg-at.ts";
 import path from "node:path";
 
 /** Moves the leg's clocks back instead of waiting out the phantom grace. */
-function backdate(db: string, seconds: number): void {
-  const d = new Database(db);
-  try {
-    const at = Date.now() / 1000 - seconds;
-    d.run("UPDATE legs SET started_at = ?, heartbeat_at = ?", [at, at]);
-    d.run("UPDATE sessions SET updated_at = ?", [at]);
-  } finally {
-    d.close();
-  }
+async function backdate(db: LedgerRows, seconds: number): Promise<void> {
+  const at = Date.now() / 1000 - seconds;
+  await db.run("UPDATE legs SET started_at = ?, heartbeat_at = ?", at, at);
+  await db.run("UPDATE sessions SET updated_at = ?", at);
 }
 
 /** The watcher, on a ledger backdated past the phantom grace, kills the command no marker names and fails its session. */
 async function reapsIt(home: AgentHome, command: number): Promise<void> {
   // What the kill -9 left: a running session whose leg names no command, and the command still running.
-  const [legRow] = rows<Record<string, any>>(home.db, "SELECT run_id, command_pid, ended_at FROM legs");
+  const [legRow] = await rows<Record<string, any>>(home.db, "SELECT run_id, command_pid, ended_at FROM legs");
   expect(legRow).toMatchObject({ command_pid: null, ended_at: null });
-  expect(rows(home.db, "SELECT status FROM sessions")).toEqual([{ status: "running" }]);
+  expect(await rows(home.db, "SELECT status FROM sessions")).toEqual([{ status: "running" }]);
   expect(isAlive(command)).toBe(true);
 
-  backdate(home.db, 600);
+  await backdate(home.db, 600);
   const watched = await li(["watch", "--once", "--log-format", "json"], { home: home.home });
   expect(watched.code).toBe(0);
   await untilGone(command, "the orphaned command to be killed");
-  const [session] = rows<Record<string, any>>(home.db, "SELECT status, status_reason_code, status_reason_summary, status_evidence_refs FROM sessions");
+  const [session] = await rows<Record<string, any>>(home.db, "SELECT status, status_reason_code, status_reason_summary, status_evidence_refs FROM sessions");
   expect(session).toMatchObject({ status: "failed", status_reason_code: "session.phantom.process_dead" });
   expect(session!.status_reason_summary).toContain("found by LI_LEG_RUN_ID and killed");
   const killed = (JSON.parse(session!.status_evidence_refs) as Array<Record<string, unknown>>).find((e) => e.kind === "killed");
@@ -68,11 +63,11 @@ describe("a command no marker names", () => {
     expect((await leg.out).signal).toBe("SIGKILL");
     const command = await pidFromFile(pidFile, "the orphaned command's pid");
     try {
-      const [session] = rows<{ id: string }>(home.db, "SELECT id FROM sessions");
+      const [session] = await rows<{ id: string }>(home.db, "SELECT id FROM sessions");
       const killed = await li(["kill", session!.id], { home: home.home });
       expect({ code: killed.code, stderr: killed.stderr }).toEqual({ code: 0, stderr: "" });
       await untilGone(command, "the command li kill found by its LI_LEG_RUN_ID");
-      const [row] = rows<Record<string, any>>(home.db, "SELECT status, status_reason_code, status_evidence_refs FROM sessions");
+      const [row] = await rows<Record<string, any>>(home.db, "SELECT status, status_reason_code, status_evidence_refs FROM sessions");
       expect(row).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
       expect(JSON.parse(row!.status_evidence_refs)).toContainEqual(expect.objectContaining({ kind: "killed", found_by: "environ:LI_LEG_RUN_ID", pgid: command }));
     } finally {

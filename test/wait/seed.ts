@@ -1,7 +1,6 @@
 // Test helper: sessions with branches and legs written through the ledger's own API (until `li agent` lands),
 // plus a spawned `li wait` whose stdout lines can be awaited one by one.
 
-import { Database } from "bun:sqlite";
 import type { Subprocess } from "bun";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import { LI_BINARY, liEnv } from "../helpers/cli.ts";
@@ -85,17 +84,6 @@ export async function seedSession(ledger: Ledger, spec: SeedSession = {}): Promi
 export async function finishSession(ledger: Ledger, id: string, status: string, reason: string, exitCode: number | null = null): Promise<void> {
   const ok = await ledger.updateStatus("session", id, { newStatus: status, reasonCode: reason, extraFields: { exit_code: exitCode, ended_at: ledger.now() } });
   if (!ok) throw new Error(`could not finish session ${id}`);
-}
-
-/** Raw SQL for what no li command may do: corrupt a reason, delete a row under a waiter. */
-export function rawSql(dbPath: string, sql: string, ...params: (string | number | null)[]): void {
-  const db = new Database(dbPath);
-  try {
-    db.run("PRAGMA busy_timeout = 5000");
-    db.run(sql, params);
-  } finally {
-    db.close();
-  }
 }
 
 export interface RunningWait {

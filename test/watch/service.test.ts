@@ -16,7 +16,7 @@ const config = (over: Partial<WatchConfig> = {}): WatchConfig => ({ once: true, 
 function world() {
   const t = tempLedger();
   const entries: LogEntry[] = [];
-  const status = (id: string) => query<{ status: string; status_reason_code: string }>(t.ledger, "SELECT status, status_reason_code FROM sessions WHERE id = ?", id)[0] ?? null;
+  const status = async (id: string) => (await query<{ status: string; status_reason_code: string }>(t.ledger, "SELECT status, status_reason_code FROM sessions WHERE id = ?", id))[0] ?? null;
   return { ...t, entries, log: (e: LogEntry) => void entries.push(e), status, out: join(t.home, "notices") };
 }
 
@@ -61,7 +61,7 @@ describe("the watch loop", () => {
 
     const report = await runWatch({ ledger: w.ledger, wake: pollingOnly(), log: w.log, signal: new AbortController().signal, delivery: { hostId: HOST } }, config());
 
-    expect(w.status("s")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
+    expect(await w.status("s")).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
     await command.proc.exited;
     expect(isAlive(command.pid)).toBe(false);
     expect(recorded(w.out).map((l) => l.split(" ").slice(1, 4).join(" "))).toEqual(["failed session s"]);
@@ -76,10 +76,10 @@ describe("the watch loop", () => {
     const deps = { ledger: w.ledger, wake: pollingOnly(), log: w.log, signal: new AbortController().signal, delivery: { hostId: HOST } };
 
     await runWatch(deps, config());
-    expect(w.status("old")?.status).toBe("completed");
+    expect((await w.status("old"))?.status).toBe("completed");
 
     await runWatch(deps, config({ pruneKeepDays: 30 }));
-    expect(w.status("old")).toBeNull();
+    expect(await w.status("old")).toBeNull();
     expect(w.entries.find((e) => e.action === "prune")).toMatchObject({ sessions: 1, keep_days: 30 });
   });
 
@@ -115,10 +115,10 @@ describe("the watch loop", () => {
     await phantom(w, "p");
     const before = waits();
     await until("three more passes, with no sweep due", () => waits() >= before + 3);
-    expect(w.status("p")?.status).toBe("running");
+    expect((await w.status("p"))?.status).toBe("running");
 
     clock += 60_000;
-    await until("the reaper", () => w.status("p")?.status === "failed");
+    await until("the reaper", async () => (await w.status("p"))?.status === "failed");
     await until("the notice", () => recorded(w.out).length === 1);
     stop.abort();
     expect(await running).toMatchObject({ sweeps: 2, reaped: 1 });
@@ -146,7 +146,7 @@ describe("errors in a pass", () => {
     expect(report.errors).toBeGreaterThan(0);
     expect(report.ledger_errors).toBe(report.errors);
     expect(w.entries.filter((e) => e.action === "error").map((e) => e.message)).toContainEqual(expect.stringMatching(new RegExp(`^ledger ${w.dbPath}: read-only`)));
-    expect(w.status("s")?.status).toBe("running");
+    expect((await w.status("s"))?.status).toBe("running");
     expect(onceExitCode(report)).toBe(78);
     expect(onceExitCode({ errors: 1, ledger_errors: 0 })).toBe(1);
     expect(onceExitCode({ errors: 0, ledger_errors: 0 })).toBe(0);

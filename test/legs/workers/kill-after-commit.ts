@@ -5,11 +5,11 @@ import { runAgent } from "../../../src/legs/agent.ts";
 import { LegNotifier } from "../../../src/legs/notify.ts";
 import type { AgentRequest } from "../../../src/legs/request.ts";
 import { openLedger } from "../../../src/ledger/open.ts";
-import { resolvePaths } from "../../../src/ledger/location.ts";
+import { pathsForHome } from "../../helpers/backends.ts";
 
 const [home, template, dashdash, ...argv] = process.argv.slice(2);
 if (!home || !template || dashdash !== "--" || argv.length === 0) throw new Error("usage: kill-after-commit.ts LI_HOME TEMPLATE -- COMMAND…");
-const paths = resolvePaths({ env: { LI_HOME: home } });
+const paths = pathsForHome(home);
 const ledger = openLedger(paths, { create: true });
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const req: AgentRequest = { argv, resumeArgv: null, resume: null, notify: template, timeout: null, contract: null, contractWarnings: [], saveDir: undefined, runId: undefined, cwd: null, baseRef: null, invocationId: null, linkedSessionId: null, autoResume: 0, evidenceGate: false, detach: false, persist: true, json: false };

@@ -10,7 +10,7 @@ import type { LegHooks } from "../../../src/legs/leg.ts";
 import { LI_SIGNALS, type LiSignal } from "../../../src/legs/signals.ts";
 import type { AgentRequest } from "../../../src/legs/request.ts";
 import { openLedger } from "../../../src/ledger/open.ts";
-import { resolvePaths } from "../../../src/ledger/location.ts";
+import { pathsForHome } from "../../helpers/backends.ts";
 
 const POINTS = ["beforeSetup", "afterSetup", "beforeSpawn", "afterSpawn"] as const;
 type Point = (typeof POINTS)[number];
@@ -44,7 +44,7 @@ async function atPoint(): Promise<void> {
 }
 
 const hooks: LegHooks = { [point as Point]: atPoint };
-const paths = resolvePaths({ env: { LI_HOME: home } });
+const paths = pathsForHome(home);
 const ledger = openLedger(paths, { create: true });
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const req: AgentRequest = { argv, resumeArgv: null, resume: null, notify: null, timeout: null, contract: null, contractWarnings: [], saveDir: undefined, runId: undefined, cwd: null, baseRef: null, invocationId: null, linkedSessionId: null, autoResume: 0, evidenceGate: false, detach: false, persist: true, json: false };

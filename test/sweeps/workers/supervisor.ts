@@ -1,11 +1,10 @@
 // A stand-in for a leg's supervising li: on SIGTERM it finalizes its own session the way §8.1 says
 // (cancelled; run.cancelled.manual_kill when li kill recorded a request on its leg), then exits 143.
-import { Ledger } from "../../../src/ledger/ledger.ts";
-import { SqliteBackend } from "../../../src/ledger/sqlite/backend.ts";
-import { openSqlite } from "../../../src/ledger/sqlite/open.ts";
+import { openLedger } from "../../../src/ledger/open.ts";
+import { pathsForHome } from "../../helpers/backends.ts";
 
-const [dbPath, sessionId, legId] = process.argv.slice(2) as [string, string, string];
-const ledger = new Ledger(new SqliteBackend(openSqlite(dbPath, { create: false }), dbPath));
+const [liHome, sessionId, legId] = process.argv.slice(2) as [string, string, string];
+const ledger = openLedger(pathsForHome(liHome), { create: false });
 
 process.on("SIGTERM", async () => {
   const leg = await ledger.backend.getLeg(legId);
