@@ -1,6 +1,5 @@
 // The one CLI convention, over the whole command tree: kebab-case flags with value hints in the
 // declaration and in --help, examples at the end of every help, and camelCase spellings refused.
-import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -9,6 +8,7 @@ import { commandPaths, groupPaths, isGroup, TREE, type Command, type Group } fro
 import { buildCommit } from "../../scripts/build.ts";
 import { li } from "../helpers/cli.ts";
 import { tempDir } from "../helpers/ledger.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
 
 function nodeAt(path: string[]): Command | Group {
   let node: Command | Group = TREE;
@@ -97,7 +97,7 @@ describe("the command tree's --help, from the compiled binary", () => {
       expect({ where, last: lastSection(r.stdout) }).toEqual({ where, last: ["EXAMPLES:", ...examples.map((e) => `  ${e}`)].join("\n") });
     }
     expect(problems).toEqual([]);
-    expect(existsSync(join(home, "state.db"))).toBe(false);
+    expect(await ledgerRows(home).exists()).toBe(false);
   }, 60_000);
 
   test("a subcommand's help lists only its own flags (li events handlers add has --kind; li events handlers ls has not)", async () => {
@@ -124,7 +124,7 @@ describe("the command tree's --help, from the compiled binary", () => {
       const r = await li(args, { home });
       expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 2, stderr: expect.stringMatching(new RegExp(`^li: unknown flag ${spelled} for 'li [a-z -]+' \\(see li [a-z -]+ --help\\)\\n$`)) });
     }
-    expect(existsSync(join(home, "state.db"))).toBe(false);
+    expect(await ledgerRows(home).exists()).toBe(false);
   }, 60_000);
 
   test("the kebab-case spelling parses (the same flags the camelCase test refuses)", async () => {
@@ -139,25 +139,17 @@ describe("the command tree's --help, from the compiled binary", () => {
   test("a switch spelled with a value other than true/false is refused before anything runs: --dry-run=no deletes nothing", async () => {
     const home = tempDir();
     expect((await li(["agent", "--", "true"], { home })).code).toBe(0);
-    const sessions = () => {
-      const db = new Database(join(home, "state.db"));
-      try {
-        return (db.query("SELECT count(*) AS n FROM sessions").get() as { n: number }).n;
-      } finally {
-        db.close();
-      }
-    };
-    const db = new Database(join(home, "state.db"));
-    db.query("UPDATE sessions SET updated_at = ?").run(Date.now() / 1000 - 40 * 86400);
-    db.close();
+    const db = ledgerRows(home);
+    const sessions = async () => (await db.get<{ n: number }>("SELECT count(*) AS n FROM sessions"))!.n;
+    await db.run("UPDATE sessions SET updated_at = ?", Date.now() / 1000 - 40 * 86400);
     for (const word of ["--dry-run=no", "--dry-run=0", "--no-dry-run=true"]) {
       const r = await li(["state", "prune", "--keep-days=3", word], { home });
       expect({ word, code: r.code, lines: r.stderr.trimEnd().split("\n").length, named: r.stderr.includes(word.split("=")[0]!) }).toEqual({ word, code: 2, lines: 1, named: true });
-      expect(sessions()).toBe(1);
+      expect(await sessions()).toBe(1);
     }
     // The same prune, spelled as documented, does delete it: the refusals above were what kept it.
     expect((await li(["state", "prune", "--keep-days=3", "--dry-run=false"], { home })).code).toBe(0);
-    expect(sessions()).toBe(0);
+    expect(await sessions()).toBe(0);
   });
 
   test("li --version prints the version, the commit and the target; --json for scripts", async () => {

@@ -2,12 +2,12 @@
 // human renderer only escaped; `--json` carries it exactly. The issue's reproduction, then a seeded fuzz
 // over every user-facing string a leg stores (argv, escalation reasons, summaries, --actor, run id).
 
-import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { tempDir } from "../helpers/ledger.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
 
 const HOSTILE = "\u001b]52;c;aGVsbG8=\u0007\u001b[2J";
 const FORGED = "\nsession 00000000 completed run.completed.ok";
@@ -29,13 +29,8 @@ function liBytes(args: string[], home: string): { code: number; stdout: Uint8Arr
   return { code: r.exitCode ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
-function dbRow<T>(home: string, sql: string, ...params: string[]): T {
-  const db = new Database(path.join(home, "state.db"), { readonly: true });
-  try {
-    return db.query(sql).get(...params) as T;
-  } finally {
-    db.close();
-  }
+function dbRow<T>(home: string, sql: string, ...params: string[]): Promise<T> {
+  return ledgerRows(home).get<T>(sql, ...params) as Promise<T>;
 }
 
 /** A leg whose command appends `escalation` (a file of JSON lines) to $LI_ESCALATE_FILE. */
@@ -210,7 +205,7 @@ const CASES = Number(process.env.LI_FUZZ_CASES ?? 6);
 describe(`escaping fuzz (LI_FUZZ_SEED=${SEED}, LI_FUZZ_CASES=${CASES})`, () => {
   test(
     "no raw control byte in ls, show, transitions, logs or wait; --json round-trips argv, reasons, summaries, actor, run id and output",
-    () => {
+    async () => {
       const next = prng(SEED);
       const home = path.join(tempDir(), "home");
       fs.mkdirSync(home, { recursive: true });
@@ -245,7 +240,7 @@ describe(`escaping fuzz (LI_FUZZ_SEED=${SEED}, LI_FUZZ_CASES=${CASES})`, () => {
         }
 
         // --json gives back exactly what is stored, and the input itself whenever it was valid UTF-8.
-        const stored = dbRow<{ summary: string; command: string; run_id: string }>(
+        const stored = await dbRow<{ summary: string; command: string; run_id: string }>(
           home,
           "SELECT s.status_reason_summary AS summary, l.command, l.run_id FROM sessions s JOIN legs l ON l.id = s.current_leg_id WHERE s.id = ?",
           id,
@@ -253,8 +248,8 @@ describe(`escaping fuzz (LI_FUZZ_SEED=${SEED}, LI_FUZZ_CASES=${CASES})`, () => {
         const transitions = JSON.parse(liBytes(["state", "transitions", "--json", id], home).stdout.toString()).transitions as Array<Record<string, unknown>>;
         const escalated = transitions.find((t) => t.reason_code === "run.failed.escalated");
         const repaired = transitions.at(-1)!;
-        const storedEscalated = dbRow<{ reason_summary: string }>(home, "SELECT reason_summary FROM status_transitions WHERE entity_id = ? AND reason_code = 'run.failed.escalated'", id);
-        const storedRepair = dbRow<{ reason_summary: string; actor: string }>(home, "SELECT reason_summary, actor FROM status_transitions WHERE entity_id = ? ORDER BY seq DESC LIMIT 1", id);
+        const storedEscalated = await dbRow<{ reason_summary: string }>(home, "SELECT reason_summary FROM status_transitions WHERE entity_id = ? AND reason_code = 'run.failed.escalated'", id);
+        const storedRepair = await dbRow<{ reason_summary: string; actor: string }>(home, "SELECT reason_summary, actor FROM status_transitions WHERE entity_id = ? ORDER BY seq DESC LIMIT 1", id);
         const show = JSON.parse(liBytes(["show", "--json", id], home).stdout.toString());
         const check = (what: string, got: unknown, want: unknown) => {
           if (!Bun.deepEquals(got, want)) problems.push(`${where}: ${what}: --json ${JSON.stringify(got)} ≠ ${JSON.stringify(want)}`);
@@ -280,7 +275,7 @@ describe(`escaping fuzz (LI_FUZZ_SEED=${SEED}, LI_FUZZ_CASES=${CASES})`, () => {
       }
       const listed = JSON.parse(liBytes(["ls", "--json", "--limit", "500"], home).stdout.toString()).entities as Array<{ id: string; command: string[] }>;
       for (const id of ids) {
-        const stored = dbRow<{ command: string }>(home, "SELECT l.command FROM sessions s JOIN legs l ON l.id = s.current_leg_id WHERE s.id = ?", id);
+        const stored = await dbRow<{ command: string }>(home, "SELECT l.command FROM sessions s JOIN legs l ON l.id = s.current_leg_id WHERE s.id = ?", id);
         const row = listed.find((e) => e.id === id);
         if (!Bun.deepEquals(row?.command, JSON.parse(stored.command))) problems.push(`seed ${SEED}: ls --json command of ${id} differs from the stored argv`);
       }

@@ -154,28 +154,27 @@ describe("files someone else could have made (§18)", () => {
 });
 
 describe("signals only on identity (§12.1, §18)", () => {
-  /** A ledger holding one running session whose leg recorded pid 99999999999 on this host; returns its path. */
+  /** A ledger holding one running session whose leg recorded pid 99999999999 on this host; returns its LI_HOME. */
   async function ledgerWithHugePid(): Promise<string> {
-    const { ledger } = tempLedger();
+    const { ledger, liHome } = tempLedger();
     const t = Date.now() / 1000;
     await insertSession(ledger, { id: "huge-pid", startedAt: t - 60, updatedAt: t - 60, legs: [{ id: "l", pid: 99_999_999_999, pidStartTicks: 5, hostId: HERE, startedAt: t - 60 }] });
-    const location = ledger.location;
     ledger.close();
-    return location;
+    return liHome;
   }
 
   // Today: li kill printed `The "pid" argument must be of type number. Received type number (99999999999)`, exit 2.
   test("li kill on a leg whose recorded pid is beyond any process id: one clear note, nothing signalled, written cancelled", async () => {
-    const location = await ledgerWithHugePid();
-    const r = await li(["kill", "--grace", "0.2", "huge-pid"], { env: { LI_DB: location } });
+    const home = await ledgerWithHugePid();
+    const r = await li(["kill", "--grace", "0.2", "huge-pid"], { home });
     expect(r.stderr).toBe("li: note: the recorded supervisor pid 99999999999 is not a valid process id; it was not signalled\n");
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("huge-pid: cancelled (run.cancelled.manual_kill)\n");
   });
 
   test("li watch --once judges such a leg without an error", async () => {
-    const location = await ledgerWithHugePid();
-    const r = await li(["watch", "--once"], { env: { LI_DB: location } });
+    const home = await ledgerWithHugePid();
+    const r = await li(["watch", "--once"], { home });
     expect(r.stdout).not.toContain(" error during=");
     expect(r.stdout).toContain("errors=0");
     expect(r.code).toBe(0);

@@ -7,6 +7,7 @@ import { chmodSync, chownSync, copyFileSync, mkdirSync, readFileSync, rmSync, wr
 import { join } from "node:path";
 import { LI_BINARY, li, liEnv, type LiResult } from "../helpers/cli.ts";
 import { tempDir } from "../helpers/ledger.ts";
+import { describeSqliteOnly, testSqliteOnly } from "../helpers/backends.ts";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -40,7 +41,7 @@ function foreignLedger(dir: string, userVersion: number): string {
   return path;
 }
 
-describe("someone else's SQLite file", () => {
+describeSqliteOnly("ledger-file")("someone else's SQLite file", () => {
   test("every command refuses it with 78 naming the file; nothing is written into it", async () => {
     const dir = home();
     const path = foreignLedger(dir, 1);
@@ -69,7 +70,7 @@ describe("someone else's SQLite file", () => {
   });
 });
 
-test("a zero-length state.db is refused with 78 by every command that does not create ledgers, and stays zero-length", async () => {
+testSqliteOnly("ledger-file")("a zero-length state.db is refused with 78 by every command that does not create ledgers, and stays zero-length", async () => {
   const dir = home();
   const path = join(dir, "state.db");
   writeFileSync(path, "");
@@ -99,7 +100,7 @@ async function liReadOnly(args: string[], dir: string): Promise<LiResult> {
   return { code, stdout, stderr };
 }
 
-describe("a read-only ledger", () => {
+describeSqliteOnly("ledger-file")("a read-only ledger", () => {
   test("writing commands exit 78 naming the file and 'read-only'; readers still read; the file is unchanged", async () => {
     const dir = home();
     const liHome = join(dir, "home");
@@ -138,7 +139,7 @@ describe("a read-only ledger", () => {
   });
 });
 
-describe("a ledger on a read-only mount", () => {
+describeSqliteOnly("ledger-file")("a ledger on a read-only mount", () => {
   test("readers and writers exit 78 saying why SQLite could not open it; a foreground leg still runs its command", async () => {
     if (process.getuid?.() !== 0) {
       if (process.env.CI === "true") throw new Error("this test needs root to mount a tmpfs read-only");
@@ -168,7 +169,7 @@ describe("a ledger on a read-only mount", () => {
   });
 });
 
-describe("a damaged file", () => {
+describeSqliteOnly("ledger-file")("a damaged file", () => {
   test("bytes that are not SQLite at all: 78 naming the file, for readers and writers; a foreground leg still runs", async () => {
     const dir = home();
     const path = join(dir, "state.db");

@@ -1,7 +1,6 @@
 // `li logs` end to end (§13): a finished leg, a resumed session's legs in order, following a live leg,
 // a pruned run directory and another host's leg, escaping versus --raw, --tail, --json, bad input.
 
-import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
@@ -9,6 +8,7 @@ import type { Subprocess } from "bun";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { NeverHappens, until } from "../helpers/until.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
 
 const spawned: Subprocess[] = [];
 afterAll(() => {
@@ -24,13 +24,8 @@ async function leg(home: string, args: string[]): Promise<{ session_id: string; 
   return { ...(JSON.parse(r.stdout) as { session_id: string; branch_id: string; run_id: string }), code: r.code };
 }
 
-function sql(home: string, statement: string, ...params: string[]): void {
-  const db = new Database(path.join(home, "state.db"));
-  try {
-    db.query(statement).run(...params);
-  } finally {
-    db.close();
-  }
+async function sql(home: string, statement: string, ...params: string[]): Promise<void> {
+  await ledgerRows(home).run(statement, ...params);
 }
 
 describe("li logs", () => {
@@ -150,7 +145,7 @@ describe("li logs", () => {
     expect(gone.stderr).toContain(`host ${require("node:os").hostname()}`);
 
     const other = await leg(home, ["--", "echo", "elsewhere"]);
-    sql(home, "UPDATE legs SET host_id = 'another-machine:another-boot', host_name = 'build-7' WHERE run_id = ?", other.run_id);
+    await sql(home, "UPDATE legs SET host_id = 'another-machine:another-boot', host_name = 'build-7' WHERE run_id = ?", other.run_id);
     const remote = await li(["logs", other.session_id], { home });
     expect(remote.code).toBe(1);
     expect(remote.stderr).toContain("build-7 (another-machine:another-boot)");

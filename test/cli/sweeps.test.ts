@@ -1,25 +1,21 @@
 import { describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { openLedger } from "../../src/ledger/open.ts";
 import { pathsForHome } from "../helpers/backends.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
 import { reaper } from "../../src/sweeps/reaper.ts";
 import { li } from "../helpers/cli.ts";
 import { isAlive, signalPid, until, untilGone } from "../helpers/until.ts";
 
-function db(home: string): Database {
-  const d = new Database(join(home, "state.db"));
-  d.run("PRAGMA busy_timeout = 5000");
-  return d;
-}
+const db = (home: string) => ledgerRows(home);
 
 /** The leg of a detached session once its supervisor has recorded the command's markers (just after li printed the id). */
 function legWithCommand(home: string, id: string): Promise<{ pid: number; command_pid: number }> {
-  return until(`the command markers of session ${id}`, () => {
-    const leg = db(home).query<{ pid: number; command_pid: number | null }, [string]>("SELECT pid, command_pid FROM legs WHERE session_id = ?").get(id);
+  return until(`the command markers of session ${id}`, async () => {
+    const leg = (await db(home).get<{ pid: number; command_pid: number | null }>("SELECT pid, command_pid FROM legs WHERE session_id = ?", id));
     return leg?.command_pid != null ? { pid: leg.pid, command_pid: leg.command_pid } : null;
   });
 }
@@ -36,7 +32,7 @@ describe("li kill (end to end with li agent)", () => {
 
     expect(killed.code).toBe(0);
     expect(killed.stdout).toBe(`${id}: cancelled (run.cancelled.manual_kill)\n`);
-    const row = db(home).query<{ status: string; status_reason_code: string }, [string]>("SELECT status, status_reason_code FROM sessions WHERE id = ?").get(id)!;
+    const row = (await db(home).get<{ status: string; status_reason_code: string }>("SELECT status, status_reason_code FROM sessions WHERE id = ?", id))!;
     expect(row).toEqual({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
     await untilGone(leg.pid, "the supervisor to be gone");
     await untilGone(leg.command_pid, "the command to be gone");
@@ -70,10 +66,9 @@ describe("li kill --all-stale, li state doctor, li state prune (end to end)", ()
     const d = db(home);
     const two = Date.now() / 1000 - 2 * 86400;
     const ten = Date.now() / 1000 - 40 * 86400;
-    d.run("UPDATE legs SET heartbeat_at = ?, started_at = ? WHERE session_id = ?", [two, two, liveId]);
-    d.run("UPDATE sessions SET updated_at = ? WHERE id = ?", [two, liveId]);
-    d.run("UPDATE sessions SET updated_at = ? WHERE status = 'completed'", [ten]);
-    d.close();
+    await d.run("UPDATE legs SET heartbeat_at = ?, started_at = ? WHERE session_id = ?", two, two, liveId);
+    await d.run("UPDATE sessions SET updated_at = ? WHERE id = ?", two, liveId);
+    await d.run("UPDATE sessions SET updated_at = ? WHERE status = 'completed'", ten);
 
     const dryDoctor = await li(["state", "doctor", "--dry-run"], { home });
     // Its supervisor is alive: the doctor never touches it, however old.
@@ -91,7 +86,7 @@ describe("li kill --all-stale, li state doctor, li state prune (end to end)", ()
     expect((await li(["state", "prune", "--keep-days", "-3"], { home })).code).toBe(2);
 
     expect((await li(["kill", liveId], { home })).code).toBe(0);
-    expect(existsSync(join(home, "state.db"))).toBe(true);
+    expect(await db(home).exists()).toBe(true);
   });
 });
 
@@ -104,9 +99,8 @@ describe("stray arguments", () => {
     // The detached supervisor records its command's markers just after it prints the id: let that land first.
     await legWithCommand(home, running);
     const d = db(home);
-    d.run("UPDATE sessions SET updated_at = ? WHERE status = 'completed'", [Date.now() / 1000 - 400 * 86400]);
-    const dump = () => JSON.stringify(["sessions", "legs", "status_transitions", "admin_events"].map((t) => d.query(`SELECT * FROM ${t} ORDER BY rowid`).all()));
-    const before = dump();
+    await d.run("UPDATE sessions SET updated_at = ? WHERE status = 'completed'", Date.now() / 1000 - 400 * 86400);
+    const before = await d.dump();
 
     for (const [args, word] of [
       [["kill", running, "extra"], "extra"],
@@ -118,8 +112,7 @@ describe("stray arguments", () => {
       expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 2, stdout: "" });
       expect(r.stderr).toBe(`li: ${args[0] === "state" ? `li state ${args[1]} takes no ids` : args[0] === "kill" ? "li kill takes one id" : "li watch takes no arguments"}; unexpected '${word}'\n`);
     }
-    expect(dump()).toBe(before);
-    d.close();
+    expect(await d.dump()).toEqual(before);
     expect((await li(["kill", running], { home })).code).toBe(0);
   });
 });
@@ -152,7 +145,7 @@ describe("notices around li kill and the prune (end to end)", () => {
     expect(record.persisted).toBe(true);
     expect(record.branch_id).toBe(first.branch_id);
     expect(record.session_id).not.toBe(first.session_id);
-    const row = db(home).query<{ status: string }, [string]>("SELECT status FROM sessions WHERE id = ?").get(record.session_id);
+    const row = (await db(home).get<{ status: string }>("SELECT status FROM sessions WHERE id = ?", record.session_id));
     expect(row?.status).toBe("completed");
     expect(readdirSync(marks)).toEqual([`fired-completed-${record.session_id}`]);
   });
@@ -195,7 +188,7 @@ describe("crash recovery with real processes (the reaper's pass; li watch will s
       ledger.close();
     }
     await untilGone(leg.command_pid, "the orphaned command to be gone");
-    const row = db(home).query<{ status: string; status_reason_code: string }, [string]>("SELECT status, status_reason_code FROM sessions WHERE id = ?").get(id);
+    const row = (await db(home).get<{ status: string; status_reason_code: string }>("SELECT status, status_reason_code FROM sessions WHERE id = ?", id));
     expect(row).toEqual({ status: "failed", status_reason_code: "session.phantom.process_dead" });
     // The sweep pushed nothing; durable delivery runs the registration.
     expect(readdirSync(marks)).toEqual([]);

@@ -4,9 +4,9 @@
 import { Database } from "bun:sqlite";
 import { SQL } from "bun";
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { onPostgres, schemaForHome, SUITE_DB_URL_VARIABLE } from "./backends.ts";
-import { closeAfterTest } from "./test-handles.ts";
+import { closeAfterTestOnce } from "./test-handles.ts";
 
 export type SqlParam = string | number | null;
 export type Row = Record<string, unknown>;
@@ -16,6 +16,8 @@ export interface LedgerRows {
   exists(): Promise<boolean>;
   /** Runs a write; returns how many rows it changed. */
   run(sql: string, ...params: SqlParam[]): Promise<number>;
+  /** Runs writes in one transaction: all or none. */
+  runAll(statements: [sql: string, ...params: SqlParam[]][]): Promise<void>;
   /** The first row, or null. */
   get<T = Row>(sql: string, ...params: SqlParam[]): Promise<T | null>;
   all<T = Row>(sql: string, ...params: SqlParam[]): Promise<T[]>;
@@ -102,6 +104,12 @@ function sqliteRows(path: string): LedgerRows {
     async run(sql, ...params) {
       return open().query(sql).run(...params).changes;
     },
+    async runAll(statements) {
+      const db = open();
+      db.transaction(() => {
+        for (const [sql, ...params] of statements) db.query(sql).run(...params);
+      }).immediate();
+    },
     async get(sql, ...params) {
       return (open().query(sql).get(...params) as never) ?? null;
     },
@@ -137,6 +145,11 @@ function postgresRows(url: string, schema: string): LedgerRows {
       const result = (await sql().unsafe(numberedPlaceholders(text), params)) as { count: number | null };
       return result.count ?? 0;
     },
+    async runAll(statements) {
+      await sql().begin(async (tx) => {
+        for (const [text, ...params] of statements) await tx.unsafe(numberedPlaceholders(text), params);
+      });
+    },
     async get(text, ...params) {
       return ((await all(text, params))[0] as never) ?? null;
     },
@@ -155,20 +168,43 @@ function postgresRows(url: string, schema: string): LedgerRows {
   });
 }
 
+/** One handle per ledger for the whole run: it connects on use and is closed after each test that used it. */
+const handles = new Map<string, LedgerRows>();
+
+/** Wraps `rows` so every use inside a test has it closed (disconnected) after that test. */
+function closedAfterEachTest(rows: LedgerRows): LedgerRows {
+  const touch = () => closeAfterTestOnce(rows, () => rows.close());
+  const wrapped = {} as LedgerRows;
+  for (const [name, fn] of Object.entries(rows) as [keyof LedgerRows, (...args: unknown[]) => unknown][]) {
+    (wrapped as unknown as Record<string, unknown>)[name] = name === "close" ? fn : (...args: unknown[]) => (touch(), fn(...args));
+  }
+  return wrapped;
+}
+
 /**
  * The ledger of the test home `home` (the LI_HOME a test gives li): `$home/state.db` on SQLite, the
  * home's schema in the suite's database on PostgreSQL (test/helpers/backends.ts). `sqlitePath`
- * overrides the file on SQLite (a ledger somewhere else, named by --db or LI_DB). Closed after the test.
+ * overrides the file on SQLite (a ledger somewhere else, named by --db or LI_DB). The same handle comes
+ * back for the same ledger; it reconnects on use and is closed after each test that used it.
  */
 export function ledgerRows(home: string, options: { sqlitePath?: string } = {}): LedgerRows {
-  let rows: LedgerRows;
+  let key: string;
+  let make: () => LedgerRows;
   if (onPostgres) {
     const url = process.env[SUITE_DB_URL_VARIABLE];
     if (!url) throw new Error(`LI_TEST_BACKEND=postgres but ${SUITE_DB_URL_VARIABLE} is not set (the preload test/helpers/postgres-suite.ts sets it)`);
-    rows = postgresRows(url, schemaForHome(home));
+    const schema = schemaForHome(home);
+    key = `pg:${schema}`;
+    make = () => postgresRows(url, schema);
   } else {
-    rows = sqliteRows(options.sqlitePath ?? join(home, "state.db"));
+    const path = options.sqlitePath ?? join(home, "state.db");
+    key = `sqlite:${resolve(path)}`;
+    make = () => sqliteRows(path);
   }
-  closeAfterTest(() => rows.close());
+  let rows = handles.get(key);
+  if (!rows) {
+    rows = closedAfterEachTest(make());
+    handles.set(key, rows);
+  }
   return rows;
 }

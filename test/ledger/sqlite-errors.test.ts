@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { asLedgerError, classifySqliteError } from "../../src/ledger/sqlite/errors.ts";
 import { LedgerUnavailableError } from "../../src/util/errors.ts";
 import { tempDir, tempLedger } from "../helpers/ledger.ts";
+import { describeSqliteOnly, testSqliteOnly } from "../helpers/backends.ts";
 
 function errorOf(fn: () => unknown): unknown {
   try {
@@ -16,7 +17,7 @@ function errorOf(fn: () => unknown): unknown {
   throw new Error("expected the statement to fail");
 }
 
-describe("classifySqliteError", () => {
+describeSqliteOnly("sqlite-errors")("classifySqliteError", () => {
   test("a full database is unreachable (worth retrying, later spooling)", () => {
     const db = new Database(":memory:");
     db.run("CREATE TABLE t (x BLOB)");
@@ -58,7 +59,7 @@ describe("classifySqliteError", () => {
   });
 });
 
-test("a write transaction that hits a full database fails with the ledger's path, rolled back", async () => {
+testSqliteOnly("sqlite-errors")("a write transaction that hits a full database fails with the ledger's path, rolled back", async () => {
   const t = tempLedger();
   const backend = t.ledger.backend as unknown as { db: Database };
   const before = await t.dump();

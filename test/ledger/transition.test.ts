@@ -6,6 +6,7 @@ import { TransitionRejectedError, TransitionValidationError } from "../../src/le
 import { NotFoundError } from "../../src/util/errors.ts";
 import type { SqliteBackend } from "../../src/ledger/sqlite/backend.ts";
 import { testSqliteOnly } from "../helpers/backends.ts";
+import type { SqlParam } from "../helpers/ledger-rows.ts";
 import { fakeClock, sequentialIds, tempLedger, type TempLedger } from "../helpers/ledger.ts";
 
 /** A registered code for `status` in one of the kind's domains (falls back to legacy.imported). */
@@ -14,8 +15,8 @@ function codeFor(kind: EntityKind, status: string): string {
   return Object.keys(REASONS).find((c) => domains.includes(c.split(".")[0]!) && c.split(".")[1] === status) ?? "legacy.imported";
 }
 
-const countRows = (t: TempLedger, table: string, where = "1=1", params: unknown[] = []) =>
-  ((t.ledger.backend as SqliteBackend).db.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`).get(...(params as [])) as { n: number }).n;
+const countRows = async (t: TempLedger, table: string, where = "1=1", params: SqlParam[] = []) =>
+  (await t.rows().get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, ...params))!.n;
 
 /** Creates an entity and, with an audited override, puts it in `status`. */
 async function entityIn(t: TempLedger, kind: EntityKind, status: string): Promise<string> {
@@ -34,24 +35,24 @@ describe("the transition matrix, generated from the registry", () => {
       for (const from of policy.statuses) {
         for (const to of policy.statuses) {
           const id = await entityIn(t, kind, from);
-          const historyBefore = countRows(t, "status_transitions", "entity_id = ?", [id]);
-          const rejectedBefore = countRows(t, "admin_events", "entity_id = ? AND event_type = 'status_transition_rejected'", [id]);
+          const historyBefore = await countRows(t, "status_transitions", "entity_id = ?", [id]);
+          const rejectedBefore = await countRows(t, "admin_events", "entity_id = ? AND event_type = 'status_transition_rejected'", [id]);
           const allowed = from === to || (policy.edges.get(from)?.has(to) ?? false);
           const write = () => t.ledger.updateStatus(kind, id, { newStatus: to, reasonCode: codeFor(kind, to) });
           if (allowed) {
             expect(await write()).toBe(true);
             expect((await t.ledger.backend.getEntity(kind, id))!.status).toBe(to);
-            expect(countRows(t, "status_transitions", "entity_id = ?", [id])).toBe(historyBefore + 1);
+            expect(await countRows(t, "status_transitions", "entity_id = ?", [id])).toBe(historyBefore + 1);
           } else {
             const error = await write().then(() => null, (e: unknown) => e);
             expect(error).toBeInstanceOf(TransitionRejectedError);
             expect((await t.ledger.backend.getEntity(kind, id))!.status).toBe(from);
-            expect(countRows(t, "status_transitions", "entity_id = ?", [id])).toBe(historyBefore);
-            expect(countRows(t, "admin_events", "entity_id = ? AND event_type = 'status_transition_rejected'", [id])).toBe(rejectedBefore + 1);
-            const overrides = countRows(t, "admin_events", "entity_id = ? AND event_type = 'status_transition_override'", [id]);
+            expect(await countRows(t, "status_transitions", "entity_id = ?", [id])).toBe(historyBefore);
+            expect(await countRows(t, "admin_events", "entity_id = ? AND event_type = 'status_transition_rejected'", [id])).toBe(rejectedBefore + 1);
+            const overrides = await countRows(t, "admin_events", "entity_id = ? AND event_type = 'status_transition_override'", [id]);
             expect(await t.ledger.updateStatus(kind, id, { newStatus: to, reasonCode: codeFor(kind, to), override: true, overrideActor: "ops", overrideJustification: "repair" })).toBe(true);
             expect((await t.ledger.backend.getEntity(kind, id))!.status).toBe(to);
-            expect(countRows(t, "admin_events", "entity_id = ? AND event_type = 'status_transition_override'", [id])).toBe(overrides + 1);
+            expect(await countRows(t, "admin_events", "entity_id = ? AND event_type = 'status_transition_override'", [id])).toBe(overrides + 1);
           }
         }
       }

@@ -1,6 +1,5 @@
 // Resume (§10, ADR-0105 D1–D4): the reopen inside the setup transaction, its markers, and sessions that vanish mid-resume.
 
-import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
@@ -18,6 +17,8 @@ import { SESSION_TERMINAL_STATUSES, type EntityKind } from "../../src/lifecycle/
 import { UsageError } from "../../src/util/errors.ts";
 import { tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
 import { recorded, RECORD } from "../notify/helpers.ts";
+import { onPostgres } from "../helpers/backends.ts";
+import type { SqlParam } from "../helpers/ledger-rows.ts";
 
 const CLOSING_REASON: Record<string, string> = {
   completed: "run.completed.ok",
@@ -48,28 +49,19 @@ function planFor(t: { runs: string }, legId: string, ids: { sessionId?: string; 
 
 interface World extends TempLedger {
   runs: string;
-  sql<T = Record<string, any>>(query: string, ...params: (string | number | null)[]): T[];
-  exec(query: string, ...params: (string | number | null)[]): void;
+  sql<T = Record<string, any>>(query: string, ...params: SqlParam[]): Promise<T[]>;
+  exec(query: string, ...params: SqlParam[]): Promise<void>;
 }
 
 function world(): World {
   const t = tempLedger();
   const runs = path.join(t.home, "runs");
   fs.mkdirSync(runs, { recursive: true });
-  const open = <T>(fn: (db: Database) => T): T => {
-    const db = new Database(t.dbPath);
-    try {
-      db.run("PRAGMA busy_timeout = 5000");
-      return fn(db);
-    } finally {
-      db.close();
-    }
-  };
   return {
     ...t,
     runs,
-    sql: (query, ...params) => open((db) => db.query(query).all(...(params as never[])) as never),
-    exec: (query, ...params) => open((db) => void db.run(query, params as never)),
+    sql: (query, ...params) => t.rows().all(query, ...params),
+    exec: async (query, ...params) => void (await t.rows().run(query, ...params)),
   };
 }
 
@@ -83,34 +75,32 @@ async function endedSession(w: World, status: string, extra: { nodeMetadata?: st
     extraFields: { ended_at: 1_800_000_100, exit_code: 3, artifact_verification_json: { status: "passed" } },
   });
   await w.ledger.backend.transaction((tx) => tx.updateLeg("leg-1", { ended_at: 1_800_000_100, status }));
-  if (extra.nodeMetadata !== undefined) w.exec("UPDATE sessions SET node_metadata = ? WHERE id = 'sess-1'", extra.nodeMetadata);
+  if (extra.nodeMetadata !== undefined) await w.exec("UPDATE sessions SET node_metadata = ? WHERE id = 'sess-1'", extra.nodeMetadata);
 }
 
 /** Records every UPDATE of sessions.node_metadata that does not also change the status: a separate marker write. */
-function watchSeparateMarkerWrites(w: World): () => string[] {
-  w.exec("CREATE TABLE test_marker_writes (session_id TEXT, status TEXT)");
-  w.exec(`CREATE TRIGGER test_marker_writes_t AFTER UPDATE OF node_metadata ON sessions
+async function watchSeparateMarkerWrites(w: World): Promise<() => Promise<string[]>> {
+  await w.exec("CREATE TABLE test_marker_writes (session_id TEXT, status TEXT)");
+  // A trigger is dialect SQL by nature: the same condition, spelled for each backend.
+  if (onPostgres) {
+    await w.exec("CREATE FUNCTION test_marker_writes_f() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO test_marker_writes VALUES (NEW.id, NEW.status); RETURN NEW; END $$");
+    await w.exec(`CREATE TRIGGER test_marker_writes_t AFTER UPDATE OF node_metadata ON sessions FOR EACH ROW
+          WHEN (NEW.node_metadata IS DISTINCT FROM OLD.node_metadata AND NEW.status IS NOT DISTINCT FROM OLD.status)
+          EXECUTE FUNCTION test_marker_writes_f()`);
+  } else {
+    await w.exec(`CREATE TRIGGER test_marker_writes_t AFTER UPDATE OF node_metadata ON sessions
           WHEN NEW.node_metadata IS NOT OLD.node_metadata AND NEW.status IS OLD.status
           BEGIN INSERT INTO test_marker_writes VALUES (NEW.id, NEW.status); END`);
-  return () => w.sql<{ session_id: string }>("SELECT session_id FROM test_marker_writes").map((r) => r.session_id);
+  }
+  return async () => (await w.sql<{ session_id: string }>("SELECT session_id FROM test_marker_writes")).map((r) => r.session_id);
 }
 
 /** A second real process removes a session the way a prune does (its branch too, unless told to keep it). */
-function removeSessionElsewhere(dbPath: string, sessionId: string, keepBranch = false): void {
-  const script = `
-    const { Database } = require("bun:sqlite");
-    const [db, id, keep] = process.argv.slice(-3);
-    const d = new Database(db);
-    d.run("PRAGMA busy_timeout = 5000");
-    d.transaction(() => {
-      for (const table of ["terminal_callbacks", "messages", "legs"]) d.run("DELETE FROM " + table + " WHERE session_id = ?", [id]);
-      if (keep !== "keep") d.run("DELETE FROM branches WHERE session_id = ?", [id]);
-      d.run("DELETE FROM status_transitions WHERE entity_type = 'session' AND entity_id = ?", [id]);
-      d.run("DELETE FROM sessions WHERE id = ?", [id]);
-    })();
-    d.close();`;
-  const done = Bun.spawnSync([process.execPath, "-e", script, dbPath, sessionId, keepBranch ? "keep" : "drop"], { stderr: "pipe" });
-  if (done.exitCode !== 0) throw new Error(`remover failed: ${done.stderr.toString()}`);
+async function removeSessionElsewhere(liHome: string, sessionId: string, keepBranch = false): Promise<void> {
+  // env: process.env carries the suite's backend (test/helpers/backends.ts) to the remover.
+  const proc = Bun.spawn([process.execPath, path.join(import.meta.dir, "workers/remove-session.ts"), liHome, sessionId, keepBranch ? "keep" : "drop"], { env: process.env, stdout: "ignore", stderr: "pipe" });
+  const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  if (code !== 0) throw new Error(`remover failed: ${stderr}`);
 }
 
 describe("the reopen (D1)", () => {
@@ -118,9 +108,9 @@ describe("the reopen (D1)", () => {
     test(`a ${status} session is reopened to running by one audited override write, keeping started_at`, async () => {
       const w = world();
       await endedSession(w, status);
-      const before = w.sql("SELECT started_at FROM sessions")[0]!;
+      const before = (await w.sql("SELECT started_at FROM sessions"))[0]!;
       expect(await setupResume(w.ledger, planFor(w, "leg-2"), () => "fresh")).toBe("reopened");
-      const s = w.sql("SELECT * FROM sessions WHERE id = 'sess-1'")[0]!;
+      const s = (await w.sql("SELECT * FROM sessions WHERE id = 'sess-1'"))[0]!;
       expect(s).toMatchObject({ status: "running", status_reason_code: "session.reopened.by_resume", ended_at: null, exit_code: null, artifact_verification_json: null, current_leg_id: "leg-2", started_at: before.started_at });
       const history = await w.ledger.backend.listTransitions("session", "sess-1");
       expect(history.map((h) => [h.previous_status, h.status, h.terminal_event])).toEqual([
@@ -139,7 +129,7 @@ describe("the reopen (D1)", () => {
     const w = world();
     await setupNewSession(w.ledger, planFor(w, "leg-1"));
     expect(await setupResume(w.ledger, planFor(w, "leg-2"), () => "fresh")).toBe("joined");
-    expect(w.sql("SELECT status, current_leg_id FROM sessions")).toEqual([{ status: "running", current_leg_id: "leg-2" }]);
+    expect(await w.sql("SELECT status, current_leg_id FROM sessions")).toEqual([{ status: "running", current_leg_id: "leg-2" }]);
     expect(await w.ledger.backend.listAdminEvents("session", "sess-1")).toEqual([]);
     expect((await w.ledger.backend.listTransitions("session", "sess-1")).map((h) => h.status)).toEqual(["running", "running"]);
     // The older leg's row is untouched: it closes itself at its own teardown.
@@ -165,7 +155,7 @@ describe("a lost race (D1: the leg proceeds)", () => {
   test("lost once to a writer that made the session running: the new leg joins it", async () => {
     const w = await racingWorld(["running"]);
     expect(await setupResume(w.ledger, planFor(w, "leg-2"), () => "fresh")).toBe("joined");
-    expect(w.sql("SELECT status, current_leg_id FROM sessions")).toEqual([{ status: "running", current_leg_id: "leg-2" }]);
+    expect(await w.sql("SELECT status, current_leg_id FROM sessions")).toEqual([{ status: "running", current_leg_id: "leg-2" }]);
   });
 
   test("lost twice: the leg row and its registration are written, the session and its markers are not touched", async () => {
@@ -173,7 +163,7 @@ describe("a lost race (D1: the leg proceeds)", () => {
     let registered = false;
     expect(await setupResume(w.ledger, planFor(w, "leg-2"), () => "fresh", () => void (registered = true))).toBe("lost_race");
     expect(registered).toBe(true);
-    const s = w.sql("SELECT status, current_leg_id, node_metadata FROM sessions")[0]!;
+    const s = (await w.sql("SELECT status, current_leg_id, node_metadata FROM sessions"))[0]!;
     expect([s.status, s.current_leg_id]).toEqual(["completed", "leg-1"]);
     expect(JSON.parse(s.node_metadata).leg_id).toBe("leg-1");
     expect((await w.ledger.backend.getLeg("leg-2"))).toMatchObject({ status: "running", seq: 2 });
@@ -184,9 +174,9 @@ describe("--invocation on a resumed leg", () => {
   test("re-links the session in the reopen's transaction and records it on the reopen's history row", async () => {
     const w = world();
     await endedSession(w, "completed");
-    expect(w.sql("SELECT invocation_id FROM sessions")[0]!.invocation_id).toBeNull();
+    expect((await w.sql("SELECT invocation_id FROM sessions"))[0]!.invocation_id).toBeNull();
     await setupResume(w.ledger, { ...planFor(w, "leg-2"), invocationId: "inv-2" }, () => "fresh");
-    expect(w.sql("SELECT invocation_id FROM sessions")[0]!.invocation_id).toBe("inv-2");
+    expect((await w.sql("SELECT invocation_id FROM sessions"))[0]!.invocation_id).toBe("inv-2");
     const reopen = (await w.ledger.backend.listTransitions("session", "sess-1")).at(-1)!;
     expect(JSON.parse(reopen.metadata!)).toMatchObject({ leg_id: "leg-2", invocation_id: "inv-2" });
   });
@@ -196,20 +186,20 @@ describe("markers (D1, Verification 3 and 5)", () => {
   test("are merged over unrelated keys and installed by the status write itself", async () => {
     const w = world();
     await endedSession(w, "completed", { nodeMetadata: JSON.stringify({ owner: "review-bot", round: 2, leg_id: "leg-1", command_pid: 4242 }) });
-    const separateWrites = watchSeparateMarkerWrites(w);
+    const separateWrites = await watchSeparateMarkerWrites(w);
     const plan = planFor(w, "leg-2");
     await setupResume(w.ledger, plan, () => "fresh");
-    const meta = JSON.parse(w.sql("SELECT node_metadata FROM sessions")[0]!.node_metadata);
+    const meta = JSON.parse((await w.sql("SELECT node_metadata FROM sessions"))[0]!.node_metadata);
     expect(meta).toEqual({ owner: "review-bot", round: 2, leg_id: "leg-2", run_id: plan.runId, supervisor_pid: process.pid, supervisor_start_ticks: plan.supervisor.startTicks, boot_id: plan.supervisor.bootId, host_id: plan.supervisor.hostId });
-    expect(separateWrites()).toEqual([]);
+    expect(await separateWrites()).toEqual([]);
   });
 
   test("the detector of separate writes does catch one (so the test above can fail)", async () => {
     const w = world();
     await endedSession(w, "completed");
-    const separateWrites = watchSeparateMarkerWrites(w);
-    w.exec(`UPDATE sessions SET node_metadata = '{"leg_id":"x"}' WHERE id = 'sess-1'`);
-    expect(separateWrites()).toEqual(["sess-1"]);
+    const separateWrites = await watchSeparateMarkerWrites(w);
+    await w.exec(`UPDATE sessions SET node_metadata = '{"leg_id":"x"}' WHERE id = 'sess-1'`);
+    expect(await separateWrites()).toEqual(["sess-1"]);
   });
 
   for (const [shape, stored] of [
@@ -223,7 +213,7 @@ describe("markers (D1, Verification 3 and 5)", () => {
       const w = world();
       await endedSession(w, "completed", { nodeMetadata: stored });
       expect(await setupResume(w.ledger, planFor(w, "leg-2"), () => "fresh")).toBe("reopened");
-      const row = w.sql("SELECT status, node_metadata FROM sessions")[0]!;
+      const row = (await w.sql("SELECT status, node_metadata FROM sessions"))[0]!;
       expect(row.status).toBe("running");
       expect(storedObject(row.node_metadata)).toMatchObject({ leg_id: "leg-2", supervisor_pid: process.pid });
     });
@@ -293,8 +283,8 @@ describe("a session that no longer exists (D1, Verification 6, resume side)", ()
   }
 
   for (const [when, hooks] of [
-    ["between the branch read and the session read", (db: string, keep: boolean) => ({ afterBranchRead: (_b: string, s: string | null) => removeSessionElsewhere(db, s!, keep) })],
-    ["between the session read and the reopen write", (db: string, keep: boolean) => ({ afterSessionRead: (s: string) => removeSessionElsewhere(db, s, keep) })],
+    ["between the branch read and the session read", (home: string, keep: boolean) => ({ afterBranchRead: (_b: string, s: string | null) => removeSessionElsewhere(home, s!, keep) })],
+    ["between the session read and the reopen write", (home: string, keep: boolean) => ({ afterSessionRead: (s: string) => removeSessionElsewhere(home, s, keep) })],
   ] as const) {
     for (const keep of [false, true]) {
       test(`removed ${when}${keep ? " (branch row kept)" : ""}: the leg runs persisted under a new session for the same branch, and its notice fires`, async () => {
@@ -302,13 +292,13 @@ describe("a session that no longer exists (D1, Verification 6, resume side)", ()
         await endedSession(w, "completed");
         const out = path.join(w.home, "notices");
         const log: string[] = [];
-        const outcome = await runAgent(request("branch-1"), await agentDeps(w, out, hooks(w.dbPath, keep), log));
+        const outcome = await runAgent(request("branch-1"), await agentDeps(w, out, hooks(w.liHome, keep), log));
         expect(outcome.result.persisted).toBe("written");
         const sessionId = outcome.plan.sessionId;
         expect(sessionId).not.toBe("sess-1");
-        expect(w.sql("SELECT id, status FROM sessions")).toEqual([{ id: sessionId, status: "completed" }]);
-        expect(w.sql("SELECT id, session_id FROM branches")).toEqual([{ id: "branch-1", session_id: sessionId }]);
-        expect(w.sql("SELECT session_id, status FROM legs")).toEqual([{ session_id: sessionId, status: "completed" }]);
+        expect(await w.sql("SELECT id, status FROM sessions")).toEqual([{ id: sessionId, status: "completed" }]);
+        expect(await w.sql("SELECT id, session_id FROM branches")).toEqual([{ id: "branch-1", session_id: sessionId }]);
+        expect(await w.sql("SELECT session_id, status FROM legs")).toEqual([{ session_id: sessionId, status: "completed" }]);
         const lines = recorded(out);
         expect(lines).toHaveLength(1);
         expect(lines[0]).toContain(`completed session ${sessionId} completed ${sessionId}`);
@@ -320,7 +310,7 @@ describe("a session that no longer exists (D1, Verification 6, resume side)", ()
   test("a session already gone before the read: the branch row alone leads to a new session", async () => {
     const w = world();
     await endedSession(w, "completed");
-    removeSessionElsewhere(w.dbPath, "sess-1", true);
+    await removeSessionElsewhere(w.liHome, "sess-1", true);
     const out = path.join(w.home, "notices");
     const outcome = await runAgent(request("branch-1"), await agentDeps(w, out, undefined, []));
     expect(outcome.result.persisted).toBe("written");

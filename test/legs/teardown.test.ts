@@ -24,6 +24,7 @@ import {
 import { guardedWrite } from "../../src/legs/teardown/write.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import { fakeClock, sequentialIds, tempDir, tempLedger } from "../helpers/ledger.ts";
+import { describeSqliteOnly } from "../helpers/backends.ts";
 
 const contract = (...entries: [string, string, boolean][]): ArtifactContract => ({
   expected: entries.map(([id, p, required]) => ({ id, path: p, required, description: "", source: "cli" })),
@@ -477,7 +478,7 @@ describe("step 10 and failures", () => {
   });
 });
 
-describe("a ledger that fails during teardown", () => {
+describeSqliteOnly("sqlite-errors")("a ledger that fails during teardown", () => {
   /** Caps the ledger at its current size: the next write that needs a page fails with SQLITE_FULL. */
   function fillLedger(ledger: Ledger): void {
     const db = (ledger.backend as unknown as { db: import("bun:sqlite").Database }).db;

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { pollingOnly, watchSqliteFile } from "../../src/ledger/sqlite/wake.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { until } from "../helpers/until.ts";
+import { describeSqliteOnly } from "../helpers/backends.ts";
 
 function walDatabase(dir: string): Database {
   const db = new Database(join(dir, "state.db"));
@@ -13,7 +14,7 @@ function walDatabase(dir: string): Database {
   return db;
 }
 
-describe("watchSqliteFile", () => {
+describeSqliteOnly("file-wake")("watchSqliteFile", () => {
   test("a commit by another connection moves the generation, and changed() resolves on it", async () => {
     const dir = tempDir();
     const db = walDatabase(dir);

@@ -7,6 +7,7 @@ import { tempLedger } from "../helpers/ledger.ts";
 import { deadPid, insertSession, query, startFixture } from "../helpers/sweep-fixtures.ts";
 import { isAlive, until } from "../helpers/until.ts";
 import { HOST, legRegistration, RECORD, recorded, standing } from "../notify/helpers.ts";
+import { testSqliteOnly } from "../helpers/backends.ts";
 
 const now = () => Date.now() / 1000;
 const DAY = 86400;
@@ -83,7 +84,7 @@ describe("the watch loop", () => {
     expect(w.entries.find((e) => e.action === "prune")).toMatchObject({ sessions: 1, keep_days: 30 });
   });
 
-  test("a commit wakes delivery at once, without waiting for the safety poll", async () => {
+  testSqliteOnly("file-wake")("a commit wakes delivery at once, without waiting for the safety poll", async () => {
     const w = world();
     await standing(w.ledger, "h", [RECORD, w.out]);
     const { wake, waits } = counted(watchSqliteFile(w.dbPath));
@@ -134,7 +135,7 @@ describe("the watch loop", () => {
 });
 
 describe("errors in a pass", () => {
-  test("a ledger that refuses the pass's writes is counted as a ledger error: --once exits 78; any other error is 1", async () => {
+  testSqliteOnly("ledger-file")("a ledger that refuses the pass's writes is counted as a ledger error: --once exits 78; any other error is 1", async () => {
     const w = world();
     await phantom(w, "s");
     const { Database } = await import("bun:sqlite");
