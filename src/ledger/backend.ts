@@ -73,6 +73,13 @@ export interface Backend extends SweepReads {
   listMessages(sessionId: string): Promise<MessageRow[]>;
   sessionLegState(sessionId: string): Promise<SessionLegState | null>;
   /**
+   * Resolves once `now()` is the ledger's clock (PostgreSQL: the pool connected and measured the server's
+   * clock; until then `now()` is this host's). Absent where `now()` needs nothing (SQLite). A time taken
+   * before the first query (a leg's start, a sweep's `now`) must wait for it; rejects as the first
+   * query would (an unreachable server, a missing ledger).
+   */
+  ready?(): Promise<void>;
+  /**
    * Calls `onRequest` when a kill request may have been recorded on leg `legId` (li kill from another
    * host, §12.2), and on every (re)subscription, since notices sent while disconnected are lost; the
    * caller re-reads the leg's `kill_requested_at` (a call is a reason to look, not proof). Returns the

@@ -73,6 +73,11 @@ export class Ledger {
     return this.backend.location;
   }
 
+  /** Resolves once `now()` is the ledger's clock (Backend.ready): await it before a time taken ahead of any query. */
+  async ready(): Promise<void> {
+    await this.backend.ready?.();
+  }
+
   /** Subscribes to terminal events; listeners run after commit, never inside the transaction. */
   onTerminal(listener: TerminalListener): () => void {
     this.listeners.add(listener);

@@ -91,6 +91,9 @@ export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<Agen
 async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap): Promise<AgentOutcome> {
   // The ledger's clock (on PostgreSQL the server's): started_at, heartbeats and ended_at are compared by other hosts' sweeps.
   const now = deps.now ?? deps.ledger?.now ?? hostClock;
+  // started_at is taken before the first query: on PostgreSQL the clock must be the server's by then. A
+  // ledger that cannot be reached fails the setup below, as it would without this (§8.4).
+  await deps.ledger?.ready().catch(() => {});
   const newId = deps.newId ?? randomId;
   const resume: ResumeTarget | null = req.resume !== null ? await resolveResume(deps.ledger, deps.runsRoot, req.resume, deps.resumeHooks) : null;
   let run = await allocateFirstRun(req, deps, resume ? { contract: resume.contract, artifactRoot: resume.artifactRoot } : undefined);

@@ -142,6 +142,8 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   async function sweepPass(): Promise<void> {
     report.sweeps++;
     try {
+      // Every sweep judges ages at ledger.now(): on PostgreSQL the server's clock, measured on connecting.
+      await ledger.ready();
       const linked = await linkedFinalizer.runOnce(ledger, ledger.now(), { dryRun: false }, env);
       for (const a of linked.actions) {
         log({ action: "finalize_linked", session_id: a.session_id, linked_session_id: a.linked_session_id, linked_status: a.linked_status, status: a.status, reason: a.reason_code, applied: a.applied, ...(a.conflict ? { conflict: a.conflict } : {}) });

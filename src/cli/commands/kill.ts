@@ -35,6 +35,8 @@ export default command({
       });
       const ledger = open();
       // A bulk sweep: it writes transitions and leaves their notices to durable delivery (§9.4).
+      // The sweep judges ages at this `now`: on PostgreSQL the server's clock, measured on connecting.
+      await ledger.ready();
       const summary = await staleKill.runOnce(ledger, ledger.now(), options);
       if (args.json) {
         const { transitions: _t, ...rest } = summary;

@@ -28,6 +28,8 @@ export default command({
       ...(args["new-status"] !== undefined ? { newStatus: args["new-status"] } : {}),
     });
     const ledger = open();
+    // The sweep judges ages at this `now`: on PostgreSQL the server's clock, measured on connecting.
+    await ledger.ready();
     const summary = await doctor.runOnce(ledger, ledger.now(), options);
     if (args.json) {
       const { transitions: _t, ...rest } = summary;

@@ -27,6 +27,8 @@ export default command({
       ...(args["keep-days"] !== undefined ? { keepDays: parseNonNegativeInt(args["keep-days"], "--keep-days") } : {}),
     });
     const ledger = open();
+    // The retention is measured from this `now`: on PostgreSQL the server's clock, measured on connecting.
+    await ledger.ready();
     // Batches done / estimated and the rate, on stderr, only when stderr is a terminal.
     const status = StatusLine.onStderr();
     let summary: Awaited<ReturnType<typeof prune.runOnce>>;
