@@ -17,6 +17,7 @@ import * as pgSweeps from "./sweeps.ts";
 import { LOCK_NAMESPACE } from "./migrate.ts";
 import { notYetOnPostgres } from "./not-yet.ts";
 import { PgReads } from "./reads.ts";
+import { listenForKillRequest } from "./wake.ts";
 import { num } from "./row-numbers.ts";
 
 /** The statements of the sweeps (sweeps.ts, the twin of sqlite/sweeps.ts). */
@@ -58,6 +59,16 @@ export class PgBackend implements Backend {
 
   get location(): string {
     return this.conn.name;
+  }
+
+  /** Connected, and the server's clock measured: `now()` is the server's from here on. */
+  async ready(): Promise<void> {
+    await this.conn.pool();
+  }
+
+  /** A kill request on leg `legId` (li kill from another host, §12.2): LISTEN li_kill, re-read on every (re)subscription. */
+  onKillRequest(legId: string, onRequest: () => void): () => void {
+    return listenForKillRequest(this.conn.pool(), this.conn.schema, legId, onRequest);
   }
 
   /** Unix seconds on the ledger's clock: the server's (an injected clock wins). */

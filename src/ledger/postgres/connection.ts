@@ -7,6 +7,7 @@
 import type { SQL } from "bun";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { connectPgWith, quoteIdent, type PgClient } from "./client.ts";
+import { hostClock } from "../../util/host-clock.ts";
 import { ServerClock, SERVER_NOW_SQL } from "./clock.ts";
 import { asPgLedgerError } from "./errors.ts";
 import { migratePg, UNDEFINED_TABLE, VERSION_TABLE } from "./migrate.ts";
@@ -31,7 +32,8 @@ export interface PgConnectionOptions {
 export class PgConnection {
   /** `postgres://HOST:PORT/DATABASE`: the only way li names this ledger. */
   readonly name: string;
-  readonly clock = new ServerClock();
+  // This host's clock as li reads it everywhere (util/host-clock.ts), so a host whose clock is off is measured as it is.
+  readonly clock = new ServerClock(() => hostClock() * 1000);
   private ready: Promise<PgClient> | null = null;
   private measuring = false;
   private closed = false;
