@@ -19,7 +19,6 @@ import { notYetOnPostgres } from "./not-yet.ts";
 import { PgReads } from "./reads.ts";
 import { listenForKillRequest } from "./wake.ts";
 import { num } from "./row-numbers.ts";
-import { listenForKillRequest } from "./wake.ts";
 
 /** The statements of the sweeps (sweeps.ts, the twin of sqlite/sweeps.ts). */
 interface PgSweeps {
@@ -154,11 +153,6 @@ export class PgBackend implements Backend {
 
   /** SQLite checkpoints its WAL here; PostgreSQL's own background writer needs no help. */
   async afterBulkBatch(): Promise<void> {}
-
-  /** LISTEN li_kill (wake.ts): called on the leg's notice and on every (re)subscription; the caller re-reads the leg. */
-  onKillRequest(legId: string, onRequest: () => void): () => void {
-    return listenForKillRequest(this.conn.pool(), this.conn.schema, legId, onRequest);
-  }
 
   ledgerError(error: unknown): LedgerUnavailableError | null {
     return this.conn.ledgerError(error);
