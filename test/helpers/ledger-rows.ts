@@ -181,6 +181,11 @@ function closedAfterEachTest(rows: LedgerRows): LedgerRows {
   return wrapped;
 }
 
+/** A PostgreSQL ledger's rows by database URL and schema: for the PostgreSQL-specific tests, whose ledgers are their own (pg-ledger.ts). */
+export function ledgerRowsOnPostgres(url: string, schema: string): LedgerRows {
+  return postgresRows(url, schema);
+}
+
 /**
  * The ledger of the test home `home` (the LI_HOME a test gives li): `$home/state.db` on SQLite, the
  * home's schema in the suite's database on PostgreSQL (test/helpers/backends.ts). `sqlitePath`

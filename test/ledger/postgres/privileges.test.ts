@@ -9,6 +9,8 @@ import { migratePg, MIGRATIONS_TABLE, VERSION_TABLE } from "../../../src/ledger/
 import { MIGRATIONS } from "../../../src/ledger/postgres/migrations.gen.ts";
 import { resolvePgTarget } from "../../../src/ledger/postgres/options.ts";
 import { LedgerUnavailableError } from "../../../src/util/errors.ts";
+import { li } from "../../helpers/cli.ts";
+import { tempDir } from "../../helpers/ledger.ts";
 import { asSuperuser, describePostgres, postgresCluster, usePostgresDatabase } from "../../helpers/postgres.ts";
 
 /** The grants docs/postgres.md tells an operator to run as the owner; keep the two in step. */
@@ -57,6 +59,29 @@ describePostgres("the everyday role of a PostgreSQL ledger", () => {
       await tx`SELECT pg_advisory_xact_lock(${0x6c69}, hashtext(${schema} || ':seq'))`;
       await tx`SELECT pg_notify('li_changes', 'probe')`;
     });
+  });
+
+  test("every li command runs as the everyday role", async () => {
+    const { port } = postgresCluster();
+    const env = { LI_DB: `postgres://${role}@127.0.0.1:${port}/${db.name}?sslmode=disable&search_path=${schema}` };
+    const home = tempDir("li-app-");
+    const run = async (args: string[]) => {
+      const r = await li(args, { home, env });
+      return { args: args.join(" "), code: r.code, stderr: r.stderr };
+    };
+    const agent = await li(["agent", "--json", "--", "true"], { home, env });
+    expect({ code: agent.code, stderr: agent.stderr }).toEqual({ code: 0, stderr: agent.stderr });
+    const session = (JSON.parse(agent.stdout) as { session_id: string }).session_id;
+    const invocation = (await li(["state", "create", "invocation"], { home, env })).stdout.trim();
+    const results = [
+      await run(["ls"]),
+      await run(["show", session, "--json"]),
+      await run(["wait", session]),
+      await run(["logs", session]),
+      await run(["state", "transitions", session]),
+      await run(["state", "set-status", "invocation", invocation, "--status", "completed", "--reason", "run.completed.ok"]),
+    ];
+    expect(results.filter((r) => r.code !== 0)).toEqual([]);
   });
 
   test("the everyday role cannot change the schema", async () => {

@@ -1,0 +1,80 @@
+// Benchmark `pg-wait-cold` (issue 11): `li wait` on an already-terminal id as a fresh process, the ledger on
+// PostgreSQL over loopback (the test helper's throwaway cluster) against the same on SQLite, interleaved in
+// the same run, medians; a compiled hello-world (bench/floor.ts) for scale, and a compiled program that
+// only connects with Bun's SQL client and runs `SELECT 1` (the driver's floor: what any PostgreSQL
+// command pays before li does anything). Target: PostgreSQL ≤ 2× SQLite.
+// Each ledger holds one session recorded by `li agent -- true` (the wait resolves its full id).
+// Usage: bun bench/pg-wait-cold.ts [--runs 40]   (build dist/li first; needs PostgreSQL's server programs)
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { asSuperuser, postgresCluster, stopPostgresCluster } from "../test/helpers/postgres.ts";
+import { compileFloor, quantile, r2 } from "./floor.ts";
+
+const at = process.argv.indexOf("--runs");
+const RUNS = at >= 0 ? Number(process.argv[at + 1]) : 40;
+const LI = join(import.meta.dir, "../dist/li");
+const work = mkdtempSync(join(tmpdir(), "li-bench-pg-cold-"));
+const hello = compileFloor(work, "hello", 'console.log("hello");\n');
+const connectOnly = compileFloor(
+  work,
+  "pg-connect",
+  'import { SQL } from "bun";\nconst sql = new SQL({ url: process.env.BENCH_PG_URL, max: 1 });\nawait sql`SELECT 1`;\nawait sql.close();\nconsole.log("connected");\n',
+);
+
+const cluster = postgresCluster();
+const database = "bench_pg_wait_cold";
+await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+await asSuperuser((sql) => sql.unsafe(`CREATE DATABASE ${database}`));
+
+const baseEnv = (): Record<string, string> => {
+  const env: Record<string, string> = { NO_COLOR: "1" };
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("LI_")) env[k] = v;
+  return env;
+};
+
+/** A ledger with one finished session; returns the env that names it and the session id. */
+function recorded(name: string, extra: Record<string, string>): { env: Record<string, string>; id: string } {
+  const env = { ...baseEnv(), LI_HOME: join(work, name), ...extra };
+  const made = Bun.spawnSync([LI, "agent", "--json", "--", "true"], { env, stdout: "pipe", stderr: "pipe" });
+  if (made.exitCode !== 0) throw new Error(`${name}: li agent failed: ${made.stderr.toString()}`);
+  return { env, id: (JSON.parse(made.stdout.toString()) as { session_id: string }).session_id };
+}
+
+const sqlite = recorded("sqlite", {});
+const pg = recorded("postgres", { LI_DB: cluster.url(database) });
+const cases = [
+  { name: "hello-world", argv: [hello], env: baseEnv(), check: "hello" },
+  { name: "connect + SELECT 1 (Bun SQL)", argv: [connectOnly], env: { ...baseEnv(), BENCH_PG_URL: cluster.url(database) }, check: "connected" },
+  { name: "li wait, SQLite", argv: [LI, "wait", sqlite.id], env: sqlite.env, check: `${sqlite.id}\tstatus=completed` },
+  { name: "li wait, PostgreSQL (loopback)", argv: [LI, "wait", pg.id], env: pg.env, check: `${pg.id}\tstatus=completed` },
+];
+const times = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+for (let run = -3; run < RUNS; run++) {
+  for (const c of cases) {
+    const t0 = performance.now();
+    const r = Bun.spawnSync(c.argv, { env: c.env, stdout: "pipe", stderr: "pipe" });
+    const ms = performance.now() - t0;
+    if (r.exitCode !== 0 || !r.stdout.toString().startsWith(c.check)) throw new Error(`${c.name}: exit ${r.exitCode}: ${r.stdout} ${r.stderr}`);
+    if (run >= 0) times.get(c.name)!.push(ms); // the first rounds only warm caches
+  }
+}
+await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+stopPostgresCluster();
+rmSync(work, { recursive: true, force: true });
+
+const median = (name: string) => quantile(times.get(name)!, 0.5);
+for (const c of cases) console.log(`${c.name.padEnd(32)} median ${median(c.name).toFixed(2)} ms, p95 ${quantile(times.get(c.name)!, 0.95).toFixed(2)} ms`);
+const ratio = median("li wait, PostgreSQL (loopback)") / median("li wait, SQLite");
+const overConnect = median("li wait, PostgreSQL (loopback)") / median("connect + SELECT 1 (Bun SQL)");
+console.log(`PostgreSQL / SQLite = ${ratio.toFixed(2)}× (target ≤ 2.0×); SQLite / hello-world = ${(median("li wait, SQLite") / median("hello-world")).toFixed(2)}×; PostgreSQL / connect floor = ${overConnect.toFixed(2)}×`);
+console.log(
+  JSON.stringify({
+    bench: "pg-wait-cold",
+    runs: RUNS,
+    median_ms: Object.fromEntries(cases.map((c) => [c.name, r2(median(c.name))])),
+    pg_vs_sqlite: r2(ratio),
+    pg_vs_connect_floor: r2(overConnect),
+  }),
+);
