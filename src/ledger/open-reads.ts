@@ -4,11 +4,14 @@ import type { Paths } from "./location.ts";
 import type { LedgerReads } from "./reads.ts";
 import { openSqliteForReads } from "./sqlite/open-read.ts";
 import { SqliteReads } from "./sqlite/reads.ts";
+import { hostClock } from "../util/host-clock.ts";
 
 export interface OpenedReads {
   reads: LedgerReads;
   /** The database file to watch for commits; null when the backend wakes another way. */
   watchPath: string | null;
+  /** The ledger's clock for the ages views show: on PostgreSQL the server's once the first read returned. */
+  now(): number;
   close(): void;
 }
 
@@ -21,5 +24,5 @@ export function openReads(paths: Paths): OpenedReads {
   }
   const path = paths.ledger.path;
   const db = openSqliteForReads(path);
-  return { reads: new SqliteReads(db), watchPath: path, close: () => db.close() };
+  return { reads: new SqliteReads(db), watchPath: path, now: hostClock, close: () => db.close() };
 }

@@ -90,14 +90,15 @@ export default command({
     const sinceSeconds = args.since === undefined ? undefined : parseDuration(args.since, "--since");
 
     const ledger = open();
-    const now = Date.now() / 1000;
     const reads = ledger.reads;
     const rows = await reads.listRecent({
       kinds,
       limit,
       ...(args.status !== undefined ? { status: args.status } : {}),
-      ...(sinceSeconds !== undefined ? { since: now - sinceSeconds } : {}),
+      ...(sinceSeconds !== undefined ? { since: ledger.now() - sinceSeconds } : {}),
     });
+    // Ages on the ledger's clock, read after the first query (on PostgreSQL it is measured then).
+    const now = ledger.now();
     const shortest = async (id: string) => id.slice(0, Math.max(MIN_PREFIX, (await reads.sharedPrefixLength(id)) + 1));
     const entries: LsEntry[] = [];
     for (const row of rows) {

@@ -36,6 +36,8 @@ interface Shown {
   callbacks: CallbackRow[];
   deliveries: DeliveryRow[];
   currentLeg: LegRow | null;
+  /** The ledger's clock when the rows were read: a running leg's duration so far. */
+  now: number;
 }
 
 /** A leg's host as people read it: the recorded host name, else its id. */
@@ -77,7 +79,7 @@ function summaryLines(s: Shown, colour: boolean): string[] {
     const ofLeg = leg && s.legs.length > 1 ? ` (leg ${leg.seq} of ${s.legs.length}; the session started ${isoTime(row.started_at)})` : "";
     field("started", `${isoTime(started)}${ofLeg}`);
     field("ended", ended === null ? "-" : isoTime(ended));
-    field("duration", `${formatDuration((ended ?? Date.now() / 1000) - started)}${ended === null ? " so far" : ""}`);
+    field("duration", `${formatDuration((ended ?? s.now) - started)}${ended === null ? " so far" : ""}`);
   }
   if ("exit_code" in row) field("exit code", row.exit_code === null || row.exit_code === undefined ? "-" : safeText(row.exit_code));
   if (leg) field("run dir", safeText(leg.state_root));
@@ -188,7 +190,8 @@ export default command({
   async run({ args, ledger: open }) {
     const extra = args._.map(String).slice(1);
     if (extra.length > 0) throw new UsageError(`li show takes one id; unexpected '${extra[0]}'`);
-    const { reads } = open();
+    const opened = open();
+    const { reads } = opened;
     const target = await resolveOneIn(reads, args.id, VIEW_LOOKUP_ORDER);
     const isSession = target.kind === "session";
     const [row, transitions, adminEvents, legs, branches, callbacks, deliveries] = await Promise.all([
@@ -201,7 +204,7 @@ export default command({
       reads.listDeliveries(target.kind, target.id),
     ]);
     if (!row) throw new Error(`${target.kind} ${target.id} vanished while reading`);
-    const shown: Shown = { target, row, transitions, adminEvents, legs, branches, callbacks, deliveries, currentLeg: legs.find((l) => l.id === row.current_leg_id) ?? null };
+    const shown: Shown = { target, row, transitions, adminEvents, legs, branches, callbacks, deliveries, now: opened.now(), currentLeg: legs.find((l) => l.id === row.current_leg_id) ?? null };
     if (args.json) writeJson(renderJson(shown));
     else writeOut(render(shown, Boolean(args.raw)));
     return 0;

@@ -69,6 +69,11 @@ describePostgres("many hosts on one PostgreSQL ledger (§12.1, §12.2, §14)", (
       // B's clock is off the other way: what B compares must be the server's clock too.
       const onB = w.on(HOST_B, { LI_TEST_CLOCK_SKEW: String(-skew) });
       const doctor = ["state", "doctor", "--stale-hours", "0.1"];
+      // Views age it on the server's clock too: started a moment ago, not 10 minutes off.
+      const [listed] = JSON.parse((await onB(["ls", "--json"])).stdout).entities;
+      expect(listed).toMatchObject({ id: leg.id, host_name: "alpha" });
+      expect(listed.age_seconds).toBeGreaterThanOrEqual(0);
+      expect(listed.age_seconds).toBeLessThan(TEN_MINUTES / 2);
       expect((await onB([...doctor, "--dry-run"])).stdout).toBe("running=1, swept=0 → aborted, skipped_recent=0, skipped_live=1\n");
 
       // A stops beating (frozen), and its last sign of life moves 12 minutes back: past the 10-minute grace.
