@@ -96,7 +96,13 @@ async function execute(command: LiCommand, where: string, rest: string[], passth
   const open = await ledgerOpener(command.ledger);
   let opened: { close(): void } | null = null;
   try {
-    return await command.run({ args, rawArgs: rest, passthrough, ledger: () => (opened ??= open()) as never });
+    const exit = await command.run({ args, rawArgs: rest, passthrough, ledger: () => (opened ??= open()) as never });
+    // §17: a command that wrote replays this host's spooled outcomes — unless its ledger failed it just now.
+    if (opened !== null && command.ledger !== "reads" && exit !== ExitCode.unavailable && !cliContext.ledgerFailed) {
+      const { replayAfterWrite } = await import("./replay-spool.ts");
+      await replayAfterWrite(opened as never);
+    }
+    return exit;
   } finally {
     (opened as { close(): void } | null)?.close();
   }

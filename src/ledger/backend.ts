@@ -7,7 +7,7 @@ import type { SweepReads, SweepWrites } from "./sweep-store.ts";
 import type { LedgerReads } from "./reads.ts";
 import type { NotifyStore } from "./notify-store.ts";
 import type { LedgerUnavailableError } from "../util/errors.ts";
-import type { AdminEventRow, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, StatusRow, StatusSet, TransitionRow } from "./rows.ts";
+import type { AdminEventRow, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, TransitionRow } from "./rows.ts";
 import type { Awaitable } from "../util/awaitable.ts";
 
 /** Operations inside one write transaction. On SQLite the write lock is already held. */
@@ -35,6 +35,10 @@ export interface Tx extends SweepWrites {
   nextLegSeq(sessionId: string): Awaitable<number>;
   insertMessage(row: MessageRow): Awaitable<void>;
   sessionLegState(sessionId: string): Awaitable<SessionLegState | null>;
+  /** Whether this spool entry was already replayed into the ledger (§17). */
+  spoolReplayed(id: string): Awaitable<boolean>;
+  /** Records a spool entry as replayed, in the replay's own transaction. */
+  recordSpoolReplay(row: SpoolReplayRow): Awaitable<void>;
   /** Handlers, consumers and deliveries (§9), under this transaction. */
   readonly notify: NotifyStore;
 }
@@ -92,5 +96,11 @@ export interface Backend extends SweepReads {
    * naming the ledger, or null when `error` is not about the ledger. The adapter owns the classification.
    */
   ledgerError(error: unknown): LedgerUnavailableError | null;
+  /**
+   * Unix seconds (the ledger's clock) since when the ledger itself has been serving, when the backend
+   * knows (PostgreSQL: `pg_postmaster_start_time()`); heartbeats from before it may not have been
+   * writable, so a sweep counts no age from earlier (§17). Absent or null: not known (SQLite).
+   */
+  availableSince?(): Promise<number | null>;
   close(): void;
 }

@@ -256,3 +256,13 @@ export interface RecentRow {
   /** A session's first branch (the id `li agent -r` resumes); null for other kinds. */
   branch_id: string | null;
 }
+
+/** A spool entry replayed into the ledger (§17): recorded in the replay's transaction, so it applies once. */
+export interface SpoolReplayRow {
+  id: string;
+  session_id: string;
+  leg_id: string;
+  host_id: string | null;
+  spooled_at: number;
+  replayed_at: number;
+}

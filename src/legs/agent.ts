@@ -16,7 +16,7 @@ import { resolveResume, type ResumeHooks, type ResumeTarget } from "./resume.ts"
 import { allocateRun, takeRunId, type RunDir } from "./rundir.ts";
 import type { AlsoInSetup, LegPlan } from "./setup.ts";
 import { LiSignalTrap } from "./signals.ts";
-import type { AfterCommit, TeardownResult } from "./teardown/state.ts";
+import type { AfterCommit, LegOutage, TeardownResult } from "./teardown/state.ts";
 
 /** Exit codes that mean "the provider failed" for linked-session reconciliation (§8.2 step 5). */
 export const PROVIDER_FAILURE_EXIT_CODES: readonly number[] = Object.freeze([75]);
@@ -47,6 +47,8 @@ export interface AgentDeps {
   resumeHooks?: ResumeHooks;
   /** Test seams between a leg's allocation, setup, spawn and markers. */
   legHooks?: LegHooks;
+  /** Retry and spool when the ledger is unreachable (§17); the host id is the supervisor's. */
+  outage?: Omit<LegOutage, "hostId">;
 }
 
 export interface AgentOutcome {
@@ -149,6 +151,7 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
       ...(first && deps.onStarted ? { onStarted: deps.onStarted } : {}),
       ...(deps.requirePersistence ? { requirePersistence: true } : {}),
       ...(deps.legHooks ? { hooks: deps.legHooks } : {}),
+      ...(deps.outage ? { outage: { ...deps.outage, hostId: supervisor.hostId } } : {}),
       signals,
     });
     if (outcome.result.persisted !== "deferred") {

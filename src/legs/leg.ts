@@ -17,7 +17,7 @@ import { setupResume, type ResumeSetup } from "./resume.ts";
 import { nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
 import { armDeadline, GroupTerminator, LI_SIGNALS, LiSignalTrap } from "./signals.ts";
 import { spawnCommand, SpawnError, type SpawnedCommand } from "./spawn.ts";
-import type { AfterCommit, TeardownResult } from "./teardown/state.ts";
+import type { AfterCommit, LegOutage, TeardownResult } from "./teardown/state.ts";
 
 /** Where a leg's live output and li's own notes go. */
 export interface LegIo {
@@ -71,6 +71,8 @@ export interface LegOptions {
   /** li's signals, trapped by the caller for all its legs; without one the leg traps its own, before setup. */
   signals?: LiSignalTrap;
   hooks?: LegHooks;
+  /** Retrying and spooling when the ledger is unreachable at the end (§17); absent: reported unrecorded. */
+  outage?: LegOutage;
 }
 
 export interface LegOutcome {
@@ -228,6 +230,7 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
     log: o.io.log,
     checkEvidence: o.checkEvidence,
     afterCommit: o.afterCommit,
+    ...(o.outage ? { outage: o.outage } : {}),
   });
   return { result, termination, stoppedBy: null, persisted: ledger !== null, resumed };
 }

@@ -6,6 +6,7 @@ import type { ArtifactContract } from "../contracts/artifacts.ts";
 import { parseDuration, parseNonNegativeInt } from "../util/duration.ts";
 import { ExitCode, UsageError } from "../util/errors.ts";
 import { assertSafeId } from "../util/ids.ts";
+import { DEFAULT_LEDGER_RETRY_SECONDS } from "./ledger-retry.ts";
 import { resolveSaveDir, RUN_ID_ENV } from "./rundir.ts";
 
 /** The flags of `li agent` as citty hands them over. */
@@ -13,6 +14,7 @@ export interface AgentArgs {
   resume?: string | undefined;
   notify?: string | undefined;
   timeout?: string | undefined;
+  ledgerRetry?: string | undefined;
   artifact?: string | string[] | undefined;
   profile?: string | undefined;
   playbook?: string | undefined;
@@ -38,6 +40,8 @@ export interface AgentRequest {
   notify: string | null;
   /** Seconds; null = no deadline. */
   timeout: number | null;
+  /** Seconds to retry an unreachable ledger (setup, the final write) before spooling (§17); absent = the default. */
+  ledgerRetry?: number;
   contract: ArtifactContract | null;
   contractWarnings: string[];
   saveDir: string | undefined;
@@ -60,6 +64,8 @@ export interface RequestContext {
   workdir: string;
   /** `agent.timeout` from settings, used when --timeout is absent. */
   defaultTimeout?: number | null;
+  /** `agent.ledger_retry` from settings, used when --ledger-retry is absent. */
+  defaultLedgerRetry?: number;
   /** li's environment, read (not consumed) to refuse an unsafe LI_RUN_ID before anything is written. */
   env?: Readonly<Record<string, string | undefined>>;
 }
@@ -80,6 +86,7 @@ export async function parseAgentRequest(args: AgentArgs, passthrough: readonly s
   const persist = args.persist !== false;
   if (detach && !persist) throw new UsageError("--detach needs persistence: an id nobody can wait on is worse than an error (drop --no-persist)", ExitCode.unavailable);
   const timeout = args.timeout !== undefined ? parseDuration(args.timeout, "--timeout") : (ctx.defaultTimeout ?? null);
+  const ledgerRetry = args.ledgerRetry !== undefined ? parseDuration(args.ledgerRetry, "--ledger-retry", { allowZero: true }) : (ctx.defaultLedgerRetry ?? DEFAULT_LEDGER_RETRY_SECONDS);
   const autoResume = args.autoResume !== undefined ? parseNonNegativeInt(args.autoResume, "--auto-resume") : 0;
   if (autoResume > 0 && timeout === null) throw new UsageError("--auto-resume needs --timeout: only a timed-out leg is resumed");
   let resumeArgv: string[] | null = null;
@@ -128,6 +135,7 @@ export async function parseAgentRequest(args: AgentArgs, passthrough: readonly s
     resume,
     notify: args.notify ?? null,
     timeout,
+    ledgerRetry,
     contract,
     contractWarnings: warnings,
     saveDir: args.saveDir,

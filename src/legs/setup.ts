@@ -1,7 +1,7 @@
 // Opens a leg's durable record in ONE transaction (SPEC §8): branch, session, leg row with markers, current_leg_id.
 
 import type { Tx } from "../ledger/backend.ts";
-import type { LegRow } from "../ledger/rows.ts";
+import type { BranchRow, LegRow } from "../ledger/rows.ts";
 import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { applyTransition, validateTransition, type AppliedTransition } from "../ledger/transition.ts";
@@ -89,11 +89,24 @@ export async function setupNewSession(ledger: Ledger, plan: LegPlan, alsoInSetup
  * whose session was removed, §10) is pointed at the new session instead of inserted.
  */
 export async function writeNewSession(tx: Tx, ledger: Ledger, plan: LegPlan, alsoInSetup?: AlsoInSetup): Promise<AppliedTransition> {
-  const prepared = ledger.prepareCreate("session", {
-    id: plan.sessionId,
-    source: "executor",
-    actor: "li agent",
-    fields: {
+  const transition = await writeSessionRows(tx, ledger, newSessionRows(plan));
+  await alsoInSetup?.(tx, plan);
+  return transition;
+}
+
+/** A new session's rows as data: what setup writes, and what a spool entry keeps when setup never reached the ledger (§17). */
+export interface NewSessionRows {
+  branch: BranchRow;
+  /** The session's creation fields (`Ledger.prepareCreate`'s allowlist checks them when written). */
+  session: Record<string, string | number | null>;
+  leg: LegRow;
+}
+
+export function newSessionRows(plan: LegPlan): NewSessionRows {
+  return {
+    branch: { id: plan.branchId, session_id: plan.sessionId, name: null, metadata: null, created_at: plan.startedAt, updated_at: plan.startedAt },
+    session: {
+      id: plan.sessionId,
       started_at: plan.startedAt,
       current_leg_id: plan.legId,
       artifacts_path: plan.run.artifactRoot,
@@ -102,14 +115,21 @@ export async function writeNewSession(tx: Tx, ledger: Ledger, plan: LegPlan, als
       invocation_id: plan.invocationId,
       linked_session_id: plan.linkedSessionId,
     },
-  });
-  prepared.row.created_at = plan.startedAt;
-  prepared.row.updated_at = plan.startedAt;
-  if (await tx.getBranch(plan.branchId)) await tx.rebindBranch(plan.branchId, plan.sessionId, plan.startedAt);
-  else await tx.insertBranch({ id: plan.branchId, session_id: plan.sessionId, name: null, metadata: null, created_at: plan.startedAt, updated_at: plan.startedAt });
+    leg: legRow(plan, 1),
+  };
+}
+
+/** Writes a new session's rows inside an open transaction, times from its start; returns the session's first transition. */
+export async function writeSessionRows(tx: Tx, ledger: Ledger, rows: NewSessionRows): Promise<AppliedTransition> {
+  const { id, ...fields } = rows.session;
+  const startedAt = rows.leg.started_at;
+  const prepared = ledger.prepareCreate("session", { id: String(id), source: "executor", actor: "li agent", fields });
+  prepared.row.created_at = startedAt;
+  prepared.row.updated_at = startedAt;
+  if (await tx.getBranch(rows.branch.id)) await tx.rebindBranch(rows.branch.id, rows.branch.session_id, startedAt);
+  else await tx.insertBranch(rows.branch);
   const transition = await ledger.insertNew(tx, "session", prepared);
-  await tx.insertLeg(legRow(plan, 1));
-  await alsoInSetup?.(tx, plan);
+  await tx.insertLeg(rows.leg);
   return transition;
 }
 

@@ -9,6 +9,7 @@ import { parseDuration, parsePositiveNumber, requireDurationRange } from "../uti
 import { UsageError } from "../util/errors.ts";
 import { isSafeId } from "../util/ids.ts";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
+import { DEFAULT_LEDGER_RETRY_SECONDS } from "../legs/ledger-retry.ts";
 import { findProjectFile, SETTINGS_FILE } from "./lookup.ts";
 import { trustCommand, trustState } from "./trust.ts";
 
@@ -43,6 +44,8 @@ export interface Settings {
   readonly notifyOnTerminal: NotifySetting | null;
   /** Seconds; null = no deadline. */
   readonly agentTimeout: number | null;
+  /** Seconds a leg retries an unreachable ledger before it spools its outcome (§17). */
+  readonly agentLedgerRetry: number;
   readonly watch: WatchSettings;
 }
 
@@ -64,6 +67,7 @@ const KEYS = {
   // runsProgram: taken from a project file only when that file is trusted and unchanged (§18, `li trust`).
   "notify.on_terminal": { parse: parseNotify, fallback: null, disabledByInvalid: "the callback is disabled", runsProgram: true },
   "agent.timeout": { parse: durationValue, fallback: null },
+  "agent.ledger_retry": { parse: durationOrZeroValue, fallback: DEFAULT_LEDGER_RETRY_SECONDS },
   "watch.sweep_interval": { parse: durationValue, fallback: 30 },
   "watch.phantom_grace": { parse: durationOrZeroValue, fallback: 60 },
   "watch.phantom_hours": { parse: positiveNumberValue, fallback: 1 },
@@ -116,6 +120,7 @@ export function loadSettings(options: LoadSettingsOptions): { settings: Settings
   const settings: Settings = {
     notifyOnTerminal: notify === null ? null : freezeNotify(notify),
     agentTimeout: pick("agent.timeout"),
+    agentLedgerRetry: pick("agent.ledger_retry"),
     watch: Object.freeze({
       sweepInterval: pick("watch.sweep_interval"),
       phantomGrace: pick("watch.phantom_grace"),

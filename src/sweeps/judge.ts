@@ -51,11 +51,19 @@ export function markersOf(leg: LegRow): LegMarkers {
 
 export interface JudgeOptions {
   heartbeatGrace?: number;
+  /** Since when the judging process has had the ledger (§17): no age counts from before it. */
+  reachableSince?: number | null;
 }
 
 export function judgeSession(session: RunningSession, now: number, env: Pick<SweepEnv, "hostId" | "probe">, options: JudgeOptions = {}): Judgement {
   const classify = (leg: LegRow) =>
-    classifyLeg({ markers: markersOf(leg), hostId: env.hostId, now, probe: env.probe, options: options.heartbeatGrace === undefined ? {} : { heartbeatGrace: options.heartbeatGrace } });
+    classifyLeg({
+      markers: markersOf(leg),
+      hostId: env.hostId,
+      now,
+      probe: env.probe,
+      options: { ...(options.heartbeatGrace === undefined ? {} : { heartbeatGrace: options.heartbeatGrace }), ...(options.reachableSince == null ? {} : { reachableSince: options.reachableSince }) },
+    });
   const currentLeg = session.legs.find((l) => l.id === session.current_leg_id) ?? null;
   const liveness = currentLeg ? classify(currentLeg) : null;
   // A session with any live unended leg is alive (a resume racing an older leg that still runs).
@@ -76,7 +84,7 @@ export function judgeSession(session: RunningSession, now: number, env: Pick<Swe
   else state = "unknown";
 
   // Never from started_at: a resumed session keeps its first start (ADR-0105).
-  const lastSeen = Math.max(liveness?.evidence.lastSeenAt ?? -Infinity, session.updated_at);
+  const lastSeen = Math.max(liveness?.evidence.lastSeenAt ?? -Infinity, session.updated_at, options.reachableSince ?? -Infinity);
   const ageSeconds = liveness ? Math.max(0, now - lastSeen) : sessionAgeWithoutLeg(session.updated_at, now);
 
   const commandMarkers = liveness?.evidence;

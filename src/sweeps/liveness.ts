@@ -27,6 +27,11 @@ export interface LegMarkers {
 export interface LivenessOptions {
   /** Seconds after its last heartbeat (or start) before a leg of another host counts as dead. */
   heartbeatGrace?: number;
+  /**
+   * Unix seconds since when the judging process has had the ledger (§17): after an outage, a heartbeat
+   * that could not be written is not held against the leg, so ages count from the later of the two.
+   */
+  reachableSince?: number | null;
 }
 
 export interface LivenessInput {
@@ -111,7 +116,8 @@ export function classifyLeg(input: LivenessInput): Liveness {
   const endedAt = finiteOrNull(markers.endedAt);
 
   const lastSeenAt = heartbeatAt === null ? startedAt : startedAt === null ? heartbeatAt : Math.max(startedAt, heartbeatAt);
-  const ageSeconds = lastSeenAt === null ? null : secondsSince(lastSeenAt, now);
+  const since = finiteOrNull(input.options?.reachableSince ?? null);
+  const ageSeconds = lastSeenAt === null ? null : secondsSince(since === null ? lastSeenAt : Math.max(lastSeenAt, since), now);
   const hasMarkers = pid !== null || heartbeatAt !== null;
   // A pid is only meaningful on the host that recorded it; a pid with no host id cannot be trusted here.
   const local = markers.hostId !== null && markers.hostId === hostId;

@@ -81,7 +81,7 @@ export async function runSessionSweep(ledger: Ledger, now: number, env: SweepEnv
   };
   for await (const session of runningSessions(ledger)) {
     summary.running++;
-    const j = judgeSession(session, now, env, spec.heartbeatGrace === undefined ? {} : { heartbeatGrace: spec.heartbeatGrace });
+    const j = judgeSession(session, now, env, { ...(spec.heartbeatGrace === undefined ? {} : { heartbeatGrace: spec.heartbeatGrace }), ...(env.reachableSince == null ? {} : { reachableSince: env.reachableSince }) });
     const decision = spec.decide(j);
     if (!decision.sweep) {
       summary[`skipped_${decision.skip}`]++;

@@ -25,6 +25,11 @@ export interface SweepEnv {
   /** The processes of a leg whose command no marker names, found by LI_LEG_RUN_ID (absent: never looked for). */
   findLegCommand?(leg: LegToFind): FoundProcess[];
   hooks?: SweepHooks;
+  /**
+   * Unix seconds (the ledger's clock) since when this process has had the ledger without failing (§17):
+   * set by the watcher after an outage, so no leg is judged by heartbeats it could not write.
+   */
+  reachableSince?: number | null;
 }
 
 function signalProcess(pid: number, signal: NodeJS.Signals): boolean {

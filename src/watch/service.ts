@@ -11,6 +11,7 @@ import { reaper } from "../sweeps/reaper.ts";
 import { hostEnv, type SweepEnv } from "../sweeps/sweep.ts";
 import { ExitCode, LedgerUnavailableError } from "../util/errors.ts";
 import type { WatchLog } from "./log.ts";
+import type { ReplayHooks } from "../spool/replay.ts";
 
 export interface WatchConfig {
   /** One pass of everything, then return. */
@@ -41,6 +42,10 @@ export interface WatchDeps {
   clockMs?: () => number;
   /** The prune pass's progress (a foreground watcher on a terminal draws it on stderr); `done` after each pass. */
   pruneProgress?: { update: (progress: PruneProgress) => void; done: () => void };
+  /** This host's spool (`$LI_HOME/spool`), replayed on every pass (§17); absent: no replay. */
+  spoolDir?: string;
+  /** Test seam between a replayed entry's commit and the removal of its file. */
+  replayHooks?: ReplayHooks;
 }
 
 export interface WatchReport {
@@ -54,6 +59,8 @@ export interface WatchReport {
   pruned_sessions: number;
   /** Run directories of legs killed before their setup, removed by the orphan sweep. */
   removed_run_dirs: number;
+  /** Spooled outcomes recorded (§17). */
+  replayed: number;
   errors: number;
   /** Of `errors`, those where the ledger itself could not be read or written (full, read-only…). */
   ledger_errors: number;
@@ -95,11 +102,15 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   const env = deps.sweepEnv ?? hostEnv();
   const pollMs = (config.pollSeconds ?? 1) * 1000;
   const intervalMs = config.sweepIntervalSeconds * 1000;
-  const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, removed_run_dirs: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
+  const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, removed_run_dirs: 0, replayed: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
+  const availability = new Availability(ledger);
   const fail = (what: string, error: unknown) => {
     report.errors++;
     // The backend names the ledger and the reason (disk full, read-only) for its own failures.
-    if (error instanceof LedgerUnavailableError) report.ledger_errors++;
+    if (error instanceof LedgerUnavailableError) {
+      report.ledger_errors++;
+      if (error.unreachable) availability.lost();
+    }
     log({ action: "error", during: what, message: message(error) });
   };
   const stopped = new Promise<void>((resolve) => {
@@ -111,11 +122,28 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   const orphanOptions = orphanRunDirs.validate({});
   const pruneOptions = config.pruneKeepDays === null ? null : prune.validate({ keepDays: config.pruneKeepDays, files: false });
 
+  /** Spooled outcomes first, so a leg that finished during an outage is recorded before the reaper judges it. */
+  async function replayPass(): Promise<void> {
+    if (!deps.spoolDir) return;
+    try {
+      const { replaySpool } = await import("../spool/replay.ts");
+      const replayed = await replaySpool(ledger, { spoolDir: deps.spoolDir, ...(deps.replayHooks ? { hooks: deps.replayHooks } : {}) });
+      for (const r of replayed.refused) log({ action: "spool_refused", file: r.file, why: r.problem });
+      for (const a of replayed.actions) log({ action: "replay", entry: a.entry_id, session_id: a.session_id, result: a.result, status: a.status });
+      report.replayed += replayed.replayed;
+      if (replayed.error) fail("replay", replayed.error);
+      else if (replayed.actions.length > 0) availability.reached();
+    } catch (error) {
+      fail("replay", error);
+    }
+  }
+
   async function deliveryPass(): Promise<void> {
     for (;;) {
       let pass: PassSummary;
       try {
         pass = await deliverOnce(ledger, { limit: DELIVERY_LIMIT, ...deps.delivery });
+        availability.reached();
       } catch (error) {
         fail("deliver", error);
         return;
@@ -154,7 +182,11 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     }
     if (signal.aborted) return;
     try {
-      const reaped = await reaper.runOnce(ledger, ledger.now(), reaperOptions, env);
+      // After a failure, the reaper judges nothing until the ledger takes a write again: that moment is the regain.
+      await availability.confirm();
+      const reachableSince = await availability.since();
+      if (reachableSince !== null && availability.justRegained()) log({ action: "ledger_regained", heartbeat_ages_from: reachableSince });
+      const reaped = await reaper.runOnce(ledger, ledger.now(), reaperOptions, reachableSince === null ? env : { ...env, reachableSince });
       for (const a of reaped.actions) {
         log({
           action: "reap",
@@ -209,6 +241,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     if (signal.aborted) break;
     // Read before the work: a commit during the pass (including the pass's own) wakes the next one.
     const generation = wake.generation;
+    await replayPass();
     if (clockMs() >= nextSweepAt) {
       await sweepPass();
       nextSweepAt = clockMs() + intervalMs;
@@ -221,4 +254,50 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     await Promise.race([wake.changed(generation, waitMs), stopped]);
   }
   return report;
+}
+
+/**
+ * When this watcher last regained the ledger after failing to reach it (§17), on the ledger's clock,
+ * and when the ledger itself came up (PostgreSQL's start time): a heartbeat's age counts from the
+ * later of the heartbeat and these, so no leg is reaped for heartbeats it could not write meanwhile.
+ */
+class Availability {
+  private unreachable = false;
+  private regainedAt: number | null = null;
+  private announced = true;
+
+  constructor(private readonly ledger: Ledger) {}
+
+  /** A ledger call failed as unreachable. */
+  lost(): void {
+    this.unreachable = true;
+  }
+
+  /** A ledger call succeeded: the first one after a failure is the moment the ledger came back. */
+  reached(): void {
+    if (!this.unreachable) return;
+    this.unreachable = false;
+    this.regainedAt = this.ledger.now();
+    this.announced = false;
+  }
+
+  /** After a failure, an empty write transaction (it takes the write lock) tells whether the ledger is back; throws if not. */
+  async confirm(): Promise<void> {
+    if (!this.unreachable) return;
+    await this.ledger.backend.transaction(() => undefined);
+    this.reached();
+  }
+
+  /** True once after each regain (for one log line). */
+  justRegained(): boolean {
+    if (this.announced) return false;
+    this.announced = true;
+    return true;
+  }
+
+  async since(): Promise<number | null> {
+    const serverSince = (await this.ledger.backend.availableSince?.()) ?? null;
+    if (serverSince === null) return this.regainedAt;
+    return this.regainedAt === null ? serverSince : Math.max(serverSince, this.regainedAt);
+  }
 }

@@ -8,7 +8,7 @@ import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { li, type LiResult } from "../helpers/cli.ts";
+import { LI_BINARY, li, liEnv, type LiResult } from "../helpers/cli.ts";
 import { describeSqliteOnly } from "../helpers/backends.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { ledgerRows } from "../helpers/ledger-rows.ts";
@@ -208,8 +208,8 @@ describeSqliteOnly("disk-full")("disk full during the command's output (the run 
   });
 });
 
-describeSqliteOnly("disk-full")("disk full at teardown (the ledger on the full disk, the run directory elsewhere)", () => {
-  test("li says plainly the outcome was NOT recorded, naming the ledger and the reason, prints no summary, and exits 78", async () => {
+describeSqliteOnly("disk-full")("disk full at teardown (the ledger and the spool on the full disk, the run directory elsewhere)", () => {
+  test("li says plainly the outcome was NOT recorded (nor spooled), naming the ledger and the reason, prints no summary, and exits 78", async () => {
     const tmpfs = disk();
     if (!tmpfs) return;
     const home = join(tmpfs, "home");
@@ -219,14 +219,17 @@ describeSqliteOnly("disk-full")("disk full at teardown (the ledger on the full d
     // the final write is the first to need space. No timing involved.
     const command = `dd if=/dev/zero of=${filler} bs=4096 2>/dev/null; echo FILLED`;
 
-    const r = await li(["agent", "--", "sh", "-c", command], { home, env: { LI_RUNS_ROOT: runs } });
+    const r = await li(["agent", "--ledger-retry", "0", "--", "sh", "-c", command], { home, env: { LI_RUNS_ROOT: runs } });
 
     expect(r.stdout).toBe("FILLED\n");
     expect(r.code).toBe(78);
     const dbPath = join(home, "state.db");
     const said = lines(r);
-    expect(said).toHaveLength(1);
-    expect(said[0]).toMatch(new RegExp(`^li: the outcome was NOT recorded: ledger ${dbPath}: disk full: .*SQLITE_FULL.*; it was completed \\(run\\.completed\\.ok\\) session \\S+ branch \\S+ \\(command exit 0\\)`));
+    expect(said).toHaveLength(2);
+    // The spool is on the same full disk: the entry cannot be written either (§17), and nothing is left there.
+    expect(said[0]).toMatch(new RegExp(`^li: cannot spool the outcome in ${join(home, "spool")}: .*ENOSPC`));
+    expect(existsSync(join(home, "spool")) ? readdirSync(join(home, "spool")) : []).toEqual([]);
+    expect(said[1]).toMatch(new RegExp(`^li: the outcome was NOT recorded: ledger ${dbPath}: disk full: .*SQLITE_FULL.*; it was completed \\(run\\.completed\\.ok\\) session \\S+ branch \\S+ \\(command exit 0\\)`));
     expect(r.stderr).not.toMatch(/^li: completed/m);
     // The stream file and the run directory stay for the record.
     expect(onlyStreamText(runs)).toBe("FILLED\n");
@@ -242,7 +245,7 @@ describeSqliteOnly("disk-full")("disk full at teardown (the ledger on the full d
     const home = join(tmpfs, "home");
     const bytes = 3 * 1024 * 1024;
 
-    const r = await li(["agent", "--", "sh", "-c", `head -c ${bytes} /dev/zero | tr '\\0' x; echo`], { home });
+    const r = await li(["agent", "--ledger-retry", "0", "--", "sh", "-c", `head -c ${bytes} /dev/zero | tr '\\0' x; echo`], { home });
 
     expect(r.stdout.length).toBe(bytes + 1);
     expect(r.code).toBe(78);
@@ -262,11 +265,54 @@ describeSqliteOnly("disk-full")("disk full at teardown (the ledger on the full d
     if (!tmpfs) return;
     const home = join(tmpfs, "home");
     const filler = join(tmpfs, "filler");
-    const r = await li(["agent", "--json", "--", "sh", "-c", `dd if=/dev/zero of=${filler} bs=4096 2>/dev/null; true`], { home, env: { LI_RUNS_ROOT: join(elsewhere(), "runs") } });
+    const r = await li(["agent", "--json", "--ledger-retry", "0", "--", "sh", "-c", `dd if=/dev/zero of=${filler} bs=4096 2>/dev/null; true`], { home, env: { LI_RUNS_ROOT: join(elsewhere(), "runs") } });
     expect(r.code).toBe(78);
     const record = JSON.parse(r.stdout);
     expect(record).toMatchObject({ status: "completed", exit_code: 0, persisted: false, ledger_error: expect.stringContaining(`ledger ${join(home, "state.db")}: disk full`) });
     rmSync(filler);
     await expectLedgerSound(join(home, "state.db"));
+  });
+});
+
+describeSqliteOnly("disk-full")("disk full at teardown with the spool elsewhere (§17: the ledger on the full disk, LI_HOME not)", () => {
+  test("the outcome is spooled and li exits by it; once space is freed li watch --once replays it: one terminal transition, the notice fires once, and li wait started during the outage returns the real outcome", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = elsewhere();
+    const dbPath = join(tmpfs, "state.db");
+    const env = { LI_DB: dbPath };
+    const filler = join(tmpfs, "filler");
+    const notices = join(elsewhere(), "notices");
+    // The command fills the ledger's disk to the last block after setup committed: the final write is the first to need space.
+    const r = await li(["agent", "--ledger-retry", "1s", "--notify", `${RECORD} ${notices}`, "--", "sh", "-c", `dd if=/dev/zero of=${filler} bs=4096 2>/dev/null; exit 3`], { home, env });
+
+    expect(r.code).toBe(1); // the command's outcome (failed), not 78
+    const said = lines(r);
+    expect(said[0]).toMatch(new RegExp(`^li: the ledger is unreachable \\(ledger ${dbPath}: disk full: .*\\); retrying the final write for up to 1s$`));
+    expect(said.at(-1)).toMatch(new RegExp(`^li: the outcome is spooled in ${join(home, "spool")}/\\S+\\.json \\(ledger ${dbPath}: disk full: .*\\); .*; it was failed \\(run\\.failed\\.exit_nonzero\\) session \\S+`));
+    expect(said).toHaveLength(2);
+    expect(readdirSync(join(home, "spool"))).toHaveLength(1);
+    const [session] = sessions(dbPath);
+    expect(session).toMatchObject({ status: "running" });
+    expect(recorded(notices)).toEqual([]);
+    // Started while the outcome is only in the spool and the disk is still full.
+    const waiter = Bun.spawn([LI_BINARY, "wait", session!.id, "--timeout", "120"], { env: liEnv(home, env), stdout: "pipe", stderr: "pipe" });
+    const stillFull = await li(["watch", "--once"], { home, env });
+    expect(stillFull.code).toBe(78);
+    expect(readdirSync(join(home, "spool"))).toHaveLength(1);
+
+    rmSync(filler);
+    const watch = await li(["watch", "--once"], { home, env });
+
+    expect(watch.code).toBe(0);
+    expect(watch.stdout).toMatch(/replay entry=\S+ session_id=\S+ result=applied status=failed/);
+    expect(await waiter.exited).toBe(1);
+    expect(await new Response(waiter.stdout).text()).toMatch(new RegExp(`^${session!.id}\\tstatus=failed\\treason=run\\.failed\\.exit_nonzero\\t.*\\texit_code=3\\n$`));
+    expect(sessions(dbPath)).toEqual([expect.objectContaining({ status: "failed", exit_code: 3 })]);
+    const db = ledgerRows(home, { sqlitePath: dbPath });
+    expect(await db.all("SELECT actor FROM status_transitions WHERE terminal_event = 1")).toEqual([{ actor: "li.replay" }]);
+    expect(readdirSync(join(home, "spool"))).toEqual([]);
+    expect(recorded(notices)).toHaveLength(1);
+    await expectLedgerSound(dbPath);
   });
 });

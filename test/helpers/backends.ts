@@ -72,6 +72,7 @@ export const SQLITE_ONLY = {
     "a hook writes through SQLite's own connection inside li's transaction (between the guarded read and its UPDATE, or inside a prune batch); on PostgreSQL that row is locked (FOR UPDATE), and test/ledger/postgres races real connections instead",
   "prune-vs-reopen-sqlite":
     "the prune-versus-reopen interleavings through SQLite's write lock (BEGIN IMMEDIATE, total_changes(), a second bun:sqlite connection); PostgreSQL's, with a real second connection, are in test/ledger/postgres",
+  "write-lock-held": "another connection holds SQLite's database-wide write lock (BEGIN IMMEDIATE) past the busy timeout; PostgreSQL has row locks and lock_timeout instead",
 } as const satisfies Record<string, string>;
 
 export type SqliteOnlyName = keyof typeof SQLITE_ONLY;

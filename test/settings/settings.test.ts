@@ -38,6 +38,7 @@ function load(cwd = project) {
 const DEFAULTS = {
   notifyOnTerminal: null,
   agentTimeout: null,
+  agentLedgerRetry: 120,
   watch: { sweepInterval: 30, phantomGrace: 60, phantomHours: 1, pruneKeepDays: null },
 };
 
@@ -65,6 +66,7 @@ describe("loadSettings: files and precedence", () => {
       [
         "agent:",
         "  timeout: 2h",
+        "  ledger_retry: 0",
         "watch:",
         "  sweep_interval: 10",
         "  phantom_grace: 90s",
@@ -84,6 +86,7 @@ describe("loadSettings: files and precedence", () => {
         filter: { kinds: null, ids: null },
       },
       agentTimeout: 7200,
+      agentLedgerRetry: 0,
       watch: { sweepInterval: 10, phantomGrace: 90, phantomHours: 2, pruneKeepDays: 14 },
     });
   });

@@ -10,14 +10,17 @@ import { SUPERVISOR_ENV } from "../../legs/env.ts";
 import { PersistenceSetupError, type LegIo } from "../../legs/leg.ts";
 import { LegNotifier } from "../../legs/notify.ts";
 import { EXIT_CODE_BY_STATUS } from "../../legs/outcome.ts";
-import { parseAgentRequest, type AgentArgs } from "../../legs/request.ts";
+import { parseAgentRequest, type AgentArgs, type AgentRequest } from "../../legs/request.ts";
 import { heartbeatMsFromEnv } from "../../legs/heartbeat.ts";
 import { hostOverrides } from "../../legs/proc.ts";
+import { DEFAULT_LEDGER_RETRY_SECONDS } from "../../legs/ledger-retry.ts";
+import { spoolDirOf } from "../../spool/entry.ts";
 import { stdinMode } from "../../legs/spawn.ts";
 import { findBranchSnapshot } from "../../legs/rundir.ts";
 import { anySettingsFile } from "../../settings/lookup.ts";
 import type { Settings } from "../../settings/settings.ts";
 import { cliPaths } from "../paths.ts";
+import { cliContext } from "../globals.ts";
 import { writeJson } from "../output.ts";
 import { isTerminal, writeAll } from "../fd.ts";
 import { exitFor } from "../exit.ts";
@@ -55,6 +58,7 @@ export default command({
     resume: { type: "string", alias: "r", valueHint: "BRANCH_ID", description: "resume this branch (a new leg on an existing branch)" },
     notify: { type: "string", valueHint: "TEMPLATE", description: "an argv template run once when the leg's session ends" },
     timeout: { type: "string", valueHint: "DURATION", description: "after this long the command's group gets SIGTERM, then SIGKILL" },
+    "ledger-retry": { type: "string", valueHint: "DURATION", description: "how long to retry an unreachable ledger before spooling the outcome under $LI_HOME/spool (default 2m)" },
     artifact: { type: "string", valueHint: "ID=PATH[?]", complete: "files", description: "an expected artifact under the artifact root (? = optional); repeatable" },
     profile: { type: "string", valueHint: "NAME", description: "artifacts from .li/profiles/NAME.yaml" },
     playbook: { type: "string", valueHint: "FILE", complete: "files", description: "artifacts from a playbook file" },
@@ -83,7 +87,7 @@ export default command({
     heartbeatMsFromEnv(process.env);
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, note);
-    const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, env: process.env });
+    const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, ...(settings ? { defaultLedgerRetry: settings.agentLedgerRetry } : {}), env: process.env });
     req.contractWarnings.forEach(note);
     if (req.detach) {
       // The supervisor's warnings go to its log: a bad --notify is worth saying here, where someone reads it.
@@ -109,8 +113,9 @@ export default command({
       }
     } else note("warning: --no-persist: nothing is recorded in the ledger");
     const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
-    const outcome = await runAgent(req, { ...deps(ledger, io, workdir, stdinMode(isTerminal(0), false)), notifier: await notifier(req.notify, settings, note) });
+    const outcome = await runAgent(req, { ...deps(ledger, io, workdir, stdinMode(isTerminal(0), false), req), notifier: await notifier(req.notify, settings, note) });
     const { plan, result } = outcome;
+    if (result.ledgerError) cliContext.ledgerFailed = true;
     note(summaryLine(outcome));
     if (req.json) {
       writeJson({
@@ -123,6 +128,7 @@ export default command({
         exit_code: result.exitCode,
         persisted: result.persisted !== "none" && result.persisted !== "unrecorded",
         ...(result.ledgerError ? { ledger_error: result.ledgerError.message } : {}),
+        ...(result.spoolFile ? { spooled: result.spoolFile } : {}),
         legs: outcome.legs,
       });
     }
@@ -136,6 +142,10 @@ export default command({
  */
 function summaryLine({ plan, result }: AgentOutcome): string {
   const outcome = `${result.status} (${result.reasonCode || "-"}) session ${plan.sessionId} branch ${plan.branchId}`;
+  if (result.spoolFile && result.ledgerError) {
+    // Exit by the outcome as usual (§17): the record is safe on this host and replayed when the ledger is back.
+    return `the outcome is spooled in ${result.spoolFile} (${result.ledgerError.message}); li watch, or any li command that writes, records it once the ledger is back; it was ${outcome}`;
+  }
   if (result.ledgerError) {
     // li exits 78 here, so the command's own exit code is said too.
     const code = result.exitCode === null ? "the command did not run" : `command exit ${result.exitCode}`;
@@ -171,6 +181,7 @@ function agentArgs(parsed: Record<string, unknown>, rawArgs: readonly string[]):
     resume: str("resume"),
     notify: str("notify"),
     timeout: str("timeout"),
+    ledgerRetry: str("ledger-retry"),
     artifact: repeatedFlag(rawArgs, "artifact"),
     profile: str("profile"),
     playbook: str("playbook"),
@@ -189,9 +200,10 @@ function agentArgs(parsed: Record<string, unknown>, rawArgs: readonly string[]):
   };
 }
 
-function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit" | "ignore"): AgentDeps {
+function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit" | "ignore", req: AgentRequest): AgentDeps {
   const heartbeatMs = heartbeatMsFromEnv(process.env);
-  return { ledger, runsRoot: cliPaths().runsRoot, workdir, io, env: process.env, stdin, ...(heartbeatMs !== undefined ? { heartbeatMs } : {}) };
+  const outage = { retrySeconds: req.ledgerRetry ?? DEFAULT_LEDGER_RETRY_SECONDS, spoolDir: spoolDirOf(cliPaths().home) };
+  return { ledger, runsRoot: cliPaths().runsRoot, workdir, io, env: process.env, stdin, outage, ...(heartbeatMs !== undefined ? { heartbeatMs } : {}) };
 }
 
 /** The supervising li of a detached leg: commits setup, reports through the ready file, then runs the leg. */
@@ -216,7 +228,7 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, ready: R
   try {
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, log);
-    const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, env: process.env });
+    const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, ...(settings ? { defaultLedgerRetry: settings.agentLedgerRetry } : {}), env: process.env });
     try {
       ledger = open();
     } catch (error) {
@@ -224,7 +236,7 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, ready: R
     }
     const io: LegIo = { stdout: () => {}, stderr: () => {}, log };
     const outcome = await runAgent(req, {
-      ...deps(ledger, io, workdir, "ignore"),
+      ...deps(ledger, io, workdir, "ignore", req),
       notifier: await notifier(req.notify, settings, log),
       requirePersistence: true,
       onStarted: (plan) => {

@@ -8,6 +8,7 @@ import { acquireWatchLock, lockPathFor, WatcherAlreadyRunningError, type WatchLo
 import { createLog, LOG_FORMATS, type LogFormat } from "../../watch/log.ts";
 import { onceExitCode, runWatch, type WatchConfig } from "../../watch/service.ts";
 import { cliPaths } from "../paths.ts";
+import { spoolDirOf } from "../../spool/entry.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 import { pruneProgressText, StatusLine } from "../progress.ts";
 import type { PruneProgress } from "../../sweeps/prune.ts";
@@ -86,8 +87,8 @@ export default command({
           phantom_hours: config.phantomHours,
           prune_keep_days: config.pruneKeepDays,
         });
-        const report = await runWatch({ ledger, wake, log, signal: stop.signal, delivery: { liHome: paths.home }, runsRoot: paths.runsRoot, ...(pruneProgress ? { pruneProgress } : {}) }, config);
-        log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, removed_run_dirs: report.removed_run_dirs, errors: report.errors });
+        const report = await runWatch({ ledger, wake, log, signal: stop.signal, delivery: { liHome: paths.home }, runsRoot: paths.runsRoot, spoolDir: spoolDirOf(paths.home), ...(pruneProgress ? { pruneProgress } : {}) }, config);
+        log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, removed_run_dirs: report.removed_run_dirs, replayed: report.replayed, errors: report.errors });
         // For cron: a pass that logged errors is not a success (the long-running watcher logs and goes on).
         if (config.once) return onceExitCode(report);
       } finally {

@@ -8,7 +8,7 @@ import type { SQL } from "bun";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { LedgerUnavailableError } from "../../util/errors.ts";
 import type { Backend, Tx } from "../backend.ts";
-import type { AdminEventRow, BranchRow, EntityRow, LegDirs, LegPatch, LegRow, MessageRow, RunningSession, SessionLegState, StatusRow, StatusSet, SweepGuardRow, TransitionRow } from "../rows.ts";
+import type { AdminEventRow, BranchRow, EntityRow, LegDirs, LegPatch, LegRow, MessageRow, RunningSession, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, SweepGuardRow, TransitionRow } from "../rows.ts";
 import type { NotifyStore } from "../notify-store.ts";
 import type { PruneSqlStatement, PruneStatementResult } from "../sweep-store.ts";
 import type { PgConnection } from "./connection.ts";
@@ -274,6 +274,24 @@ class PgTx implements Tx {
 
   sessionLegState(sessionId: string): Promise<SessionLegState | null> {
     return legStore.sessionLegState(this.sql, sessionId);
+  }
+
+  async spoolReplayed(id: string): Promise<boolean> {
+    // Two replayers of one host's spool serialize on the entry (held to commit): the second sees the first's row.
+    await this.sql.unsafe("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_NAMESPACE, `${this.schema}:spool:${id}`]);
+    const rows = await this.sql.unsafe("SELECT 1 FROM spool_replays WHERE id = $1", [id]);
+    return rows.length > 0;
+  }
+
+  async recordSpoolReplay(row: SpoolReplayRow): Promise<void> {
+    await this.sql.unsafe("INSERT INTO spool_replays (id, session_id, leg_id, host_id, spooled_at, replayed_at) VALUES ($1, $2, $3, $4, $5, $6)", [
+      row.id,
+      row.session_id,
+      row.leg_id,
+      row.host_id,
+      row.spooled_at,
+      row.replayed_at,
+    ]);
   }
 
   // Sweep re-checks and prune statements (SPEC §12).

@@ -78,5 +78,12 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "-- li_kill: '<schema>:<leg id>' when a kill request is recorded on a leg (li kill from any host); the\n-- leg's supervisor listens for its own id (and reads kill_requested_at at each heartbeat as the fallback).\nCREATE FUNCTION li_notify_kill() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n  PERFORM pg_notify('li_kill', TG_TABLE_SCHEMA || ':' || NEW.id);\n  RETURN NULL;\nEND $$;",
       "CREATE TRIGGER legs_kill_notify AFTER UPDATE OF kill_requested_at ON legs\n  FOR EACH ROW WHEN (NEW.kill_requested_at IS NOT NULL AND NEW.kill_requested_at IS DISTINCT FROM OLD.kill_requested_at)\n  EXECUTE FUNCTION li_notify_kill();"
     ]
+  },
+  {
+    "name": "0003_spool_replays",
+    "hash": "8a14eede58be54a2ca9bb2a3045b712c4bc1458da23ca7cf0297e10288e3bde4",
+    "statements": [
+      "CREATE TABLE \"spool_replays\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"session_id\" text NOT NULL,\n\t\"leg_id\" text NOT NULL,\n\t\"host_id\" text,\n\t\"spooled_at\" double precision NOT NULL,\n\t\"replayed_at\" double precision NOT NULL\n);"
+    ]
   }
 ];

@@ -316,6 +316,16 @@ export const terminalDeliveries = pgTable(
   ],
 );
 
+/** Spool entries replayed into this ledger (§17), as in the SQLite schema. */
+export const spoolReplays = pgTable("spool_replays", {
+  id: text("id").primaryKey(),
+  session_id: text("session_id").notNull(),
+  leg_id: text("leg_id").notNull(),
+  host_id: text("host_id"),
+  spooled_at: seconds("spooled_at").notNull(),
+  replayed_at: seconds("replayed_at").notNull(),
+});
+
 /** The table of each entity kind, as in the SQLite schema. */
 export const ENTITY_TABLES = {
   session: sessions,

@@ -4,7 +4,7 @@
 import type { Database } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { Backend, Tx } from "../backend.ts";
-import type { AdminEventRow, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, StatusRow, StatusSet, TransitionRow, RunningSession } from "../rows.ts";
+import type { AdminEventRow, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, TransitionRow, RunningSession } from "../rows.ts";
 import * as legStore from "./legs.ts";
 import type { LedgerUnavailableError } from "../../util/errors.ts";
 import { asLedgerError } from "./errors.ts";
@@ -259,6 +259,16 @@ class SqliteTx implements Tx {
 
   sessionLegState(sessionId: string): SessionLegState | null {
     return legStore.sessionLegState(this.db, sessionId);
+  }
+
+  spoolReplayed(id: string): boolean {
+    return this.db.query("SELECT 1 FROM spool_replays WHERE id = ?").get(id) !== null;
+  }
+
+  recordSpoolReplay(row: SpoolReplayRow): void {
+    this.db
+      .query("INSERT INTO spool_replays (id, session_id, leg_id, host_id, spooled_at, replayed_at) VALUES (?, ?, ?, ?, ?, ?)")
+      .run(row.id, row.session_id, row.leg_id, row.host_id, row.spooled_at, row.replayed_at);
   }
 
   // Sweep re-checks and prune statements (SPEC §12), delegated to sweeps.ts.

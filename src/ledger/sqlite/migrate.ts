@@ -12,6 +12,15 @@ export function isBusyError(error: unknown): boolean {
   return error instanceof Error && (BUSY.test(error.message) || BUSY.test(String((error as { code?: string }).code ?? "")));
 }
 
+/**
+ * SQLite's busy timeout: how long a statement waits for another process's write lock before it fails
+ * as "unreachable" (§17). 5 s; `LI_SQLITE_BUSY_TIMEOUT_MS` changes it (tests of a held lock, slow disks).
+ */
+export function defaultBusyTimeoutMs(): number {
+  const given = Number(process.env.LI_SQLITE_BUSY_TIMEOUT_MS);
+  return Number.isFinite(given) && given > 0 ? given : 5000;
+}
+
 /** Retries a statement that failed with SQLITE_BUSY after the busy timeout (SQLite's handler is not fair). */
 export function withBusyRetry<T>(fn: () => T, attempts = 8): T {
   for (let i = 0; ; i++) {

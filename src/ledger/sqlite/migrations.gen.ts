@@ -102,5 +102,12 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
     "statements": [
       "CREATE INDEX `consumers_plain_live_idx` ON `consumers` (`name`) WHERE retired_at IS NULL AND substr(name, 1, 3) <> 'cb:' AND substr(name, 1, 8) <> 'handler:';"
     ]
+  },
+  {
+    "name": "0004_spool_replays",
+    "hash": "a34955f9890b1a962d8b4b36c5249fb2c7c13cbcd8dfa8fcd94efb2e23499a03",
+    "statements": [
+      "CREATE TABLE `spool_replays` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`session_id` text NOT NULL,\n\t`leg_id` text NOT NULL,\n\t`host_id` text,\n\t`spooled_at` real NOT NULL,\n\t`replayed_at` real NOT NULL\n);"
+    ]
   }
 ];

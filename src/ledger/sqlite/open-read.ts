@@ -6,11 +6,11 @@ import { Database } from "bun:sqlite";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { explained } from "./cantopen.ts";
 import { EMPTY_FILE } from "./errors.ts";
-import { applyPragmas, assertLiLedger, migrate, tableNames } from "./migrate.ts";
+import { applyPragmas, assertLiLedger, defaultBusyTimeoutMs, migrate, tableNames } from "./migrate.ts";
 import { MIGRATIONS } from "./migrations.gen.ts";
 
 /** A missing file is "nothing recorded yet" (exit 2) and is never created (§16); anything else is exit 78. */
-export function openSqliteForReads(path: string, busyTimeoutMs = 5000): Database {
+export function openSqliteForReads(path: string, busyTimeoutMs = defaultBusyTimeoutMs()): Database {
   let db: Database;
   try {
     db = new Database(path, { readwrite: true, create: false, strict: true });

@@ -6,7 +6,7 @@ import { dirname } from "node:path";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { explained } from "./cantopen.ts";
 import { EMPTY_FILE } from "./errors.ts";
-import { applyPragmas, assertLiLedger, migrate, tableNames, userVersion } from "./migrate.ts";
+import { applyPragmas, assertLiLedger, defaultBusyTimeoutMs, migrate, tableNames, userVersion } from "./migrate.ts";
 
 export interface OpenSqliteOptions {
   /** Read-only commands must not create a ledger (§16): a missing file is "nothing recorded yet". */
@@ -52,7 +52,7 @@ export function openSqlite(path: string, opts: OpenSqliteOptions): Database {
     throw explained(error, path) ?? new LedgerUnavailableError(path, `cannot open: ${(error as Error).message}`);
   }
   try {
-    const busyTimeoutMs = opts.busyTimeoutMs ?? 5000;
+    const busyTimeoutMs = opts.busyTimeoutMs ?? defaultBusyTimeoutMs();
     db.run(`PRAGMA busy_timeout = ${Math.floor(busyTimeoutMs)}`);
     // Before the pragmas: switching to WAL rewrites the header of someone else's file.
     const version = userVersion(db);

@@ -301,6 +301,20 @@ export const terminalDeliveries = sqliteTable(
   ],
 );
 
+/**
+ * Spool entries replayed into this ledger (§17): the entry id is recorded in the replay's own
+ * transaction, so an entry whose file survived (li killed between the commit and the unlink) is
+ * recognised and removed without being applied twice.
+ */
+export const spoolReplays = sqliteTable("spool_replays", {
+  id: text("id").primaryKey(),
+  session_id: text("session_id").notNull(),
+  leg_id: text("leg_id").notNull(),
+  host_id: text("host_id"),
+  spooled_at: real("spooled_at").notNull(),
+  replayed_at: real("replayed_at").notNull(),
+});
+
 /** The table of each entity kind, derived from the registry's table names. */
 export const ENTITY_TABLES = {
   session: sessions,

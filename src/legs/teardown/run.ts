@@ -2,8 +2,11 @@
 
 import { baseReason, applyEscalation, applyMissingArtifacts, completionEvidenceGate, deferTerminal, pushCallbacks, reconcileLinkedSession, snapshotEndpoints, verifyArtifacts } from "./steps.ts";
 import { initialState, type TeardownInput, type TeardownResult, type TeardownState } from "./state.ts";
-import { guardedWrite } from "./write.ts";
-import type { LedgerUnavailableError } from "../../util/errors.ts";
+import { finalRecordOf, guardedWrite, resultOf } from "./write.ts";
+import { writeFinalRecord, type FinalWrite } from "./record.ts";
+import { retryUnreachable } from "../ledger-retry.ts";
+import { LedgerUnavailableError } from "../../util/errors.ts";
+import { formatDuration } from "../../util/duration.ts";
 
 export interface TeardownStep {
   readonly name: string;
@@ -47,7 +50,7 @@ export async function runTeardown(input: TeardownInput, steps: readonly Teardown
     }
   }
   const own = { status: s.status, reasonCode: s.reasonCode };
-  if (s.ledgerError) return unrecorded(s);
+  if (s.ledgerError) return recordAfterOutage(s, input);
   return s.result ?? { ...own, persisted: "none", own, exitCode: s.exitCode, transition: null };
 }
 
@@ -59,9 +62,57 @@ function loseTheLedger(s: TeardownState, error: LedgerUnavailableError): void {
 }
 
 /**
- * The leg's outcome that the ledger could not take. Issue 13 (§17) spools it here (when
- * `ledgerError.unreachable`, after retrying) so `li watch` replays it; until then it is only reported:
- * the CLI says plainly it was NOT recorded and exits 78, and the reaper later calls the session a phantom.
+ * The ledger failed during teardown. A refusal (read-only, not a li ledger, newer li) is reported
+ * unrecorded at once; an unreachable ledger (§17: busy, disk full, connection lost) gets the final
+ * write retried with backoff for `--ledger-retry`, then the outcome is spooled for `li watch` to replay.
+ */
+async function recordAfterOutage(s: TeardownState, input: TeardownInput): Promise<TeardownResult> {
+  const ledger = input.ledger;
+  const outage = input.outage;
+  if (!ledger || !outage || !s.ledgerError!.unreachable) return unrecorded(s);
+  if (outage.retrySeconds > 0) s.log(`the ledger is unreachable (${s.ledgerError!.message}); retrying the final write for up to ${formatDuration(outage.retrySeconds)}`);
+  const record = finalRecordOf(s);
+  const attempt = await retryUnreachable<FinalWrite>(
+    async () => {
+      try {
+        return { ok: true, value: await writeFinalRecord(ledger, record, { actor: "li agent" }) };
+      } catch (error) {
+        const failure = ledger.backend.ledgerError(error);
+        if (!failure) throw error;
+        return { ok: false, retry: failure.unreachable, error: failure };
+      }
+    },
+    { seconds: outage.retrySeconds, ...(outage.clockMs ? { clockMs: outage.clockMs } : {}), ...(outage.sleep ? { sleep: outage.sleep } : {}) },
+  );
+  if (attempt.ok) {
+    // Recorded after all: the leg goes on as if the write had landed the first time (push included).
+    s.ledger = ledger;
+    s.ledgerError = null;
+    try {
+      s.result = await resultOf(s, attempt.value);
+    } catch {
+      const own = { status: s.status, reasonCode: s.reasonCode };
+      s.result = attempt.value.result === "applied" ? { ...own, persisted: "written", own, exitCode: s.exitCode, transition: attempt.value.transition } : { ...own, persisted: "skipped", own, exitCode: s.exitCode, transition: null };
+    }
+    await pushCallbacks(s);
+    return s.result;
+  }
+  s.ledgerError = attempt.error as LedgerUnavailableError;
+  if (!s.ledgerError.unreachable) return unrecorded(s);
+  const { spoolFinal } = await import("../../spool/write.ts");
+  try {
+    const file = spoolFinal(outage, { ledger: ledger.location, now: s.now(), record, setup: null });
+    const own = { status: s.status, reasonCode: s.reasonCode };
+    return { ...own, persisted: "spooled", own, exitCode: s.exitCode, transition: null, ledgerError: s.ledgerError, spoolFile: file };
+  } catch (error) {
+    s.log(`cannot spool the outcome in ${outage.spoolDir}: ${error instanceof Error ? error.message : String(error)}`);
+    return unrecorded(s);
+  }
+}
+
+/**
+ * The leg's outcome that the ledger refused (or that could not be spooled either): the CLI says plainly
+ * it was NOT recorded and exits 78, and the reaper later calls the session a phantom.
  */
 function unrecorded(s: TeardownState): TeardownResult {
   const own = { status: s.status, reasonCode: s.reasonCode };

@@ -17,15 +17,31 @@ export interface TeardownResult {
   /**
    * written: our guarded write applied; winner: another writer's terminal status stands; skipped: not
    * current or not terminal; none: no ledger; deferred: auto-resume; failed: teardown itself failed;
-   * unrecorded: the ledger failed (disk full, read-only…) and the outcome is NOT in it (`ledgerError`).
+   * unrecorded: the ledger failed (disk full, read-only…) and the outcome is NOT in it (`ledgerError`);
+   * spooled: the ledger stayed unreachable past --ledger-retry and the outcome waits in `spoolFile` (§17).
    */
-  persisted: "written" | "winner" | "skipped" | "none" | "deferred" | "failed" | "unrecorded";
+  persisted: "written" | "winner" | "skipped" | "none" | "deferred" | "failed" | "unrecorded" | "spooled";
   /** The leg's own computed outcome, whatever was persisted. */
   own: { status: string; reasonCode: string };
   exitCode: number | null;
   transition: AppliedTransition | null;
-  /** Why the outcome is not in the ledger (persisted = unrecorded): names the ledger and the reason. */
+  /** Why the outcome is not in the ledger (persisted = unrecorded or spooled): names the ledger and the reason. */
   ledgerError?: LedgerUnavailableError;
+  /** The spool entry holding the outcome (persisted = spooled). */
+  spoolFile?: string;
+}
+
+/** What a leg does when the ledger is unreachable at its final write (§17). Absent: report it unrecorded. */
+export interface LegOutage {
+  /** Seconds to retry the final write before spooling. */
+  retrySeconds: number;
+  /** `$LI_HOME/spool`. */
+  spoolDir: string;
+  /** The host the entry is spooled on. */
+  hostId: string;
+  /** Test seams for the backoff. */
+  clockMs?: () => number;
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** Runs after the guarded write committed (step 10): callbacks are pushed from here. */
@@ -68,6 +84,7 @@ export interface TeardownInput {
   log: (line: string) => void;
   checkEvidence: (cwd: string, options: EvidenceOptions) => Promise<CompletionEvidence>;
   afterCommit: readonly AfterCommit[];
+  outage?: LegOutage;
 }
 
 /** The outcome being computed; each step reads and refines it in the fixed order. */

@@ -1,0 +1,37 @@
+// Retrying an unreachable ledger for a bounded time (SPEC §17): the final write, and a foreground leg's setup.
+
+/** `--ledger-retry` / `agent.ledger_retry` when neither is given: two minutes. */
+export const DEFAULT_LEDGER_RETRY_SECONDS = 120;
+
+/** First pause between attempts; each further pause doubles, up to the cap. */
+const FIRST_PAUSE_MS = 250;
+const MAX_PAUSE_MS = 10_000;
+
+export interface RetryOptions {
+  /** How long to keep trying, in seconds (0: one attempt). */
+  seconds: number;
+  /** Monotonic milliseconds (injectable for tests). */
+  clockMs?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export type Attempt<T> = { ok: true; value: T } | { ok: false; retry: boolean; error: unknown };
+
+/**
+ * Calls `attempt` until it succeeds, answers "do not retry" (a refusal, §17), or the time is up; with
+ * backoff between attempts, never past the deadline. Returns the last attempt.
+ */
+export async function retryUnreachable<T>(attempt: () => Promise<Attempt<T>>, o: RetryOptions): Promise<Attempt<T>> {
+  const clockMs = o.clockMs ?? (() => performance.now());
+  const sleep = o.sleep ?? ((ms: number) => Bun.sleep(ms));
+  const deadline = clockMs() + o.seconds * 1000;
+  let pause = FIRST_PAUSE_MS;
+  for (;;) {
+    const result = await attempt();
+    if (result.ok || !result.retry) return result;
+    const left = deadline - clockMs();
+    if (left <= 0) return result;
+    await sleep(Math.min(pause, left));
+    pause = Math.min(pause * 2, MAX_PAUSE_MS);
+  }
+}

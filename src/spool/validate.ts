@@ -1,0 +1,119 @@
+// Reading a spool entry back (SPEC §17, §18): a file under $LI_HOME could have been planted or damaged,
+// so it is read bounded without following a symlink, parsed, and checked field by field before replay.
+
+import { z } from "zod";
+import { readUntrustedFile } from "../util/untrusted-file.ts";
+import { ENTRY_ID, SPOOL_SCHEMA, SPOOL_VERSION, type SpoolEntry } from "./entry.ts";
+
+/** An entry holds a leg's message tail (64 KiB) and evidence; 4 MiB leaves room for JSON escaping. */
+export const SPOOL_ENTRY_LIMIT = 4 * 1024 * 1024;
+
+const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/).max(200);
+const time = z.number().finite();
+const text = z.string().max(SPOOL_ENTRY_LIMIT);
+const object = z.record(z.string(), z.unknown());
+
+const message = z.strictObject({
+  id,
+  session_id: id,
+  branch_id: id.nullable(),
+  leg_id: id.nullable(),
+  role: z.string().max(64),
+  content: text,
+  truncated: z.number().int().min(0).max(1),
+  created_at: time,
+});
+
+const final = z.strictObject({
+  sessionId: id,
+  legId: id,
+  status: z.string().max(64),
+  reasonCode: z.string().max(200),
+  reasonSummary: text.nullable(),
+  evidence: z.array(object).max(1000),
+  metadata: object,
+  endedAt: time,
+  exitCode: z.number().int().nullable(),
+  verification: z.unknown(),
+  nodeMetadata: object,
+  message: message.nullable(),
+  leg: z.strictObject({ status: z.string().max(64), reasonCode: z.string().max(200) }),
+});
+
+const nullableText = z.string().max(SPOOL_ENTRY_LIMIT).nullable();
+const nullableInt = z.number().int().nullable();
+
+const legRow = z.strictObject({
+  id,
+  session_id: id,
+  seq: z.number().int().positive(),
+  run_id: id,
+  state_root: z.string().max(4096),
+  artifact_root: z.string().max(4096),
+  command: text,
+  cwd: nullableText,
+  pid: nullableInt,
+  pid_start_ticks: nullableInt,
+  boot_id: nullableText,
+  host_id: nullableText,
+  host_name: nullableText.optional(),
+  command_pid: nullableInt,
+  command_start_ticks: nullableInt,
+  started_at: time,
+  heartbeat_at: time.nullable(),
+  kill_requested_at: time.nullable(),
+  ended_at: time.nullable(),
+  status: z.string().max(64),
+  reason_code: nullableText,
+  exit_code: nullableInt,
+  deferred: z.number().int(),
+  first_msg_id: id.nullable(),
+  last_msg_id: id.nullable(),
+});
+
+const setup = z.strictObject({
+  branch: z.strictObject({ id, session_id: id, name: nullableText, metadata: nullableText, created_at: time, updated_at: time }),
+  // The creation fields; Ledger.prepareCreate checks them against its allowlist when the session is written.
+  session: z.record(z.string().regex(/^[a-z_]+$/), z.union([z.string().max(SPOOL_ENTRY_LIMIT), z.number(), z.null()])),
+  leg: legRow,
+  registration: z.strictObject({ id, argv: z.array(z.string().max(65536)).min(1).max(4096), origin: z.string().max(4096), hostId: z.string().max(512), createdAt: time }).nullable(),
+});
+
+const entry = z.strictObject({
+  schema: z.literal(SPOOL_SCHEMA),
+  version: z.literal(SPOOL_VERSION),
+  id: z.string().regex(ENTRY_ID),
+  spooled_at: time,
+  host_id: z.string().max(512),
+  session_id: id,
+  leg_id: id,
+  ledger: z.string().max(4096),
+  setup: setup.nullable(),
+  final,
+});
+
+export type ReadEntry = { ok: true; entry: SpoolEntry } | { ok: false; missing: true } | { ok: false; missing: false; problem: string };
+
+/** The entry in `file`, checked: its id must be its file name, and its parts must agree on the leg. */
+export function readEntry(file: string, expectedId: string): ReadEntry {
+  const read = readUntrustedFile(file, SPOOL_ENTRY_LIMIT);
+  if (!read.ok) return read.missing ? { ok: false, missing: true } : { ok: false, missing: false, problem: read.problem };
+  let json: unknown;
+  try {
+    json = JSON.parse(read.text);
+  } catch {
+    return { ok: false, missing: false, problem: "is not JSON" };
+  }
+  const parsed = entry.safeParse(json);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    return { ok: false, missing: false, problem: `is not a spool entry (${first ? `${first.path.join(".") || "entry"}: ${first.message}` : "invalid"})` };
+  }
+  const e = parsed.data as SpoolEntry;
+  if (e.id !== expectedId) return { ok: false, missing: false, problem: `names entry ${e.id}, not its file's ${expectedId}` };
+  if (e.final.sessionId !== e.session_id || e.final.legId !== e.leg_id) return { ok: false, missing: false, problem: "its final record names another leg" };
+  if (e.setup && (e.setup.leg.id !== e.leg_id || e.setup.leg.session_id !== e.session_id || e.setup.session.id !== e.session_id)) {
+    return { ok: false, missing: false, problem: "its setup names another leg" };
+  }
+  return { ok: true, entry: e };
+}
