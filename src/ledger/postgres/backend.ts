@@ -15,7 +15,7 @@ import type { PgConnection } from "./connection.ts";
 import * as legStore from "./legs.ts";
 import * as pgSweeps from "./sweeps.ts";
 import { LOCK_NAMESPACE } from "./migrate.ts";
-import { notYetOnPostgres } from "./not-yet.ts";
+import { PgNotifyStore } from "./notify.ts";
 import { PgReads } from "./reads.ts";
 import { listenForKillRequest } from "./wake.ts";
 import { num } from "./row-numbers.ts";
@@ -32,9 +32,6 @@ interface PgSweeps {
   legsOfSessions(sql: SQL, sessionIds: readonly string[]): Promise<LegDirs[]>;
 }
 
-// The prune's batch statements and the notify store are written beside this file (sweeps.ts, notify.ts); each plugs in on its line.
-const sweepsOn = (ledger: string): PgSweeps => ({ ...pgSweeps, pruneStatement: notYetOnPostgres<PgSweeps>(ledger, "the prune's batch statements").pruneStatement });
-const notifyStoreOn = (ledger: string, _sql: () => Promise<SQL>): NotifyStore => notYetOnPostgres(ledger, "handlers, consumers and deliveries");
 
 export interface PgBackendOptions {
   /** A clock a test controls; otherwise the server's clock (clock.ts). */
@@ -53,8 +50,8 @@ export class PgBackend implements Backend {
   ) {
     this.injectedNow = options.now;
     this.reads = new PgReads((fn) => conn.run(fn));
-    this.notify = notifyStoreOn(conn.name, () => conn.pool());
-    this.sweeps = sweepsOn(conn.name);
+    this.notify = new PgNotifyStore((fn) => conn.run(fn), () => this.now());
+    this.sweeps = pgSweeps;
   }
 
   get location(): string {
@@ -80,7 +77,7 @@ export class PgBackend implements Backend {
   async transaction<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T> {
     const sql = await this.conn.pool();
     try {
-      return (await sql.begin(async (handle) => fn(new PgTx(handle, this.conn.schema, this.conn.name, this.sweeps)))) as T;
+      return (await sql.begin(async (handle) => fn(new PgTx(handle, this.conn.schema, this.sweeps, () => this.now())))) as T;
     } catch (error) {
       throw this.conn.fault(error);
     }
@@ -171,10 +168,10 @@ class PgTx implements Tx {
   constructor(
     private readonly sql: SQL,
     private readonly schema: string,
-    ledger: string,
     private readonly sweeps: PgSweeps,
+    now: () => number,
   ) {
-    this.notify = notifyStoreOn(ledger, async () => sql);
+    this.notify = PgNotifyStore.on(sql, now);
   }
 
   async readStatus(kind: EntityKind, id: string): Promise<StatusRow | null> {

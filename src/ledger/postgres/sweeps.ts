@@ -1,9 +1,14 @@
 // PostgreSQL statements of the sweeps (SPEC §12), the twin of src/ledger/sqlite/sweeps.ts: running-session
-// reads and the in-lock re-check. Every function takes the `sql` it runs on: the pool for the reads, the
-// transaction's handle for the re-check (both are Bun's SQL).
+// reads, the in-lock re-check and the prune batch. Every function takes the `sql` it runs on: the pool for
+// the reads, the transaction's handle for the re-check and the batch (both are Bun's SQL).
 
 import type { SQL } from "bun";
 import type { LegDirs, LegRow, RunningSession, SweepGuardRow } from "../rows.ts";
+import { plainLiveConsumer } from "../schema-checks.ts";
+import type { PruneSqlStatement, PruneStatementResult } from "../sweep-store.ts";
+import { owedSessionsStatement } from "../rules/owed.ts";
+import { SOFT_REFERENCES } from "../rules/prune.ts";
+import { PG_DIALECT } from "./dialect.ts";
 import { legRow } from "./row-numbers.ts";
 
 /** Id lists travel as one array parameter (`= ANY($1::text[])`), so one statement serves every batch size. */
@@ -90,4 +95,71 @@ export async function readSweepGuard(sql: SQL, sessionId: string): Promise<Sweep
 
 export async function legsOfSessions(sql: SQL, sessionIds: readonly string[]): Promise<LegDirs[]> {
   return sql.unsafe(`SELECT id, session_id, state_root, artifact_root FROM legs WHERE session_id ${IN_BATCH}`, [[...sessionIds]]);
+}
+
+const SESSION_TRANSITIONS = `SELECT id FROM status_transitions WHERE entity_type = 'session' AND entity_id ${IN_BATCH}`;
+const SESSION_REGISTRATION_CONSUMERS = `SELECT consumer FROM terminal_callbacks WHERE scope = 'leg' AND session_id ${IN_BATCH}`;
+/** Still terminal and old ($2 the terminal statuses, $3 the cutoff). */
+const STILL_PRUNABLE = `status = ANY($2::text[]) AND updated_at < $3`;
+
+/** The SQL of each statement; every one takes the batch's ids as its first parameter (some take more). */
+const STATEMENTS: Record<PruneSqlStatement, string> = {
+  // Locks every candidate row in one order (id), changing nothing: a guarded write on a candidate waits
+  // for the batch's commit, and two batches never lock each other's rows in opposite orders (§12.5).
+  lock_candidates: `SELECT id FROM sessions WHERE id ${IN_BATCH} ORDER BY id FOR UPDATE`,
+  // Its own snapshot (READ COMMITTED): a resume that committed before the lock was granted is seen here.
+  reread_status: `SELECT id FROM sessions WHERE id ${IN_BATCH} AND ${STILL_PRUNABLE}`,
+  find_owed: "", // built with the batch, see owedSessionsStatement
+  delete_deliveries: `DELETE FROM terminal_deliveries WHERE transition_id IN (${SESSION_TRANSITIONS})`,
+  delete_registration_consumers: `DELETE FROM consumers WHERE name IN (${SESSION_REGISTRATION_CONSUMERS})`,
+  delete_registrations: `DELETE FROM terminal_callbacks WHERE session_id ${IN_BATCH}`,
+  delete_messages: `DELETE FROM messages WHERE session_id ${IN_BATCH}`,
+  delete_legs: `DELETE FROM legs WHERE session_id ${IN_BATCH}`,
+  delete_branches: `DELETE FROM branches WHERE session_id ${IN_BATCH}`,
+  delete_transitions: `DELETE FROM status_transitions WHERE entity_type = 'session' AND entity_id ${IN_BATCH}`,
+  null_soft_references: "", // several statements, see below
+  // Still terminal and old: were the lock ever not held, a reopened session survives, and the re-read
+  // after it abandons the whole batch rather than leave it stripped of its history.
+  delete_sessions: `DELETE FROM sessions WHERE id ${IN_BATCH} AND ${STILL_PRUNABLE}`,
+  reread_survivors: `SELECT id FROM sessions WHERE id ${IN_BATCH}`,
+};
+
+/** One statement of a prune batch, inside the batch's transaction (`sql` is its handle). */
+export async function pruneStatement(
+  sql: SQL,
+  statement: PruneSqlStatement,
+  sessionIds: readonly string[],
+  options: { terminalStatuses: readonly string[]; cutoff: number },
+): Promise<PruneStatementResult> {
+  const batch = [...sessionIds];
+  const changed = async (text: string, params: unknown[] = [batch]) => (await sql.unsafe(text, params)).count as number;
+  const selected = async (text: string, params: unknown[] = [batch]) => ({ changes: 0, ids: ((await sql.unsafe(text, params)) as { id: string }[]).map((r) => r.id) });
+  const scoped = [batch, [...options.terminalStatuses], options.cutoff];
+  switch (statement) {
+    case "lock_candidates":
+      return { changes: (await selected(STATEMENTS.lock_candidates)).ids.length };
+    case "reread_status":
+      return selected(STATEMENTS.reread_status, scoped);
+    case "delete_sessions":
+      return { changes: await changed(STATEMENTS.delete_sessions, scoped) };
+    case "find_owed": {
+      const owed = owedSessionsStatement(PG_DIALECT, sessionIds, plainLiveConsumer("k.name", "k.retired_at"));
+      return selected(owed.sql, owed.order.map((name) => owed.values[name]));
+    }
+    case "reread_survivors":
+      return selected(STATEMENTS.reread_survivors);
+    case "delete_deliveries": {
+      // Two statements rather than one OR: each then uses its index.
+      const byEvent = await changed(STATEMENTS.delete_deliveries);
+      const byConsumer = await changed(`DELETE FROM terminal_deliveries WHERE consumer IN (${SESSION_REGISTRATION_CONSUMERS})`);
+      return { changes: byEvent + byConsumer };
+    }
+    case "null_soft_references": {
+      let changes = 0;
+      for (const { table, column } of SOFT_REFERENCES) changes += await changed(`UPDATE ${table} SET ${column} = NULL WHERE ${column} ${IN_BATCH}`);
+      return { changes };
+    }
+    default:
+      return { changes: await changed(STATEMENTS[statement]) };
+  }
 }

@@ -4,46 +4,8 @@ import type { Database, Statement } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { EntityRow, TransitionRow, CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery } from "../rows.ts";
 import type { ClaimSettlement, NotifyStore, OwedQuery } from "../notify-store.ts";
-
-const OWED_COLUMNS = `t.id AS transition_id, t.seq, t.entity_type, t.entity_id, c.consumer, c.id AS callback_id, c.scope, c.argv, c.leg_id,
-  d.state, d.claimed_until, d.attempts`;
-
-/**
- * Rows not settled and free to take: never claimed, a claim that expired (its claimer died), or a retry
- * that is due. A live claim is left out, so a dead watcher's claims never fill a page of owed rows.
- */
-const DELIVERY_OPEN = `(d.state IS NULL OR (d.state = 'claimed' AND d.claimed_until <= $now) OR (d.state = 'retry' AND COALESCE(d.next_attempt_at, 0) <= $now))`;
-
-/**
- * A leg registration is owed the first terminal event of its session above its watermark (one leg,
- * one notice), and only while its leg is the session's current leg (a session without legs: any).
- */
-function legOwedSql(where: string, fromCallbacks: boolean): string {
-  // A pass over every handler starts from the live registrations (CROSS JOIN fixes SQLite's join
-  // order), so it probes each session's history by index instead of scanning every terminal event.
-  const join = fromCallbacks ? "CROSS JOIN" : "JOIN";
-  return `SELECT ${OWED_COLUMNS}
-FROM terminal_callbacks c
-${join} consumers k ON k.name = c.consumer AND k.retired_at IS NULL
-${join} status_transitions t ${fromCallbacks ? "INDEXED BY status_transitions_entity_idx" : ""} ON t.entity_type = 'session' AND t.entity_id = c.session_id AND t.terminal_event = 1 AND t.seq > k.watermark
-LEFT JOIN terminal_deliveries d ON d.transition_id = t.id AND d.consumer = c.consumer
-WHERE c.scope = 'leg' AND c.enabled = 1 AND c.retired_at IS NULL AND ${DELIVERY_OPEN} ${where}
-  AND NOT EXISTS (SELECT 1 FROM status_transitions p INDEXED BY status_transitions_entity_idx
-    WHERE p.entity_type = 'session' AND p.entity_id = c.session_id AND p.terminal_event = 1 AND p.seq > k.watermark AND p.seq < t.seq)
-  AND COALESCE(t.leg_id, c.leg_id) = c.leg_id`;
-}
-
-/** A standing handler is owed every terminal event above its watermark that its filter matches. */
-function standingOwedSql(where: string): string {
-  return `SELECT ${OWED_COLUMNS}
-FROM terminal_callbacks c
-JOIN consumers k ON k.name = c.consumer AND k.retired_at IS NULL
-JOIN status_transitions t ON t.terminal_event = 1 AND t.seq > k.watermark
-LEFT JOIN terminal_deliveries d ON d.transition_id = t.id AND d.consumer = c.consumer
-WHERE c.scope = 'standing' AND c.enabled = 1 AND c.retired_at IS NULL AND ${DELIVERY_OPEN} ${where}
-  AND (c.filter_kinds IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_kinds) j WHERE j.value = t.entity_type))
-  AND (c.filter_ids IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_ids) j WHERE j.value = t.entity_id))`;
-}
+import { deliveryTakeable, owedToConsumerStatement, owedToHandlersStatement } from "../rules/owed.ts";
+import { SQLITE_DIALECT } from "./dialect.ts";
 
 type Params = Record<string, string | number | null>;
 
@@ -142,34 +104,15 @@ export class SqliteNotifyStore implements NotifyStore {
   }
 
   owedToHandlers(query: OwedQuery): OwedDelivery[] {
-    const conditions: string[] = [];
     // Holding nothing back is the same rule judged at the end of time: every unsettled row is open then.
-    const params: Params = { now: query.includeHeld ? Number.MAX_SAFE_INTEGER : this.now(), limit: query.limit };
-    if (query.hostId !== undefined) {
-      conditions.push("AND c.host_id = $host");
-      params.host = query.hostId;
-    }
-    if (query.transitionId !== undefined) {
-      conditions.push("AND t.id = $tid");
-      params.tid = query.transitionId;
-    }
-    if (query.consumer !== undefined) {
-      conditions.push("AND c.consumer = $consumer");
-      params.consumer = query.consumer;
-    }
-    const where = conditions.join(" ");
-    return this.all<OwedDelivery>(`SELECT * FROM (${legOwedSql(where, query.transitionId === undefined)} UNION ALL ${standingOwedSql(where)}) ORDER BY seq, consumer LIMIT $limit`, params);
+    const now = query.includeHeld ? Number.MAX_SAFE_INTEGER : this.now();
+    const statement = owedToHandlersStatement(SQLITE_DIALECT, query, now, query.limit);
+    return this.all<OwedDelivery>(statement.sql, statement.values as Params);
   }
 
   owedToConsumer(name: string, limit: number): TransitionRow[] {
-    return this.all<TransitionRow>(
-      `SELECT t.* FROM consumers k
-       JOIN status_transitions t ON t.terminal_event = 1 AND t.seq > k.watermark
-       WHERE k.name = $name AND k.retired_at IS NULL
-         AND NOT EXISTS (SELECT 1 FROM terminal_deliveries d WHERE d.transition_id = t.id AND d.consumer = k.name AND d.state IN ('acked', 'dead'))
-       ORDER BY t.seq LIMIT $limit`,
-      { name, limit },
-    );
+    const statement = owedToConsumerStatement(SQLITE_DIALECT, name, limit);
+    return this.all<TransitionRow>(statement.sql, statement.values as Params);
   }
 
   listDead(limit: number): DeadDelivery[] {
@@ -223,8 +166,7 @@ export class SqliteNotifyStore implements NotifyStore {
       `INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, claimed_until, created_at, updated_at)
        VALUES ($tid, $consumer, 'claimed', 1, $until, $now, $now)
        ON CONFLICT(transition_id, consumer) DO UPDATE SET state = 'claimed', attempts = attempts + 1, claimed_until = $until, updated_at = $now
-       WHERE (terminal_deliveries.state = 'retry' AND COALESCE(terminal_deliveries.next_attempt_at, 0) <= $now)
-          OR (terminal_deliveries.state = 'claimed' AND terminal_deliveries.claimed_until <= $now)`,
+       WHERE ${deliveryTakeable("terminal_deliveries", "$now")}`,
       { tid: transitionId, consumer, now, until },
     );
     return changed === 1 ? until : null;

@@ -3,6 +3,9 @@
 import type { Database } from "bun:sqlite";
 import type { LegRow, LegDirs, RunningSession, SweepGuardRow } from "../rows.ts";
 import { plainLiveConsumer } from "../schema-checks.ts";
+import { owedSessionsStatement } from "../rules/owed.ts";
+import { SOFT_REFERENCES } from "../rules/prune.ts";
+import { SQLITE_DIALECT } from "./dialect.ts";
 import type { PruneSqlStatement, PruneStatementResult } from "../sweep-store.ts";
 
 /** Id lists travel as one JSON parameter, so one prepared statement serves every batch size. */
@@ -100,51 +103,6 @@ export function legsOfSessions(db: Database, sessionIds: readonly string[]): Leg
     .all(ids(sessionIds));
 }
 
-/** Not acknowledged or dead for consumer `k` (a failed or claimed delivery is still owed). */
-const NOT_SETTLED = `NOT EXISTS (SELECT 1 FROM terminal_deliveries d WHERE d.transition_id = t.id AND d.consumer = k.name AND d.state IN ('acked', 'dead'))`;
-
-/** The batch's ids, shared by the three parts below (one JSON parameter, numbered so each part can name it). */
-const BATCH = "(SELECT value FROM json_each(?1))";
-
-/**
- * Sessions of the batch with a terminal event some registered consumer is still owed (SPEC §9.6):
- * not acked or dead, above the consumer's watermark, and — for handlers — matching the handler the
- * way the delivery engine matches it (src/ledger/sqlite/notify.ts): a leg registration is owed its
- * session's first terminal event above its watermark while its leg is current; a standing handler
- * the events its filter matches; a plain consumer every terminal event. One part per kind, each
- * reaching its consumers by index — the batch's own registrations by session, the live standing
- * handlers, the plain consumers (consumers_plain_live_idx) — never every registration ever made.
- * The unary `+` keeps SQLite (which has no statistics) from walking every terminal event above a
- * watermark or every live registration: each part reaches its events by (entity_type, entity_id).
- * UNION ALL: a session may appear more than once; the caller keeps a set.
- */
-const OWED_SESSIONS = `
-SELECT t.entity_id AS id
-FROM terminal_callbacks c
-JOIN consumers k ON k.name = c.consumer AND k.retired_at IS NULL
-JOIN status_transitions t ON t.entity_type = 'session' AND t.entity_id = c.session_id AND +t.terminal_event = 1 AND t.seq > k.watermark
-WHERE c.session_id IN ${BATCH} AND +c.scope = 'leg' AND c.enabled = 1 AND c.retired_at IS NULL
-  AND ${NOT_SETTLED}
-  AND NOT EXISTS (SELECT 1 FROM status_transitions p
-    WHERE p.entity_type = 'session' AND p.entity_id = c.session_id AND +p.terminal_event = 1 AND p.seq > k.watermark AND p.seq < t.seq)
-  AND COALESCE(t.leg_id, c.leg_id) = c.leg_id
-UNION ALL
-SELECT t.entity_id AS id
-FROM terminal_callbacks c
-JOIN consumers k ON k.name = c.consumer AND k.retired_at IS NULL
-JOIN status_transitions t ON t.entity_type = 'session' AND t.entity_id IN ${BATCH} AND +t.terminal_event = 1 AND t.seq > k.watermark
-WHERE c.scope = 'standing' AND c.enabled = 1 AND c.retired_at IS NULL
-  AND (c.filter_kinds IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_kinds) j WHERE j.value = t.entity_type))
-  AND (c.filter_ids IS NULL OR EXISTS (SELECT 1 FROM json_each(c.filter_ids) j WHERE j.value = t.entity_id))
-  AND ${NOT_SETTLED}
-UNION ALL
-SELECT t.entity_id AS id
-FROM consumers k
-JOIN status_transitions t ON t.entity_type = 'session' AND t.entity_id IN ${BATCH} AND +t.terminal_event = 1 AND t.seq > k.watermark
-WHERE ${plainLiveConsumer("k.name", "k.retired_at")}
-  AND NOT EXISTS (SELECT 1 FROM terminal_callbacks c WHERE c.consumer = k.name)
-  AND ${NOT_SETTLED}`;
-
 const SESSION_TRANSITIONS = `SELECT id FROM status_transitions WHERE entity_type = 'session' AND entity_id IN ${IN_IDS}`;
 const SESSION_REGISTRATION_CONSUMERS = `SELECT consumer FROM terminal_callbacks WHERE scope = 'leg' AND session_id IN ${IN_IDS}`;
 
@@ -154,7 +112,7 @@ const STATEMENTS: Record<PruneSqlStatement, string> = {
   // A write that changes nothing but takes the candidates' locks (§12.5); it leaves the status column alone.
   lock_candidates: `UPDATE sessions SET updated_at = updated_at WHERE id IN ${IN_IDS}`,
   reread_status: `SELECT id FROM sessions WHERE id IN ${IN_IDS} AND status IN (SELECT value FROM json_each(?)) AND updated_at < ?`,
-  find_owed: OWED_SESSIONS,
+  find_owed: "", // built with the batch, see owedSessionsStatement
   delete_deliveries: `DELETE FROM terminal_deliveries WHERE transition_id IN (${SESSION_TRANSITIONS})`,
   delete_registration_consumers: `DELETE FROM consumers WHERE name IN (${SESSION_REGISTRATION_CONSUMERS})`,
   delete_registrations: `DELETE FROM terminal_callbacks WHERE session_id IN ${IN_IDS}`,
@@ -168,12 +126,6 @@ const STATEMENTS: Record<PruneSqlStatement, string> = {
   delete_sessions: `DELETE FROM sessions WHERE id IN ${IN_IDS} AND status IN (SELECT value FROM json_each(?)) AND updated_at < ?`,
   reread_survivors: `SELECT id FROM sessions WHERE id IN ${IN_IDS}`,
 };
-
-/** Columns elsewhere that name a session without owning it: nulled, never a reason to fail (SPEC §12.5). */
-const SOFT_REFERENCES: ReadonlyArray<{ table: string; column: string }> = [
-  { table: "plays", column: "session_id" },
-  { table: "sessions", column: "linked_session_id" },
-];
 
 export function pruneStatement(
   db: Database,
@@ -189,7 +141,11 @@ export function pruneStatement(
     }
     case "delete_sessions":
       return { changes: db.query<never, [string, string, number]>(STATEMENTS.delete_sessions).run(list, ids(options.terminalStatuses), options.cutoff).changes };
-    case "find_owed":
+    case "find_owed": {
+      const owed = owedSessionsStatement(SQLITE_DIALECT, sessionIds, plainLiveConsumer("k.name", "k.retired_at"));
+      const found = db.query<{ id: string }, [Record<string, string>]>(owed.sql).all(owed.values as Record<string, string>);
+      return { changes: 0, ids: found.map((r) => r.id) };
+    }
     case "reread_survivors": {
       const found = db.query<{ id: string }, [string]>(STATEMENTS[statement]).all(list);
       return { changes: 0, ids: found.map((r) => r.id) };

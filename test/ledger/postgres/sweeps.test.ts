@@ -1,12 +1,17 @@
-// The sweeps' statements on PostgreSQL (SPEC §12): each read answers as SQLite's does on the same rows.
+// The sweeps' statements on PostgreSQL (SPEC §12): each read and each prune statement answers as SQLite's
+// does on the same rows, and the prune batch's first statement locks every candidate — without changing
+// it — so a guarded write on a candidate waits for the batch to commit.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Database } from "bun:sqlite";
-import type { PgClient } from "../../../src/ledger/postgres/client.ts";
+import { connectPg, type PgClient } from "../../../src/ledger/postgres/client.ts";
 import * as pgSweeps from "../../../src/ledger/postgres/sweeps.ts";
 import * as liteSweeps from "../../../src/ledger/sqlite/sweeps.ts";
 import { SESSION_TERMINAL_STATUSES } from "../../../src/lifecycle/policy.ts";
+import { BATCH_STATEMENTS } from "../../../src/sweeps/prune.ts";
+import type { PruneSqlStatement } from "../../../src/ledger/sweep-store.ts";
 import { describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
+import { until } from "../../helpers/until.ts";
 import { arrange, leg, pgLedgerClient, session, sqliteLedgerDb, transition, type Rows } from "./store-fixtures.ts";
 
 const OLD = 1_700_000_000;
@@ -111,5 +116,97 @@ describePostgres("the sweeps' statements on PostgreSQL (§12)", () => {
       const sorted = <T extends { id: string }>(rows: T[]) => [...rows].sort((a, b) => a.id.localeCompare(b.id));
       expect(sorted(await pgSweeps.legsOfSessions(pg.sql, ["s-old-1", "s-old-3", "nope"]))).toEqual(sorted(liteSweeps.legsOfSessions(lite, ["s-old-1", "s-old-3", "nope"])));
     });
+  });
+
+  test("every statement of a prune batch, in the prune's order, does on PostgreSQL what it does on SQLite", async () => {
+    const pg = await pgLedgerClient(db);
+    const lite = sqliteLedgerDb();
+    try {
+      await arrange(lite, pg, ROWS);
+      const scope = { terminalStatuses: SESSION_TERMINAL_STATUSES, cutoff: CUTOFF };
+      // A batch with a session that is not a candidate (recent), one that does not exist, and the three old ones.
+      let ids = ["s-new-1", "s-old-1", "s-old-2", "s-old-3", "nope"];
+      const seen: Array<[string, unknown]> = [];
+      lite.run("BEGIN IMMEDIATE");
+      await pg.sql.begin(async (tx) => {
+        for (const statement of BATCH_STATEMENTS) {
+          if (statement === "read_legs" || statement === "record_admin_event") continue;
+          const onPg = await pgSweeps.pruneStatement(tx, statement as PruneSqlStatement, ids, scope);
+          const onLite = liteSweeps.pruneStatement(lite, statement as PruneSqlStatement, ids, scope);
+          const norm = (r: { changes: number; ids?: string[] }) => ({ changes: r.changes, ids: r.ids ? [...r.ids].sort() : undefined });
+          expect({ statement, ...norm(onPg) }).toEqual({ statement, ...norm(onLite) });
+          seen.push([statement, norm(onPg)]);
+          // As the prune narrows its batch: to what is still prunable, then to what nobody is owed.
+          if (statement === "reread_status") ids = onPg.ids!;
+          if (statement === "find_owed") ids = ids.filter((id) => !onPg.ids!.includes(id));
+        }
+      });
+      lite.run("COMMIT");
+      // What is left: the running and recent sessions, their rows, and nothing that named the pruned ones.
+      const left = async (sql: string) => (await pg.sql.unsafe(sql)).map((r: { id: string }) => r.id).sort();
+      expect(await left("SELECT id FROM sessions")).toEqual(["s-new-1", "s-run-1", "s-run-2", "s-run-3"]);
+      expect(await left("SELECT id FROM status_transitions")).toEqual(["t-3"]);
+      expect(await left("SELECT id FROM legs")).toEqual(["l-1a", "l-1b", "l-1c", "l-2a"]);
+      expect((await pg.sql.unsafe("SELECT session_id FROM plays WHERE id = 'p-1'"))[0].session_id).toBeNull();
+      expect(Object.fromEntries(seen)).toMatchObject({
+        lock_candidates: { changes: 4 },
+        reread_status: { ids: ["s-old-1", "s-old-2", "s-old-3"] },
+        delete_sessions: { changes: 3 },
+        reread_survivors: { ids: [] },
+      });
+    } finally {
+      await pg.close();
+      lite.close();
+    }
+  });
+
+  test("the batch's first statement locks every candidate without changing it: a guarded write on one waits for the commit", async () => {
+    const pg = await pgLedgerClient(db);
+    const writer = await connectPg(pg.target); // another process's pool on the same ledger
+    try {
+      await pg.sql.unsafe(`INSERT INTO sessions (id, status, created_at, updated_at) VALUES ('c-1', 'completed', ${OLD}, ${OLD}), ('c-2', 'failed', ${OLD}, ${OLD})`);
+      const version = async () => (await pg.sql.unsafe("SELECT id, xmin::text AS xmin, updated_at FROM sessions ORDER BY id")).map((r: object) => ({ ...r }));
+      const before = await version();
+      const scope = { terminalStatuses: SESSION_TERMINAL_STATUSES, cutoff: CUTOFF };
+      const reserved = await writer.sql.reserve();
+      let writeDone = false;
+      let writeResult: unknown;
+      try {
+        const writerPid = Number((await reserved.unsafe("SELECT pg_backend_pid() AS pid"))[0].pid);
+        await pg.sql.begin(async (tx) => {
+          const locked = await pgSweeps.pruneStatement(tx, "lock_candidates", ["c-2", "c-1"], scope);
+          expect(locked.changes).toBe(2);
+          // The guarded write's first read (readStatus is SELECT … FOR UPDATE), from the other connection.
+          const write = (async () => {
+            await reserved.unsafe("BEGIN");
+            const [row] = await reserved.unsafe("SELECT status, updated_at FROM sessions WHERE id = 'c-1' FOR UPDATE");
+            const changed = row ? (await reserved.unsafe("UPDATE sessions SET status = 'running', updated_at = $1 WHERE id = 'c-1' AND status IS NOT DISTINCT FROM $2", [RECENT, row.status])).count : 0;
+            await reserved.unsafe("COMMIT");
+            writeResult = { found: row !== undefined, changed };
+            writeDone = true;
+          })();
+          // It waits on the batch's row lock — and is still waiting once we have seen it wait.
+          await until("the guarded write to wait on the batch's lock", async () => {
+            const [row] = await pg.sql.unsafe("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", [writerPid]);
+            return row?.wait_event_type === "Lock";
+          });
+          expect(writeDone).toBe(false);
+          // The lock changed nothing: every row has the version it had (FOR UPDATE writes no new tuple).
+          expect(await version()).toEqual(before);
+          for (const statement of ["reread_status", "delete_transitions", "delete_sessions"] as const) await pgSweeps.pruneStatement(tx, statement, ["c-1", "c-2"], scope);
+          expect(writeDone).toBe(false);
+          void write;
+        });
+        // Committed: the write proceeds, and finds no row to reopen (nothing half applied).
+        await until("the guarded write to finish after the batch committed", () => writeDone);
+        expect(writeResult).toEqual({ found: false, changed: 0 });
+        expect(await version()).toEqual([]);
+      } finally {
+        reserved.release();
+      }
+    } finally {
+      await writer.close();
+      await pg.close();
+    }
   });
 });

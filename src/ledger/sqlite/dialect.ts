@@ -1,0 +1,13 @@
+// SQLite's side of the statements built once for every backend (src/ledger/rules/): named parameters,
+// JSON arrays through json_each, id lists as one JSON parameter, and the hints SQLite's planner needs
+// (it keeps no statistics, so it is told the join order and which index reaches history by entity).
+
+import type { OwedDialect } from "../rules/owed.ts";
+
+export const SQLITE_DIALECT: OwedDialect = {
+  placeholder: (name) => `$${name}`,
+  jsonArrayHas: (column, value) => `EXISTS (SELECT 1 FROM json_each(${column}) j WHERE j.value = ${value})`,
+  inList: (column, placeholder) => `${column} IN (SELECT value FROM json_each(${placeholder}))`,
+  listValue: (ids) => JSON.stringify(ids),
+  hints: { orderedJoin: "CROSS JOIN", byEntity: "INDEXED BY status_transitions_entity_idx", unindexed: (expression) => `+${expression}` },
+};
