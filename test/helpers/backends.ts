@@ -42,11 +42,15 @@ export function schemaForHome(home: string): string {
 /**
  * The environment a li process (or an in-process resolvePaths) needs, beside LI_HOME, to use `home`'s
  * ledger on the suite's backend: nothing on SQLite ($LI_HOME/state.db); on PostgreSQL the shared test
- * database and the home's own schema, which li's migrations create on its first write.
+ * database with the home's own schema, which li's migrations create on its first write. The schema
+ * rides in the URL (`search_path`) rather than LI_PG_SCHEMA: an in-process openLedger resolves the
+ * target from the URL and process.env, not from the env a test hands resolvePaths.
  */
 export function ledgerEnvFor(home: string): Record<string, string> {
   if (!onPostgres) return {};
-  return { LI_DB: suiteUrl(), LI_PG_SCHEMA: schemaForHome(home) };
+  const url = new URL(suiteUrl());
+  url.searchParams.set("search_path", schemaForHome(home));
+  return { LI_DB: url.toString() };
 }
 
 /** resolvePaths for a test home on the suite's backend (in-process tests and workers). */
