@@ -1,7 +1,7 @@
 // `li wait` end to end through dist/li (§11): resolution, the frozen line, ordering, exit precedence, signals.
 
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { li } from "../helpers/cli.ts";
 import { fakeClock, tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
@@ -366,7 +366,7 @@ describe("li wait: while waiting", () => {
     await t.ledger.updateStatus("invocation", "polled", { newStatus: "completed", reasonCode: "run.completed.ok" });
     const end = await w.done();
     expect(end.stdout[1]).toBe(line("polled", "completed", "run.completed.ok"));
-    expect(readdirSync(t.paths.home)).toContain("state.db");
+    expect(await t.rows().exists()).toBe(true);
   });
 });
 

@@ -25,6 +25,12 @@ export interface LedgerRows {
   dump(): Promise<Record<string, Row[]>>;
   /** §5's history invariants broken anywhere (status = newest history row, each previous = the row before). */
   historyProblems(): Promise<string[]>;
+  /**
+   * What the database itself says is damaged: SQLite's integrity check (a killed writer must not corrupt
+   * the file). PostgreSQL has no file a killed client can damage: the server's own WAL covers it, so
+   * there is nothing to ask and the list is empty.
+   */
+  integrityProblems(): Promise<string[]>;
   /** Legs whose session is missing, and sessions whose current leg is missing. */
   orphanLegs(): Promise<string[]>;
   close(): Promise<void>;
@@ -51,10 +57,13 @@ export function numberedPlaceholders(sql: string): string {
   return out;
 }
 
-/** PostgreSQL's bigint columns arrive as BigInt (the client is asked for them): numbers, as SQLite gives. */
+/**
+ * Values as SQLite gives them: PostgreSQL's bigint columns arrive as BigInt (the client is asked for
+ * them) and its booleans (`x IS NULL AS closed`) as true/false; SQLite has 1/0 for both.
+ */
 function asNumbers(row: Row): Row {
   const out: Row = {};
-  for (const [k, v] of Object.entries(row)) out[k] = typeof v === "bigint" ? Number(v) : v;
+  for (const [k, v] of Object.entries(row)) out[k] = typeof v === "bigint" ? Number(v) : typeof v === "boolean" ? Number(v) : v;
   return out;
 }
 
@@ -101,6 +110,9 @@ function sqliteRows(path: string): LedgerRows {
     async exists() {
       return existsSync(path);
     },
+    async integrityProblems() {
+      return open().query<{ integrity_check: string }, []>("PRAGMA integrity_check").all().map((r) => r.integrity_check).filter((r) => r !== "ok");
+    },
     async run(sql, ...params) {
       return open().query(sql).run(...params).changes;
     },
@@ -138,6 +150,9 @@ function postgresRows(url: string, schema: string): LedgerRows {
     return rows.map(asNumbers) as T[];
   };
   return withChecks({
+    async integrityProblems() {
+      return [];
+    },
     async exists() {
       return (await all("SELECT 1 AS one FROM information_schema.schemata WHERE schema_name = ?", [schema])).length > 0;
     },

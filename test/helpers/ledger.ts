@@ -46,7 +46,13 @@ export function tempLedger(options: LedgerOptions = {}): TempLedger {
   const liHome = join(home, "home");
   const ledger = openHomeLedger(liHome, { create: true, ...options });
   const rows = () => rowsOf(ledger);
-  return { ledger, paths: pathsForHome(liHome), home, liHome, dbPath: join(liHome, "state.db"), rows, dump: () => rows().dump() };
+  // A PostgreSQL ledger connects and migrates at its first operation: a dump taken before any (the
+  // "before" of an "unchanged" check) must see the migrated ledger too, so one read comes first.
+  const dump = async () => {
+    await ledger.backend.getEntity("team", "");
+    return rows().dump();
+  };
+  return { ledger, paths: pathsForHome(liHome), home, liHome, dbPath: join(liHome, "state.db"), rows, dump };
 }
 
 const homeOf = new WeakMap<Ledger, string>();
