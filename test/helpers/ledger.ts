@@ -49,7 +49,7 @@ export function tempLedger(options: LedgerOptions = {}): TempLedger {
   // A PostgreSQL ledger connects and migrates at its first operation: a dump taken before any (the
   // "before" of an "unchanged" check) must see the migrated ledger too, so one read comes first.
   const dump = async () => {
-    await ledger.backend.getEntity("team", "");
+    await ledger.ready();
     return rows().dump();
   };
   return { ledger, paths: pathsForHome(liHome), home, liHome, dbPath: join(liHome, "state.db"), rows, dump };
