@@ -49,7 +49,9 @@ export function schemaForHome(home: string): string {
 export function ledgerEnvFor(home: string): Record<string, string> {
   if (!onPostgres) return {};
   const url = new URL(suiteUrl());
-  url.searchParams.set("search_path", schemaForHome(home));
+  // A suite URL that already names a schema pins every home to it: a PostgreSQL-specific test pointing
+  // the shared workers (test/helpers/workers/) at its own ledger (test/helpers/pg-ledger.ts).
+  if (!url.searchParams.has("search_path")) url.searchParams.set("search_path", schemaForHome(home));
   return { LI_DB: url.toString() };
 }
 
