@@ -61,7 +61,7 @@ describePostgres("the everyday role of a PostgreSQL ledger", () => {
     });
   });
 
-  test("every li command runs as the everyday role", async () => {
+  test("li's commands run as the everyday role: legs, views, repairs, consumers, handlers, delivery, sweeps and the prune", async () => {
     const { port } = postgresCluster();
     const env = { LI_DB: `postgres://${role}@127.0.0.1:${port}/${db.name}?sslmode=disable&search_path=${schema}` };
     const home = tempDir("li-app-");
@@ -80,6 +80,14 @@ describePostgres("the everyday role of a PostgreSQL ledger", () => {
       await run(["logs", session]),
       await run(["state", "transitions", session]),
       await run(["state", "set-status", "invocation", invocation, "--status", "completed", "--reason", "run.completed.ok"]),
+      await run(["events", "consumers", "add", "ci"]),
+      await run(["events", "owed", "--consumer=ci", "--json"]),
+      await run(["events", "handlers", "add", "noop", "--", "/bin/true"]),
+      await run(["agent", "--notify", "/bin/true {status}", "--", "true"]),
+      await run(["events", "deliver"]),
+      await run(["events", "handlers", "rm", "noop"]),
+      await run(["state", "doctor", "--dry-run"]),
+      await run(["state", "prune", "--keep-days=0"]),
     ];
     expect(results.filter((r) => r.code !== 0)).toEqual([]);
   });
