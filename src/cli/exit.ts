@@ -3,7 +3,7 @@
 
 import { TransitionRejectedError } from "../ledger/errors.ts";
 import { describeLocation } from "../ledger/location.ts";
-import { asLedgerError } from "../ledger/sqlite/errors.ts";
+import { ledgerFailureOf } from "../ledger/failures.ts";
 import { ExitCode, LedgerUnavailableError, NotFoundError, UsageError } from "../util/errors.ts";
 import { cliPaths } from "./paths.ts";
 
@@ -21,8 +21,8 @@ export function exitFor(error: unknown): ExitReport {
   if (error instanceof TransitionRejectedError) return { exit: ExitCode.failure, message: error.message };
   // citty's own parse errors (missing positional, bad enum value): usage errors.
   if (error instanceof Error && error.name === "CLIError") return { exit: ExitCode.usage, message: error.message };
-  // A SQLite failure that no adapter boundary converted (e.g. a read on a damaged file): the same 78.
-  const ledgerError = asLedgerError(error, ledgerDescription());
+  // A driver's failure that no adapter boundary converted (e.g. a read on a damaged file): the same 78.
+  const ledgerError = ledgerFailureOf(error, ledgerDescription());
   if (ledgerError) return { exit: ledgerError.exitCode, message: ledgerError.message };
   // The environment refused (a read-only or full disk, a permission): node's text names the path.
   if (isSystemError(error)) return { exit: ExitCode.unavailable, message: `cannot go on: ${error.message}` };

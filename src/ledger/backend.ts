@@ -9,6 +9,8 @@ import type { NotifyStore } from "./notify-store.ts";
 import type { LedgerUnavailableError } from "../util/errors.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, TransitionRow } from "./rows.ts";
 import type { Awaitable } from "../util/awaitable.ts";
+import type { ChangeWake, WakeOptions } from "./wake.ts";
+import type { WatcherLock } from "./watcher-lock.ts";
 
 /** Operations inside one write transaction. On SQLite the write lock is already held. */
 export interface Tx extends SweepWrites {
@@ -102,5 +104,12 @@ export interface Backend extends SweepReads {
    * writable, so a sweep counts no age from earlier (§17). Absent or null: not known (SQLite).
    */
   availableSince?(): Promise<number | null>;
+  /**
+   * Wakes on commits by any process (SQLite: a watch on the database files; PostgreSQL: LISTEN). Arm it
+   * before the first check of the state; waiters keep their safety poll whatever it reports.
+   */
+  wake(options?: WakeOptions): Promise<ChangeWake>;
+  /** Takes the watcher lock of `hostId` (one `li watch` per ledger per host) or throws LockHeldError at once. */
+  lockWatcher(hostId: string): Promise<WatcherLock>;
   close(): void;
 }

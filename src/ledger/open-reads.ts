@@ -2,14 +2,15 @@
 
 import type { Paths } from "./location.ts";
 import type { LedgerReads } from "./reads.ts";
+import type { ChangeWake, WakeOptions } from "./wake.ts";
 import { openSqliteForReads } from "./sqlite/open-read.ts";
 import { SqliteReads } from "./sqlite/reads.ts";
 import { hostClock } from "../util/host-clock.ts";
 
 export interface OpenedReads {
   reads: LedgerReads;
-  /** The database file to watch for commits; null when the backend wakes another way. */
-  watchPath: string | null;
+  /** Wakes on commits by other processes (SQLite: the file watch, loaded on first call, so a wait that ends at once never loads node:fs). */
+  wake(options?: WakeOptions): Promise<ChangeWake>;
   /** The ledger's clock for the ages views show: on PostgreSQL the server's once the first read returned. */
   now(): number;
   close(): void;
@@ -24,5 +25,10 @@ export function openReads(paths: Paths): OpenedReads {
   }
   const path = paths.ledger.path;
   const db = openSqliteForReads(path);
-  return { reads: new SqliteReads(db), watchPath: path, now: hostClock, close: () => db.close() };
+  return {
+    reads: new SqliteReads(db),
+    wake: async (options) => (await import("./sqlite/wake.ts")).watchSqliteFile(path, options),
+    now: hostClock,
+    close: () => db.close(),
+  };
 }

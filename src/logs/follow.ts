@@ -4,7 +4,7 @@
 
 import type { BranchRow, LegRow } from "../ledger/rows.ts";
 import type { LedgerReads } from "../ledger/reads.ts";
-import type { ChangeWake } from "../ledger/sqlite/wake.ts";
+import type { ChangeWake } from "../ledger/wake.ts";
 import { isTerminal } from "../lifecycle/policy.ts";
 import { streamFiles } from "./locate.ts";
 import { LogFileError, StreamReader } from "./read.ts";
@@ -22,7 +22,7 @@ export interface FollowOptions {
   /** A file that cannot be read (a symlink put in its place): said once, then ignored. */
   onProblem: (message: string) => void;
   /** Wakes on ledger commits. */
-  armLedger: () => ChangeWake;
+  armLedger: () => ChangeWake | Promise<ChangeWake>;
   /** Wakes on changes to these files of one directory. */
   armFiles: (dir: string, names: readonly string[]) => ChangeWake;
   intervalMs: number;
@@ -60,7 +60,7 @@ export async function followSession(o: FollowOptions): Promise<FollowEnd> {
     }
     return null;
   };
-  const ledgerWake = o.armLedger();
+  const ledgerWake = await o.armLedger();
   let fileWake = armFor(leg);
   try {
     for (;;) {

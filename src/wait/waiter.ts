@@ -3,7 +3,7 @@
 
 import { isTerminal, type EntityKind } from "../lifecycle/policy.ts";
 import type { LedgerReads } from "../ledger/reads.ts";
-import type { ChangeWake } from "../ledger/sqlite/wake.ts";
+import type { ChangeWake } from "../ledger/wake.ts";
 import { resolveIn, WAIT_LOOKUP_ORDER, type LookupMatch } from "../ledger/resolve.ts";
 import { LedgerUnavailableError } from "../util/errors.ts";
 import { toOutcome, type WaitOutcome } from "./line.ts";

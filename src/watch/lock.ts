@@ -1,13 +1,10 @@
-// The watcher's single-instance lock per database per host: an exclusive lock held on a small side
-// file for the watcher's whole life (the SQLite way of taking it is in src/ledger/sqlite/watch-lock.ts).
-// The kernel drops it when the process dies, even by kill -9, so a crashed watcher leaves no stale lock.
+// The watcher's single-instance lock, one per ledger per host (§12.6), taken from the ledger's backend
+// (src/ledger/watcher-lock.ts): a holder that dies, even by kill -9, leaves no stale lock.
 
-import { holdExclusiveLock, LockHeldError } from "../ledger/sqlite/watch-lock.ts";
+import type { Backend } from "../ledger/backend.ts";
+import { LockHeldError, type WatcherLock } from "../ledger/watcher-lock.ts";
 
-export interface WatchLock {
-  readonly path: string;
-  release(): void;
-}
+export type { WatcherLock };
 
 export class WatcherAlreadyRunningError extends Error {
   override readonly name = "WatcherAlreadyRunningError";
@@ -16,17 +13,12 @@ export class WatcherAlreadyRunningError extends Error {
   }
 }
 
-/** The lock file for a SQLite ledger at `dbPath`. */
-export function lockPathFor(dbPath: string): string {
-  return `${dbPath}.watch-lock`;
-}
-
-/** Takes the lock or throws WatcherAlreadyRunningError at once (no waiting). */
-export function acquireWatchLock(path: string): WatchLock {
+/** Takes this host's watcher lock on the ledger or throws WatcherAlreadyRunningError at once (no waiting). */
+export async function acquireWatchLock(backend: Backend, hostId: string): Promise<WatcherLock> {
   try {
-    return holdExclusiveLock(path);
+    return await backend.lockWatcher(hostId);
   } catch (error) {
-    if (error instanceof LockHeldError) throw new WatcherAlreadyRunningError(path);
+    if (error instanceof LockHeldError) throw new WatcherAlreadyRunningError(error.path);
     throw error;
   }
 }

@@ -1,7 +1,7 @@
 // The `li watch` loop (SPEC §12.6): delivery on every wake-up, the sweeps every sweep interval, a bounded stop.
 
 import type { Ledger } from "../ledger/ledger.ts";
-import type { ChangeWake } from "../ledger/sqlite/wake.ts";
+import type { ChangeWake } from "../ledger/wake.ts";
 import { deliverOnce, type DeliverOptions } from "../notify/deliver.ts";
 import type { PassSummary } from "../notify/engine.ts";
 import { linkedFinalizer } from "../sweeps/linked.ts";

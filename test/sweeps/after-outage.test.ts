@@ -8,7 +8,7 @@ import type { Backend } from "../../src/ledger/backend.ts";
 import { reaper } from "../../src/sweeps/reaper.ts";
 import { hostEnv } from "../../src/sweeps/sweep.ts";
 import { LedgerUnavailableError } from "../../src/util/errors.ts";
-import { pollingOnly } from "../../src/ledger/sqlite/wake.ts";
+import { pollingOnly } from "../../src/ledger/wake.ts";
 import { runWatch } from "../../src/watch/service.ts";
 import { fakeClock, tempLedger } from "../helpers/ledger.ts";
 import { ELSEWHERE, insertSession, query } from "../helpers/sweep-fixtures.ts";

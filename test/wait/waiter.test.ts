@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import type { LedgerReads } from "../../src/ledger/reads.ts";
-import { pollingOnly } from "../../src/ledger/sqlite/wake.ts";
+import { pollingOnly } from "../../src/ledger/wake.ts";
 import { LedgerUnavailableError } from "../../src/util/errors.ts";
 import { resolveTargets, waitExitCode, waitForTerminal } from "../../src/wait/waiter.ts";
 import type { WaitOutcome } from "../../src/wait/line.ts";

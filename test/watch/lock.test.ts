@@ -1,48 +1,52 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { acquireWatchLock, WatcherAlreadyRunningError } from "../../src/watch/lock.ts";
-import { tempDir } from "../helpers/ledger.ts";
+import { tempLedger } from "../helpers/ledger.ts";
 
 const holder = join(import.meta.dir, "../helpers/workers/hold-watch-lock.ts");
 
-async function startHolder(path: string) {
-  const proc = Bun.spawn([process.execPath, holder, path], { stdout: "pipe", stderr: "inherit" });
+async function startHolder(dbPath: string) {
+  const proc = Bun.spawn([process.execPath, holder, dbPath], { stdout: "pipe", stderr: "inherit" });
   const reader = proc.stdout.getReader();
   const { value } = await reader.read();
   expect(new TextDecoder().decode(value)).toBe("held\n");
   return proc;
 }
 
-describe("the watcher's single-instance lock", () => {
-  test("a second holder in another process is refused at once", async () => {
-    const path = join(tempDir(), "state.db.watch-lock");
-    const proc = await startHolder(path);
+describe("the watcher's single-instance lock, taken through the ledger's backend", () => {
+  test("a second holder in another process is refused at once, naming the lock", async () => {
+    const { ledger, dbPath } = tempLedger();
+    const proc = await startHolder(dbPath);
+    let refusedPath: string | undefined;
     try {
-      expect(() => acquireWatchLock(path)).toThrow(WatcherAlreadyRunningError);
+      const refused = await acquireWatchLock(ledger.backend, "this-host").catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(WatcherAlreadyRunningError);
+      refusedPath = (refused as WatcherAlreadyRunningError).path;
     } finally {
       proc.kill("SIGTERM");
       await proc.exited;
     }
-    const lock = acquireWatchLock(path);
-    lock.release();
+    const lock = await acquireWatchLock(ledger.backend, "this-host");
+    expect(refusedPath).toBe(lock.path);
+    await lock.release();
   });
 
   test("a holder killed with SIGKILL leaves no stale lock", async () => {
-    const path = join(tempDir(), "state.db.watch-lock");
-    const proc = await startHolder(path);
+    const { ledger, dbPath } = tempLedger();
+    const proc = await startHolder(dbPath);
     proc.kill("SIGKILL");
     await proc.exited;
-    const lock = acquireWatchLock(path);
-    expect(lock.path).toBe(path);
-    lock.release();
+    const lock = await acquireWatchLock(ledger.backend, "this-host");
+    await lock.ensureHeld();
+    await lock.release();
   });
 
-  test("released locks can be taken again, and release is idempotent", () => {
-    const path = join(tempDir(), "lock");
-    const a = acquireWatchLock(path);
-    a.release();
-    a.release();
-    const b = acquireWatchLock(path);
-    b.release();
+  test("released locks can be taken again, and release is idempotent", async () => {
+    const { ledger } = tempLedger();
+    const a = await acquireWatchLock(ledger.backend, "this-host");
+    await a.release();
+    await a.release();
+    const b = await acquireWatchLock(ledger.backend, "this-host");
+    await b.release();
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { pollingOnly, watchSqliteFile, type ChangeWake } from "../../src/ledger/sqlite/wake.ts";
+import { watchSqliteFile } from "../../src/ledger/sqlite/wake.ts";
+import { pollingOnly, type ChangeWake } from "../../src/ledger/wake.ts";
 import type { LogEntry } from "../../src/watch/log.ts";
 import { onceExitCode, runWatch, type WatchConfig } from "../../src/watch/service.ts";
 import { tempLedger } from "../helpers/ledger.ts";

@@ -167,8 +167,8 @@ export default command({
     try {
       let end: "done" | "interrupted" = "done";
       if (!isTerminal("session", row.status)) {
-        const { pollingOnly, watchFilesIn, watchSqliteFile } = await import("../../ledger/sqlite/wake.ts");
-        const watchFiles = process.env.LI_WATCH_FILES !== "0";
+        const [{ pollingOnly, wakeUpsDisabled }, { watchFilesIn }] = await Promise.all([import("../../ledger/wake.ts"), import("../../ledger/file-wake.ts")]);
+        const watchFiles = !wakeUpsDisabled();
         end = await followSession({
           reads,
           sessionId: target.id,
@@ -181,7 +181,7 @@ export default command({
             writeAll(1, header(leg));
           },
           onProblem: (message) => writeNote(message),
-          armLedger: () => (watchFiles && ledger.watchPath ? watchSqliteFile(ledger.watchPath) : pollingOnly()),
+          armLedger: () => (watchFiles ? ledger.wake() : pollingOnly()),
           armFiles: (dir, names) => (watchFiles ? watchFilesIn(dir, names) : pollingOnly()),
           intervalMs,
           signal: stop.signal,

@@ -28,7 +28,6 @@ export default command({
     if (inputs.length === 0) throw new UsageError("li wait needs at least one id");
 
     const ledger = open();
-    const watchPath = process.env.LI_WATCH_FILES === "0" ? null : ledger.watchPath;
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.on("SIGINT", onSignal);
@@ -52,8 +51,8 @@ export default command({
         // Only when something is still running: an already-terminal wait never pays for a watcher.
         // The wake-up module (fs.watch) loads here too, so an already-terminal wait never loads node:fs.
         arm: async () => {
-          const { pollingOnly, watchSqliteFile } = await import("../../ledger/sqlite/wake.ts");
-          return watchPath ? watchSqliteFile(watchPath) : pollingOnly();
+          const { pollingOnly, wakeUpsDisabled } = await import("../../ledger/wake.ts");
+          return wakeUpsDisabled() ? pollingOnly() : ledger.wake();
         },
         intervalMs,
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),

@@ -1,10 +1,11 @@
 // `li watch` (SPEC §12.6): flags over settings, the single-instance lock, signals, then the watch loop.
 import { command } from "../command.ts";
-import { pollingOnly, watchSqliteFile } from "../../ledger/sqlite/wake.ts";
+import { pollingOnly, wakeUpsDisabled } from "../../ledger/wake.ts";
+import { handlerHost } from "../../notify/host.ts";
 import { loadSettings } from "../../settings/settings.ts";
 import { parseDuration, parsePositiveNumber } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
-import { acquireWatchLock, lockPathFor, WatcherAlreadyRunningError, type WatchLock } from "../../watch/lock.ts";
+import { acquireWatchLock, WatcherAlreadyRunningError, type WatcherLock } from "../../watch/lock.ts";
 import { createLog, LOG_FORMATS, type LogFormat } from "../../watch/log.ts";
 import { onceExitCode, runWatch, type WatchConfig } from "../../watch/service.ts";
 import { cliPaths } from "../paths.ts";
@@ -49,7 +50,7 @@ export default command({
 
     const paths = cliPaths();
     const ledger = open();
-    let lock: WatchLock | null = null;
+    let lock: WatcherLock | null = null;
     // In the foreground on a terminal, the prune pass draws its progress on stderr; log lines go around it.
     const status = StatusLine.onStderr();
     const log = createLog(format, (line) => (status ? status.around(() => writeOut(line)) : writeOut(line)));
@@ -63,10 +64,9 @@ export default command({
       stop.abort();
     };
     try {
-      const dbPath = paths.ledger.kind === "sqlite" ? paths.ledger.path : null;
-      if (dbPath === null) throw new UsageError("li watch needs a SQLite ledger in this build (--db / LI_DB)");
       try {
-        lock = acquireWatchLock(lockPathFor(dbPath));
+        // Per host as handlers are (the machine id): one watcher delivers this host's handlers.
+        lock = await acquireWatchLock(ledger.backend, handlerHost());
       } catch (error) {
         if (!(error instanceof WatcherAlreadyRunningError)) throw error;
         writeNote(`${error.message}; refusing to start a second watcher`);
@@ -74,11 +74,11 @@ export default command({
       }
       process.on("SIGINT", onSignal);
       process.on("SIGTERM", onSignal);
-      const wake = config.once || process.env.LI_WATCH_FILES === "0" ? pollingOnly() : watchSqliteFile(dbPath);
+      const wake = config.once || wakeUpsDisabled() ? pollingOnly() : await ledger.backend.wake();
       try {
         log({
           action: "start",
-          ledger: dbPath,
+          ledger: ledger.location,
           pid: process.pid,
           once: config.once,
           wake: wake.watching ? "files" : "poll",
@@ -98,7 +98,7 @@ export default command({
     } finally {
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
-      lock?.release();
+      await lock?.release();
     }
   },
 });

@@ -6,7 +6,9 @@
 
 import type { SQL } from "bun";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import type { LedgerUnavailableError } from "../../util/errors.ts";
+import { LedgerUnavailableError } from "../../util/errors.ts";
+import { pollingOnly, type ChangeWake } from "../wake.ts";
+import type { WatcherLock } from "../watcher-lock.ts";
 import type { Backend, Tx } from "../backend.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegDirs, LegPatch, LegRow, MessageRow, RunningSession, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, SweepGuardRow, TransitionRow } from "../rows.ts";
 import type { NotifyStore } from "../notify-store.ts";
@@ -153,6 +155,16 @@ export class PgBackend implements Backend {
 
   ledgerError(error: unknown): LedgerUnavailableError | null {
     return this.conn.ledgerError(error);
+  }
+
+  /** Polling only until LISTEN (wake.ts) plugs in here: `watching` is false, so waiters lean on their safety poll. */
+  async wake(): Promise<ChangeWake> {
+    return pollingOnly();
+  }
+
+  /** Refused (78) until the advisory lock (watch-lock.ts) plugs in here: `li watch` does not run on PostgreSQL yet. */
+  lockWatcher(_hostId: string): Promise<WatcherLock> {
+    return Promise.reject(new LedgerUnavailableError(this.conn.name, "li watch (its per-host lock) is not available on PostgreSQL in this build of li yet"));
   }
 
   close(): void {

@@ -5,7 +5,7 @@
 // waiter re-queries. The caller's interval poll stays the safety net either way.
 
 import type { SQL } from "bun";
-import { ChangeSignal, type ChangeWake } from "../sqlite/wake.ts";
+import { ChangeSignal, type ChangeWake } from "../wake.ts";
 
 /** The channels the triggers notify on (drizzle/postgres/0002_notify_triggers.sql). */
 export const CHANGES_CHANNEL = "li_changes";

@@ -6,7 +6,7 @@
 // it again when nobody else did, and refuses to go on when another watcher on this host did.
 
 import type { ReservedSQL, SQL } from "bun";
-import { LockHeldError } from "../sqlite/watch-lock.ts";
+import { LockHeldError } from "../watcher-lock.ts";
 import { LOCK_NAMESPACE } from "./migrate.ts";
 
 /** The advisory lock's text key: the seq lock is `<schema>:seq`, the migrator's the schema alone. */

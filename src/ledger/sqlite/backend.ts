@@ -14,6 +14,8 @@ import { SqliteReads } from "./reads.ts";
 import { SqliteNotifyStore } from "./notify.ts";
 import * as sweeps from "./sweeps.ts";
 import type { PruneSqlStatement } from "../sweep-store.ts";
+import type { ChangeWake, WakeOptions } from "../wake.ts";
+import type { WatcherLock } from "../watcher-lock.ts";
 
 /** Serializes transactions of one process on its one connection (BEGIN…COMMIT is per connection). */
 class Mutex {
@@ -141,6 +143,19 @@ export class SqliteBackend implements Backend {
 
   ledgerError(error: unknown): LedgerUnavailableError | null {
     return asLedgerError(error, this.location);
+  }
+
+  async wake(options: WakeOptions = {}): Promise<ChangeWake> {
+    // Loaded here, not at start-up: only waiting commands watch files.
+    const { watchSqliteFile } = await import("./wake.ts");
+    return watchSqliteFile(this.location, options);
+  }
+
+  async lockWatcher(_hostId: string): Promise<WatcherLock> {
+    // A kernel lock on a file beside the database: only processes of this host see it, which is the lock's scope.
+    const { holdExclusiveLock } = await import("./watch-lock.ts");
+    const held = holdExclusiveLock(`${this.location}.watch-lock`);
+    return { path: held.path, ensureHeld: async () => {}, release: async () => held.release() };
   }
 
   /** After a failed statement; a ROLLBACK that fails too (an I/O error) must not hide the first error. */

@@ -4,13 +4,7 @@
 
 import { Database } from "bun:sqlite";
 import { closeSync, openSync } from "node:fs";
-
-export class LockHeldError extends Error {
-  override readonly name = "LockHeldError";
-  constructor(readonly path: string) {
-    super(`lock ${path} is held by another process`);
-  }
-}
+import { LockHeldError } from "../watcher-lock.ts";
 
 /** Takes an exclusive lock on `path` for as long as the returned handle lives, or throws LockHeldError at once. */
 export function holdExclusiveLock(path: string): { readonly path: string; release(): void } {

@@ -1,11 +1,13 @@
-// Holds the watcher lock in a separate process until killed; prints "held" once it has it.
+// Holds the watcher lock of the ledger at argv[2] in a separate process until killed; prints "held" once it has it.
+import { openLedger } from "../../../src/ledger/open.ts";
+import { resolvePaths } from "../../../src/ledger/location.ts";
 import { acquireWatchLock } from "../../../src/watch/lock.ts";
 
-const lock = acquireWatchLock(process.argv[2]!);
+const ledger = openLedger(resolvePaths({ dbFlag: process.argv[2]! }), { create: false });
+const lock = await acquireWatchLock(ledger.backend, "this-host");
 // The handler first: a SIGTERM sent as soon as "held" is read must release the lock, not kill us outright.
 process.on("SIGTERM", () => {
-  lock.release();
-  process.exit(0);
+  void lock.release().then(() => process.exit(0));
 });
 process.stdout.write("held\n");
 setInterval(() => {}, 1 << 30); // stays alive, holding the lock, until signalled

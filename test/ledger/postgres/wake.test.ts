@@ -10,7 +10,7 @@ import { migratePg } from "../../../src/ledger/postgres/migrate.ts";
 import { resolvePgTarget } from "../../../src/ledger/postgres/options.ts";
 import { listenForChanges, listenForKillRequest, noticeFor } from "../../../src/ledger/postgres/wake.ts";
 import { holdPgWatcherLock, WatcherLockLostError } from "../../../src/ledger/postgres/watch-lock.ts";
-import { LockHeldError } from "../../../src/ledger/sqlite/watch-lock.ts";
+import { LockHeldError } from "../../../src/ledger/watcher-lock.ts";
 import { asSuperuser, describePostgres, restartPostgresServer, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { until } from "../../helpers/until.ts";
 
