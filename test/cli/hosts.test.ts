@@ -50,7 +50,7 @@ const sessionOf = async (home: string, id: string) =>
 const onlySession = async (home: string) => (await ledgerRows(home).get<{ id: string }>("SELECT id FROM sessions"))!.id;
 
 describe("host identity (LI_HOST_ID, LI_HOST_NAME)", () => {
-  test("a leg records the injected host; li show and li ls --json name it beside its id", async () => {
+  test("a leg records the injected host; li show and li ls --json name it beside its id; li logs reads it only there", async () => {
     const home = tempDir();
     const run = await on(HOST_A, home)(["agent", "--", fixture("exit-with"), "0"]);
     expect(run.code).toBe(0);
@@ -66,6 +66,11 @@ describe("host identity (LI_HOST_ID, LI_HOST_NAME)", () => {
     expect(human).toContain(`  host:       alpha (${hostA})\n`);
     const [listed] = JSON.parse((await on(HOST_B, home)(["ls", "--json"])).stdout).entities;
     expect(listed).toMatchObject({ id, host_id: hostA, host_name: "alpha" });
+    // Its output stays on its host: li logs reads it there, and names the host elsewhere.
+    expect((await on(HOST_A, home)(["logs", id])).code).toBe(0);
+    const elsewhere = await on(HOST_B, home)(["logs", id]);
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toContain(`alpha (${hostA})`);
   });
 
   test("a bad LI_HOST_ID, LI_HOST_NAME or LI_TEST_HEARTBEAT_SECONDS is one line naming the variable, exit 2, and nothing is recorded", async () => {
