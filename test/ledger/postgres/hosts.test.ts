@@ -3,11 +3,13 @@
 // compares is the server's), and `li kill` from B stops a leg on A through LISTEN. Each test has its own schema.
 
 import { afterEach, expect, test } from "bun:test";
+import { join } from "node:path";
 import { li, type LiResult } from "../../helpers/cli.ts";
 import { fixture } from "../../helpers/fixtures.ts";
 import { tempDir } from "../../helpers/ledger.ts";
 import { asSuperuser, describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { isAlive, signalPid, until, untilGone, validPid } from "../../helpers/until.ts";
+import { RECORD, recorded } from "../../notify/helpers.ts";
 
 const HOST_A = { LI_HOST_ID: "pg-host-a", LI_HOST_NAME: "alpha" };
 const HOST_B = { LI_HOST_ID: "pg-host-b", LI_HOST_NAME: "beta" };
@@ -94,10 +96,11 @@ describePostgres("many hosts on one PostgreSQL ledger (§12.1, §12.2, §14)", (
     });
   }
 
-  test("li kill from host B stops a live leg on host A through LISTEN: cancelled/manual_kill, nothing of A's signalled by B", async () => {
+  test("li kill from host B stops a live leg on host A through LISTEN: cancelled/manual_kill, nothing of A's signalled by B, A's --notify once on A", async () => {
     const w = world();
+    const out = join(w.home, "notice.out");
     // A heartbeat an hour apart: only the LISTEN notice can bring the request to A's supervisor in time.
-    const leg = await w.liveLegOnA({ LI_TEST_HEARTBEAT_SECONDS: "3600" });
+    const leg = await w.liveLegOnA({ LI_TEST_HEARTBEAT_SECONDS: "3600" }, ["--notify", `${RECORD} ${out} {status} {reason}`]);
 
     const killed = await w.on(HOST_B)(["kill", leg.id, "--grace", "30s", "--json"]);
     expect(killed.stderr).toBe("");
@@ -109,6 +112,11 @@ describePostgres("many hosts on one PostgreSQL ledger (§12.1, §12.2, §14)", (
     expect(row!.kill_requested_at).not.toBeNull();
     await untilGone(leg.command, "the command to be gone");
     await untilGone(leg.supervisor, "the supervisor to be gone");
+    // The leg pushed its own notice before it exited, on A: once, acknowledged; li kill on B ran nothing.
+    expect(recorded(out)).toEqual([expect.stringContaining(`cancelled session ${leg.id} cancelled run.cancelled.manual_kill`)]);
+    expect(await w.rows("SELECT d.consumer, d.state, c.host_id FROM li.terminal_deliveries d JOIN li.terminal_callbacks c ON c.consumer = d.consumer")).toEqual([
+      { consumer: expect.stringMatching(/^cb:/), state: "acked", host_id: "pg-host-a" },
+    ]);
   });
 
   test("li kill of a remote leg that does not stop within the grace exits 1 and leaves the request, which the leg acts on once it runs again", async () => {
