@@ -129,6 +129,7 @@ export class Ledger {
   async createEntity(entityType: string, input: CreateEntityInput = {}): Promise<EntityRow> {
     const kind = canonicalKind(entityType);
     if (!kind) throw new TransitionValidationError(`unknown entity kind '${entityType}'`);
+    await this.ready();
     const prepared = this.prepareCreate(kind, input);
     const transition = await this.backend.transaction(async (tx) => this.insertNew(tx, kind, prepared));
     this.emitTerminal(transition);

@@ -60,9 +60,9 @@ export class PgBackend implements Backend {
     return this.conn.name;
   }
 
-  /** Connected, and the server's clock measured: `now()` is the server's from here on. */
+  /** Connected, and the server's clock measured: `now()` is the server's from here on (an injected clock needs neither). */
   async ready(): Promise<void> {
-    await this.conn.pool();
+    if (!this.injectedNow) await this.conn.pool();
   }
 
   /** A kill request on leg `legId` (li kill from another host, §12.2): LISTEN li_kill, re-read on every (re)subscription. */

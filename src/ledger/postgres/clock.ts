@@ -1,35 +1,48 @@
 // The ledger's clock on PostgreSQL (SPEC §14 "Time"): this host's clock plus its offset to the server's
 // clock_timestamp(), so every time li writes or compares (heartbeats, updated_at, leases, sweep ages) is
 // the database's, and hosts whose clocks disagree still agree on the ledger. The offset is measured when
-// the pool connects (the midpoint of one round trip) and again at most once a minute while a process
+// the pool connects (NTP's estimate over one round trip) and again at most once a minute while a process
 // keeps using the ledger (a watcher, a leg's heartbeat), so a drifting host clock is followed.
+
+import { hostClock } from "../../util/host-clock.ts";
 
 /** A long-running process re-measures the offset when it is older than this. */
 export const CLOCK_REMEASURE_SECONDS = 60;
 
 /** The server's clock in Unix seconds, from one round trip's result. */
 export const SERVER_NOW_SQL = "extract(epoch from clock_timestamp())::float8";
+/**
+ * When the server began this session, in Unix seconds: on the first round trip, which also connects,
+ * authenticates and starts the session, it stands for the moment the server received the request.
+ */
+export const SESSION_START_SQL = "(SELECT extract(epoch from backend_start)::float8 FROM pg_catalog.pg_stat_activity WHERE pid = pg_backend_pid())";
 
 export class ServerClock {
   private offsetSeconds = 0;
-  private measuredAtMs = Number.NEGATIVE_INFINITY;
+  private measuredAt = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly hostNowMs: () => number = Date.now) {}
+  /** `host`: this host's clock in Unix seconds (util/host-clock.ts, which a test may skew). */
+  constructor(private readonly host: () => number = hostClock) {}
 
   /** Unix seconds on the server's clock (this host's until the first measurement). */
   now(): number {
-    return this.hostNowMs() / 1000 + this.offsetSeconds;
+    return this.host() + this.offsetSeconds;
   }
 
-  /** This host's time in ms, for bracketing a round trip. */
-  hostMs(): number {
-    return this.hostNowMs();
+  /** This host's time, for bracketing a round trip. */
+  hostNow(): number {
+    return this.host();
   }
 
-  /** Records a measurement: the server said `serverSeconds` somewhere between `sentMs` and `receivedMs`. */
-  record(serverSeconds: number, sentMs: number, receivedMs: number): void {
-    this.offsetSeconds = serverSeconds - (sentMs + receivedMs) / 2000;
-    this.measuredAtMs = receivedMs;
+  /**
+   * Records a measurement over one round trip that left this host at `sent` and came back at `received`
+   * (host times): the server received it at `serverReceived` and answered at `serverAnswered` (its clock).
+   * NTP's estimate: only the network's delays count, not the time the server spent in between (on the
+   * first round trip: connecting, authenticating), which would otherwise bias a midpoint estimate.
+   */
+  record(serverAnswered: number, sent: number, received: number, serverReceived = serverAnswered): void {
+    this.offsetSeconds = (serverReceived - sent + (serverAnswered - received)) / 2;
+    this.measuredAt = received;
   }
 
   /** The offset in seconds (server minus host). */
@@ -39,6 +52,6 @@ export class ServerClock {
 
   /** Whether a measurement is due (never measured, or older than CLOCK_REMEASURE_SECONDS). */
   stale(): boolean {
-    return this.hostNowMs() - this.measuredAtMs >= CLOCK_REMEASURE_SECONDS * 1000;
+    return this.host() - this.measuredAt >= CLOCK_REMEASURE_SECONDS;
   }
 }

@@ -7,8 +7,7 @@
 import type { SQL } from "bun";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { connectPgWith, quoteIdent, type PgClient } from "./client.ts";
-import { hostClock } from "../../util/host-clock.ts";
-import { ServerClock, SERVER_NOW_SQL } from "./clock.ts";
+import { ServerClock, SERVER_NOW_SQL, SESSION_START_SQL } from "./clock.ts";
 import { asPgLedgerError } from "./errors.ts";
 import { migratePg, UNDEFINED_TABLE, VERSION_TABLE } from "./migrate.ts";
 import { MIGRATIONS } from "./migrations.gen.ts";
@@ -18,8 +17,10 @@ import { targetName, type PgTarget } from "./options.ts";
 interface FirstAnswer {
   version: number | null;
   serverNow: number | null;
-  sentMs: number;
-  receivedMs: number;
+  /** When the server began the session this round trip opened (its clock). */
+  sessionStart: number | null;
+  sent: number;
+  received: number;
 }
 
 export interface PgConnectionOptions {
@@ -27,13 +28,14 @@ export interface PgConnectionOptions {
   create: boolean;
   /** Connections in the pool (a leg's heartbeat and its teardown may overlap). */
   max?: number;
+  /** This host's clock in Unix seconds (default util/host-clock.ts); tests skew it. */
+  hostClock?: () => number;
 }
 
 export class PgConnection {
   /** `postgres://HOST:PORT/DATABASE`: the only way li names this ledger. */
   readonly name: string;
-  // This host's clock as li reads it everywhere (util/host-clock.ts), so a host whose clock is off is measured as it is.
-  readonly clock = new ServerClock(() => hostClock() * 1000);
+  readonly clock: ServerClock;
   private ready: Promise<PgClient> | null = null;
   private measuring = false;
   private closed = false;
@@ -43,16 +45,24 @@ export class PgConnection {
     private readonly options: PgConnectionOptions,
   ) {
     this.name = targetName(target);
+    this.clock = new ServerClock(options.hostClock);
   }
 
   get schema(): string {
     return this.target.schema;
   }
 
-  /** The pool, connected and migrated (the first call opens it; later calls share the same promise). */
+  /** The pool, connected and migrated (the first call opens it; later calls share its promise until it fails). */
   async pool(): Promise<SQL> {
     if (this.closed) throw new LedgerUnavailableError(this.name, "the ledger was closed");
-    this.ready ??= this.open();
+    if (!this.ready) {
+      const opening = this.open();
+      this.ready = opening;
+      // A failed open is not kept: the next call connects again (a leg retries through an outage, §17).
+      opening.catch(() => {
+        if (this.ready === opening) this.ready = null;
+      });
+    }
     const { sql } = await this.ready;
     if (this.clock.stale() && !this.measuring) void this.measureClock(sql);
     return sql;
@@ -95,7 +105,7 @@ export class PgConnection {
       }
       // Older (or absent, when creating): brought up to date; newer: refused by the runner (78).
       if (first.version !== MIGRATIONS.length) await migratePg(client);
-      if (first.serverNow !== null) this.clock.record(first.serverNow, first.sentMs, first.receivedMs);
+      if (first.serverNow !== null) this.clock.record(first.serverNow, first.sent, first.received, first.sessionStart ?? first.serverNow);
       else await this.measureClock(client.sql);
       return client;
     } catch (error) {
@@ -108,9 +118,9 @@ export class PgConnection {
   private async measureClock(sql: SQL): Promise<void> {
     this.measuring = true;
     try {
-      const sentMs = this.clock.hostMs();
+      const sent = this.clock.hostNow();
       const [row] = await sql.unsafe(`SELECT ${SERVER_NOW_SQL} AS now`);
-      this.clock.record(Number(row.now), sentMs, this.clock.hostMs());
+      this.clock.record(Number(row.now), sent, this.clock.hostNow());
     } catch {
       // Only the clock's freshness is at stake; the operation that needed the ledger reports real failures.
     } finally {
@@ -121,15 +131,16 @@ export class PgConnection {
 
 /** The version row and the server's clock in one statement; a missing schema or table reads as version null. */
 async function readFirst(sql: SQL, schema: string, clock: ServerClock): Promise<FirstAnswer> {
-  const sentMs = clock.hostMs();
+  const sent = clock.hostNow();
   try {
-    const rows = await sql.unsafe(`SELECT version, ${SERVER_NOW_SQL} AS now FROM ${quoteIdent(schema)}.${VERSION_TABLE} WHERE id = 1`);
-    const receivedMs = clock.hostMs();
-    const row = rows[0] as { version: number; now: number } | undefined;
+    const rows = await sql.unsafe(`SELECT version, ${SERVER_NOW_SQL} AS now, ${SESSION_START_SQL} AS start FROM ${quoteIdent(schema)}.${VERSION_TABLE} WHERE id = 1`);
+    const received = clock.hostNow();
+    const row = rows[0] as { version: number; now: number; start: number | null } | undefined;
     // A version table without its row: a migration that never committed, as good as none.
-    return { version: row ? Number(row.version) : 0, serverNow: row ? Number(row.now) : null, sentMs, receivedMs };
+    const start = row?.start === null || row?.start === undefined ? null : Number(row.start);
+    return { version: row ? Number(row.version) : 0, serverNow: row ? Number(row.now) : null, sessionStart: start, sent, received };
   } catch (error) {
     if ((error as { errno?: unknown }).errno !== UNDEFINED_TABLE) throw error;
-    return { version: null, serverNow: null, sentMs, receivedMs: clock.hostMs() };
+    return { version: null, serverNow: null, sessionStart: null, sent, received: clock.hostNow() };
   }
 }

@@ -164,6 +164,29 @@ describePostgres("li on a PostgreSQL ledger (§14)", () => {
     expect(waited.stdout).toContain(`artifact_dir=${join(pg.home, "runs", first.record.run_id as string, "artifacts")}`);
   });
 
+  test("a host whose clock is 10 minutes ahead or behind writes the server's times, not its own", async () => {
+    const pg = pgHome();
+    for (const skew of ["600", "-600"]) {
+      const before = Date.now() / 1000;
+      const created = await li(["state", "create", "invocation"], { home: pg.home, env: { ...pg.env, LI_TEST_CLOCK_SKEW: skew } });
+      const { record } = await agent({ run: (args) => li(args, { home: pg.home, env: { ...pg.env, LI_TEST_CLOCK_SKEW: skew } }) }, ["--", fixture("exit-with"), "0"]);
+      const after = Date.now() / 1000;
+      const id = record.session_id as string;
+      const times = [
+        ...(await pg.rows("SELECT created_at, updated_at, started_at, ended_at FROM li.sessions WHERE id = $1", [id])),
+        ...(await pg.rows("SELECT created_at, updated_at FROM li.invocations WHERE id = $1", [created.stdout.trim()])),
+        ...(await pg.rows("SELECT started_at, heartbeat_at, ended_at FROM li.legs WHERE session_id = $1", [id])),
+        ...(await pg.rows("SELECT created_at FROM li.status_transitions WHERE entity_id = ANY($1)", [[id, created.stdout.trim()]])),
+        ...(await pg.rows("SELECT created_at, updated_at FROM li.branches WHERE session_id = $1", [id])),
+      ].flatMap((row) => Object.entries(row).map(([column, value]) => ({ column, value: Number(value) })));
+      expect(times.length).toBe(4 + 2 + 3 + 3 + 2);
+      // The server shares this machine's clock: every time lies within the real time the two commands took,
+      // give or take the clock estimate's error (a fraction of a round trip), far less than the skew.
+      const margin = Math.abs(Number(skew)) / 2;
+      for (const t of times) expect({ skew, ...t, serverTime: t.value >= before - margin && t.value <= after + margin }).toEqual({ skew, ...t, serverTime: true });
+    }
+  });
+
   test("without li's schema, the read-only commands say nothing is recorded yet (exit 2) and create nothing", async () => {
     const pg = pgHome();
     for (const args of [["ls"], ["ls", "--json"], ["wait", "0000abcd"], ["show", "0000abcd"], ["state", "transitions", "0000abcd"]]) {
