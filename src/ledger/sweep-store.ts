@@ -2,27 +2,7 @@
 
 import type { LegDirs, RunningSession, SweepGuardRow } from "./rows.ts";
 import type { Awaitable } from "../util/awaitable.ts";
-
-/** The statements of one prune batch, in the order the prune issues them (the order is data, see src/sweeps/prune.ts). */
-export type PruneStatement =
-  | "lock_candidates"
-  | "reread_status"
-  | "find_owed"
-  | "read_legs"
-  | "delete_deliveries"
-  | "delete_registration_consumers"
-  | "delete_registrations"
-  | "delete_messages"
-  | "delete_legs"
-  | "delete_branches"
-  | "delete_transitions"
-  | "null_soft_references"
-  | "delete_sessions"
-  | "reread_survivors"
-  | "record_admin_event";
-
-/** The statements the backend runs as SQL (the other two are the prune's own steps). */
-export type PruneSqlStatement = Exclude<PruneStatement, "record_admin_event" | "read_legs">;
+import type { PruneSqlStatement } from "./rules/prune.ts";
 
 /** Reads a sweep makes before deciding (outside the write lock). */
 export interface SweepReads {

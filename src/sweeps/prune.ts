@@ -3,7 +3,7 @@
 import { z } from "zod";
 import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-import type { PruneStatement } from "../ledger/sweep-store.ts";
+import { PRUNE_BATCH_STATEMENTS, type PruneStatement } from "../ledger/rules/prune.ts";
 import { SESSION_TERMINAL_STATUSES } from "../lifecycle/policy.ts";
 import { orphanRunDirs, type OrphanRunDirSummary } from "./orphan-run-dirs.ts";
 import { removeRunDirectories, type FilesReport } from "./prune-files.ts";
@@ -70,25 +70,6 @@ export interface PruneSummary extends PruneCounts {
   orphan_run_dirs: OrphanRunDirSummary | null;
 }
 
-/** The statements of a batch in the order issued: lock, re-read, then what belongs to the session, the session last. */
-export const BATCH_STATEMENTS = [
-  "lock_candidates",
-  "reread_status",
-  "find_owed",
-  "read_legs",
-  "delete_deliveries",
-  "delete_registration_consumers",
-  "delete_registrations",
-  "delete_messages",
-  "delete_legs",
-  "delete_branches",
-  "delete_transitions",
-  "null_soft_references",
-  "delete_sessions",
-  "reread_survivors",
-  "record_admin_event",
-] as const satisfies readonly PruneStatement[];
-
 const COUNTED: Partial<Record<PruneStatement, keyof PruneCounts>> = {
   delete_deliveries: "deliveries",
   delete_registration_consumers: "consumers",
@@ -132,7 +113,7 @@ async function runBatch(ledger: Ledger, candidates: readonly string[], now: numb
   return ledger.transact(async (tx) => {
     const batch: BatchResult = { counts: emptyCounts(), skippedOwed: 0, skippedReopened: 0, legs: [] };
     let ids: readonly string[] = candidates;
-    for (const statement of BATCH_STATEMENTS) {
+    for (const statement of PRUNE_BATCH_STATEMENTS) {
       switch (statement) {
         case "reread_status": {
           // Decided only now, under the lock the first statement took: a resume that committed first wins.

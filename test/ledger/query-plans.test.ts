@@ -11,7 +11,7 @@ import { Ledger } from "../../src/ledger/ledger.ts";
 import { resolveIn, VIEW_LOOKUP_ORDER, WAIT_LOOKUP_ORDER } from "../../src/ledger/resolve.ts";
 import { SqliteBackend } from "../../src/ledger/sqlite/backend.ts";
 import { SqliteReads } from "../../src/ledger/sqlite/reads.ts";
-import { BATCH_STATEMENTS } from "../../src/sweeps/prune.ts";
+import { PRUNE_BATCH_STATEMENTS } from "../../src/ledger/rules/prune.ts";
 import { tempLedger, type TempLedger } from "../helpers/ledger.ts";
 import { insertSession } from "../helpers/sweep-fixtures.ts";
 import { describeSqliteOnly, onPostgres } from "../helpers/backends.ts";
@@ -172,7 +172,7 @@ beforeAll(async () => {
         await tx.nextLegSeq("ses-00000001");
         await tx.readStatus("session", "ses-00000001");
         await tx.legsOfSessions(["ses-00000002"]);
-        for (const statement of BATCH_STATEMENTS) {
+        for (const statement of PRUNE_BATCH_STATEMENTS) {
           if (statement === "record_admin_event" || statement === "read_legs") continue; // an INSERT; legsOfSessions above
           await tx.pruneStatement(statement, ["ses-00000002"], { terminalStatuses: ["completed"], cutoff: T0 });
         }

@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import type { SqliteBackend } from "../../src/ledger/sqlite/backend.ts";
-import { BATCH_STATEMENTS, prune, pruneLine } from "../../src/sweeps/prune.ts";
-import type { PruneStatement } from "../../src/ledger/sweep-store.ts";
+import { prune, pruneLine } from "../../src/sweeps/prune.ts";
+import { PRUNE_BATCH_STATEMENTS, type PruneStatement } from "../../src/ledger/rules/prune.ts";
 import { describeSqliteOnly, testSqliteOnly } from "../helpers/backends.ts";
 import { fakeClock, rowsOf, tempLedger } from "../helpers/ledger.ts";
 import { insertSession, query } from "../helpers/sweep-fixtures.ts";
@@ -229,7 +229,7 @@ describeSqliteOnly("prune-vs-reopen-sqlite")("ADR-0105 Verification 6, prune sid
       },
     });
     expect(seen[0]).toBe("lock_candidates");
-    expect(seen).toEqual([...BATCH_STATEMENTS]);
+    expect(seen).toEqual([...PRUNE_BATCH_STATEMENTS]);
     expect(lockWrote).toBe(2);
     expect(rowsAfterLock).toEqual(rowsBefore);
     expect(otherCouldWrite).toBe(false);
@@ -258,7 +258,7 @@ describeSqliteOnly("prune-vs-reopen-sqlite")("ADR-0105 Verification 6, prune sid
   // What a backend whose lock failed would let through: a reopen landing between two destructive
   // statements, simulated on the batch's own connection. Each statement is guarded by the post-condition:
   // the reopened session survives the session delete, so the whole batch is abandoned.
-  const DESTRUCTIVE = BATCH_STATEMENTS.slice(BATCH_STATEMENTS.indexOf("delete_deliveries"), BATCH_STATEMENTS.indexOf("delete_sessions"));
+  const DESTRUCTIVE = PRUNE_BATCH_STATEMENTS.slice(PRUNE_BATCH_STATEMENTS.indexOf("delete_deliveries"), PRUNE_BATCH_STATEMENTS.indexOf("delete_sessions"));
   for (const reopenAfter of DESTRUCTIVE) {
     test(`a reopen landing right after ${reopenAfter} rolls the batch back whole: the session keeps its row, history and associations`, async () => {
       const { ledger } = setup();
@@ -282,7 +282,7 @@ describeSqliteOnly("prune-vs-reopen-sqlite")("ADR-0105 Verification 6, prune sid
     });
   }
 
-  for (const pauseAfter of BATCH_STATEMENTS) {
+  for (const pauseAfter of PRUNE_BATCH_STATEMENTS) {
     test(`a resume arriving while the batch is paused after ${pauseAfter} cannot land mid-batch: the prune applies whole and the resume starts a new session`, async () => {
       const { ledger } = setup();
       await fullSession(ledger, "s");

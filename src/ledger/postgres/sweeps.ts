@@ -5,45 +5,29 @@
 import type { SQL } from "bun";
 import type { LegDirs, LegRow, RunningSession, SweepGuardRow } from "../rows.ts";
 import { plainLiveConsumer } from "../schema-checks.ts";
-import type { PruneSqlStatement, PruneStatementResult } from "../sweep-store.ts";
+import type { PruneStatementResult } from "../sweep-store.ts";
 import { owedSessionsStatement } from "../rules/owed.ts";
-import { SOFT_REFERENCES } from "../rules/prune.ts";
+import { SOFT_REFERENCES, type PruneSqlStatement } from "../rules/prune.ts";
+import { SWEEP_SESSION_HEAD, sweepLegsWhere, withSweepLegs, type SweepSessionHead } from "../rules/sweep-sessions.ts";
 import { PG_DIALECT } from "./dialect.ts";
 import { legRow } from "./row-numbers.ts";
 
 /** Id lists travel as one array parameter (`= ANY($1::text[])`), so one statement serves every batch size. */
 const IN_BATCH = "= ANY($1::text[])";
 
-type SessionHead = Omit<RunningSession, "legs">;
-
-const SESSION_HEAD = `s.id, s.status, s.started_at, s.updated_at, s.current_leg_id, s.status_reason_code, s.linked_session_id,
-  (SELECT l.status FROM sessions l WHERE l.id = s.linked_session_id) AS linked_status`;
-
-async function attachLegs(sql: SQL, heads: SessionHead[]): Promise<RunningSession[]> {
+async function attachLegs(sql: SQL, heads: SweepSessionHead[]): Promise<RunningSession[]> {
   if (heads.length === 0) return [];
   const legs: Record<string, unknown>[] = await sql.unsafe(
     `SELECT g.* FROM legs g JOIN sessions s ON s.id = g.session_id
-     WHERE g.session_id ${IN_BATCH} AND (g.id = s.current_leg_id OR g.ended_at IS NULL)
+     WHERE ${sweepLegsWhere(`g.session_id ${IN_BATCH}`)}
      ORDER BY g.session_id, g.seq`,
     [heads.map((h) => h.id)],
   );
-  const bySession = new Map<string, LegRow[]>();
-  for (const raw of legs) {
-    const leg = legRow(raw);
-    const list = bySession.get(leg.session_id) ?? [];
-    list.push(leg);
-    bySession.set(leg.session_id, list);
-  }
-  return heads.map((head) => {
-    const list = bySession.get(head.id) ?? [];
-    // The current leg first: it is the one the row describes.
-    list.sort((a, b) => Number(b.id === head.current_leg_id) - Number(a.id === head.current_leg_id) || a.seq - b.seq);
-    return { ...head, legs: list };
-  });
+  return withSweepLegs(heads, legs.map(legRow));
 }
 
 export async function listRunningSessions(sql: SQL, options: { afterId?: string | null; limit: number }): Promise<RunningSession[]> {
-  const heads: SessionHead[] = await sql.unsafe(`SELECT ${SESSION_HEAD} FROM sessions s WHERE s.status = 'running' AND s.id > $1 ORDER BY s.id LIMIT $2`, [
+  const heads: SweepSessionHead[] = await sql.unsafe(`SELECT ${SWEEP_SESSION_HEAD} FROM sessions s WHERE s.status = 'running' AND s.id > $1 ORDER BY s.id LIMIT $2`, [
     options.afterId ?? "",
     options.limit,
   ]);
@@ -51,7 +35,7 @@ export async function listRunningSessions(sql: SQL, options: { afterId?: string 
 }
 
 export async function getSweepSession(sql: SQL, id: string): Promise<RunningSession | null> {
-  const [head] = (await sql.unsafe(`SELECT ${SESSION_HEAD} FROM sessions s WHERE s.id = $1`, [id])) as SessionHead[];
+  const [head] = (await sql.unsafe(`SELECT ${SWEEP_SESSION_HEAD} FROM sessions s WHERE s.id = $1`, [id])) as SweepSessionHead[];
   return head ? (await attachLegs(sql, [head]))[0]! : null;
 }
 

@@ -13,7 +13,7 @@ import { withBusyRetry } from "./migrate.ts";
 import { SqliteReads } from "./reads.ts";
 import { SqliteNotifyStore } from "./notify.ts";
 import * as sweeps from "./sweeps.ts";
-import type { PruneSqlStatement } from "../sweep-store.ts";
+import type { PruneSqlStatement } from "../rules/prune.ts";
 import type { ChangeWake, WakeOptions } from "../wake.ts";
 import type { WatcherLock } from "../watcher-lock.ts";
 

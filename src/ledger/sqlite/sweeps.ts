@@ -4,51 +4,36 @@ import type { Database } from "bun:sqlite";
 import type { LegRow, LegDirs, RunningSession, SweepGuardRow } from "../rows.ts";
 import { plainLiveConsumer } from "../schema-checks.ts";
 import { owedSessionsStatement } from "../rules/owed.ts";
-import { SOFT_REFERENCES } from "../rules/prune.ts";
+import { SOFT_REFERENCES, type PruneSqlStatement } from "../rules/prune.ts";
+import { SWEEP_SESSION_HEAD, sweepLegsWhere, withSweepLegs, type SweepSessionHead } from "../rules/sweep-sessions.ts";
 import { SQLITE_DIALECT } from "./dialect.ts";
-import type { PruneSqlStatement, PruneStatementResult } from "../sweep-store.ts";
+import type { PruneStatementResult } from "../sweep-store.ts";
 
 /** Id lists travel as one JSON parameter, so one prepared statement serves every batch size. */
 const ids = (list: readonly string[]) => JSON.stringify(list);
 const IN_IDS = "(SELECT value FROM json_each(?))";
 
-type SessionHead = Omit<RunningSession, "legs">;
-
-const SESSION_HEAD = `s.id, s.status, s.started_at, s.updated_at, s.current_leg_id, s.status_reason_code, s.linked_session_id,
-  (SELECT l.status FROM sessions l WHERE l.id = s.linked_session_id) AS linked_status`;
-
-function attachLegs(db: Database, heads: SessionHead[]): RunningSession[] {
+function attachLegs(db: Database, heads: SweepSessionHead[]): RunningSession[] {
   if (heads.length === 0) return [];
   const legs = db
     .query<LegRow, [string]>(
       `SELECT g.* FROM legs g JOIN sessions s ON s.id = g.session_id
-       WHERE g.session_id IN ${IN_IDS} AND (g.id = s.current_leg_id OR g.ended_at IS NULL)
+       WHERE ${sweepLegsWhere(`g.session_id IN ${IN_IDS}`)}
        ORDER BY g.session_id, g.seq`,
     )
     .all(ids(heads.map((h) => h.id)));
-  const bySession = new Map<string, LegRow[]>();
-  for (const leg of legs) {
-    const list = bySession.get(leg.session_id) ?? [];
-    list.push(leg);
-    bySession.set(leg.session_id, list);
-  }
-  return heads.map((head) => {
-    const list = bySession.get(head.id) ?? [];
-    // The current leg first: it is the one the row describes.
-    list.sort((a, b) => Number(b.id === head.current_leg_id) - Number(a.id === head.current_leg_id) || a.seq - b.seq);
-    return { ...head, legs: list };
-  });
+  return withSweepLegs(heads, legs);
 }
 
 export function listRunningSessions(db: Database, options: { afterId?: string | null; limit: number }): RunningSession[] {
   const heads = db
-    .query<SessionHead, [string, number]>(`SELECT ${SESSION_HEAD} FROM sessions s WHERE s.status = 'running' AND s.id > ? ORDER BY s.id LIMIT ?`)
+    .query<SweepSessionHead, [string, number]>(`SELECT ${SWEEP_SESSION_HEAD} FROM sessions s WHERE s.status = 'running' AND s.id > ? ORDER BY s.id LIMIT ?`)
     .all(options.afterId ?? "", options.limit);
   return attachLegs(db, heads);
 }
 
 export function getSweepSession(db: Database, id: string): RunningSession | null {
-  const head = db.query<SessionHead, [string]>(`SELECT ${SESSION_HEAD} FROM sessions s WHERE s.id = ?`).get(id);
+  const head = db.query<SweepSessionHead, [string]>(`SELECT ${SWEEP_SESSION_HEAD} FROM sessions s WHERE s.id = ?`).get(id);
   return head ? attachLegs(db, [head])[0]! : null;
 }
 

@@ -7,7 +7,8 @@
 
 import { afterEach, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
-import { BATCH_STATEMENTS, prune } from "../../../src/sweeps/prune.ts";
+import { prune } from "../../../src/sweeps/prune.ts";
+import { PRUNE_BATCH_STATEMENTS } from "../../../src/ledger/rules/prune.ts";
 import { li, LI_BINARY, liEnv } from "../../helpers/cli.ts";
 import { fixture } from "../../helpers/fixtures.ts";
 import { pgTestLedger, type PgTestLedger } from "../../helpers/pg-ledger.ts";
@@ -119,7 +120,7 @@ describePostgres("prune versus reopen on PostgreSQL, with a real second connecti
     expect(await resumed!.exited).not.toBe(null);
   });
 
-  for (const pauseAfter of BATCH_STATEMENTS) {
+  for (const pauseAfter of PRUNE_BATCH_STATEMENTS) {
     test(`a resume arriving while the batch is paused after ${pauseAfter} waits on the row lock: the prune applies whole and the resume starts a new session`, async () => {
       const { sessionId, branchId } = await oldSession();
       let proc: Subprocess<"ignore", "pipe", "pipe"> | null = null;

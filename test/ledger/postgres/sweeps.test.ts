@@ -8,8 +8,7 @@ import { connectPg, type PgClient } from "../../../src/ledger/postgres/client.ts
 import * as pgSweeps from "../../../src/ledger/postgres/sweeps.ts";
 import * as liteSweeps from "../../../src/ledger/sqlite/sweeps.ts";
 import { SESSION_TERMINAL_STATUSES } from "../../../src/lifecycle/policy.ts";
-import { BATCH_STATEMENTS } from "../../../src/sweeps/prune.ts";
-import type { PruneSqlStatement } from "../../../src/ledger/sweep-store.ts";
+import { PRUNE_BATCH_STATEMENTS, type PruneSqlStatement } from "../../../src/ledger/rules/prune.ts";
 import { describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { until } from "../../helpers/until.ts";
 import { arrange, leg, pgLedgerClient, session, sqliteLedgerDb, transition, type Rows } from "./store-fixtures.ts";
@@ -129,7 +128,7 @@ describePostgres("the sweeps' statements on PostgreSQL (§12)", () => {
       const seen: Array<[string, unknown]> = [];
       lite.run("BEGIN IMMEDIATE");
       await pg.sql.begin(async (tx) => {
-        for (const statement of BATCH_STATEMENTS) {
+        for (const statement of PRUNE_BATCH_STATEMENTS) {
           if (statement === "read_legs" || statement === "record_admin_event") continue;
           const onPg = await pgSweeps.pruneStatement(tx, statement as PruneSqlStatement, ids, scope);
           const onLite = liteSweeps.pruneStatement(lite, statement as PruneSqlStatement, ids, scope);
