@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { ledgerRows } from "../helpers/ledger-rows.ts";
-import { li } from "../helpers/cli.ts";
+import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { testSqliteOnly } from "../helpers/backends.ts";
-import { isAlive, signalPid, until, untilGone, validPid } from "../helpers/until.ts";
+import { isAlive, NeverHappens, signalPid, until, untilGone, validPid } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 
 const HOST_A = { LI_HOST_ID: "host-a", LI_HOST_NAME: "alpha" };
@@ -146,6 +146,33 @@ describe("handlers run only on their host (§9.1)", () => {
     expect(recorded(out)).toEqual([expect.stringContaining(`completed session ${id} completed`)]);
     expect((await on(HOST_A, home)(["watch", "--once"])).code).toBe(0);
     expect(recorded(out)).toHaveLength(1);
+  });
+});
+
+describe("one watcher per host per ledger (§12.6)", () => {
+  test("a second watcher of the same host refuses with exit 1; a watcher of another host runs beside the first", async () => {
+    const home = tempDir();
+    const first = Bun.spawn([LI_BINARY, "watch"], { env: liEnv(home, HOST_A), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    leftRunning.push({ pid: first.pid, group: false });
+    let seen = "";
+    void (async () => {
+      for await (const chunk of first.stdout) seen += new TextDecoder().decode(chunk);
+    })();
+    await until("host A's watcher to start", () => {
+      if (first.exitCode !== null) throw new NeverHappens(`the watcher exited ${first.exitCode}: ${seen}`);
+      return seen.includes(" start ");
+    });
+    expect(seen).toContain("host=host-a");
+
+    const again = await on(HOST_A, home)(["watch", "--once"]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("another li watch already runs for this ledger on this host");
+    const other = await on(HOST_B, home)(["watch", "--once"]);
+    expect(other.stderr).toBe("");
+    expect(other.code).toBe(0);
+
+    first.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
   });
 });
 

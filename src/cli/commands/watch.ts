@@ -63,10 +63,11 @@ export default command({
       log({ action: "stopping", signal: name });
       stop.abort();
     };
+    const host = handlerHost();
     try {
       try {
-        // Per host as handlers are (the machine id): one watcher delivers this host's handlers.
-        lock = await acquireWatchLock(ledger.backend, handlerHost());
+        // Per host as handlers are (LI_HOST_ID, else the machine id): one watcher delivers this host's handlers.
+        lock = await acquireWatchLock(ledger.backend, host);
       } catch (error) {
         if (!(error instanceof WatcherAlreadyRunningError)) throw error;
         writeNote(`${error.message}; refusing to start a second watcher`);
@@ -79,6 +80,7 @@ export default command({
         log({
           action: "start",
           ledger: ledger.location,
+          host,
           pid: process.pid,
           once: config.once,
           wake: wake.watching ? "files" : "poll",

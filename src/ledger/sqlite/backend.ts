@@ -151,10 +151,11 @@ export class SqliteBackend implements Backend {
     return watchSqliteFile(this.location, options);
   }
 
-  async lockWatcher(_hostId: string): Promise<WatcherLock> {
-    // A kernel lock on a file beside the database: only processes of this host see it, which is the lock's scope.
+  async lockWatcher(hostId: string): Promise<WatcherLock> {
+    // A kernel lock on a file beside the database, one file per host: hosts that share a kernel (containers
+    // told apart by LI_HOST_ID, one database bind-mounted into each) all see every file lock.
     const { holdExclusiveLock } = await import("./watch-lock.ts");
-    const held = holdExclusiveLock(`${this.location}.watch-lock`);
+    const held = holdExclusiveLock(`${this.location}.watch-lock.${hostId.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 128)}`);
     return { path: held.path, ensureHeld: async () => {}, release: async () => held.release() };
   }
 
