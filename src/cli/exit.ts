@@ -2,7 +2,7 @@
 // command's failure, the foreground leg's and the detached supervisor's, goes through it.
 
 import { TransitionRejectedError } from "../ledger/errors.ts";
-import { describeLocation } from "../ledger/location.ts";
+import { describeLocation, passwordOfLocation } from "../ledger/location.ts";
 import { ledgerFailureOf } from "../ledger/failures.ts";
 import { ExitCode, LedgerUnavailableError, NotFoundError, UsageError } from "../util/errors.ts";
 import { cliPaths } from "./paths.ts";
@@ -22,7 +22,7 @@ export function exitFor(error: unknown): ExitReport {
   // citty's own parse errors (missing positional, bad enum value): usage errors.
   if (error instanceof Error && error.name === "CLIError") return { exit: ExitCode.usage, message: error.message };
   // A driver's failure that no adapter boundary converted (e.g. a read on a damaged file): the same 78.
-  const ledgerError = ledgerFailureOf(error, ledgerDescription());
+  const ledgerError = ledgerFailureOf(error, ledgerDescription(), ledgerPassword());
   if (ledgerError) return { exit: ledgerError.exitCode, message: ledgerError.message };
   // The environment refused (a read-only or full disk, a permission): node's text names the path.
   if (isSystemError(error)) return { exit: ExitCode.unavailable, message: `cannot go on: ${error.message}` };
@@ -35,6 +35,15 @@ function ledgerDescription(): string {
     return describeLocation(cliPaths().ledger);
   } catch {
     return "(the ledger)";
+  }
+}
+
+/** The password of a PostgreSQL ledger's URL (or PGPASSWORD), to scrub from a driver's text; none for SQLite. */
+function ledgerPassword(): string | undefined {
+  try {
+    return passwordOfLocation(cliPaths().ledger);
+  } catch {
+    return undefined;
   }
 }
 

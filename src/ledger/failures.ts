@@ -3,18 +3,22 @@
 // No `node:*` imports: every command's error path loads it.
 
 import { LedgerUnavailableError } from "../util/errors.ts";
+import { asPgLedgerError as postgresFailure } from "./postgres/errors.ts";
 import { asLedgerError as sqliteFailure } from "./sqlite/errors.ts";
 
-type Classifier = (error: unknown, ledgerName: string) => LedgerUnavailableError | null;
+type Classifier = (error: unknown, ledgerName: string, password?: string) => LedgerUnavailableError | null;
 
 /** Every adapter's classifier; one that does not recognise an error returns null. */
-const CLASSIFIERS: readonly Classifier[] = [sqliteFailure];
+const CLASSIFIERS: readonly Classifier[] = [sqliteFailure, postgresFailure];
 
-/** The ledger failure behind `error`, named by `ledgerName` (a path, or a URL without its password); null when it is not one. */
-export function ledgerFailureOf(error: unknown, ledgerName: string): LedgerUnavailableError | null {
+/**
+ * The ledger failure behind `error`, named by `ledgerName` (a path, or a URL without its password); null
+ * when it is not one. `password` (a PostgreSQL ledger's) is scrubbed from any text the driver wrote.
+ */
+export function ledgerFailureOf(error: unknown, ledgerName: string, password?: string): LedgerUnavailableError | null {
   if (error instanceof LedgerUnavailableError) return error;
   for (const classify of CLASSIFIERS) {
-    const failure = classify(error, ledgerName);
+    const failure = classify(error, ledgerName, password);
     if (failure) return failure;
   }
   return null;

@@ -1,7 +1,7 @@
 // Where the ledger and the run directories live (SPEC §3): LI_HOME, LI_DB, --db, LI_RUNS_ROOT.
 
 import { LedgerUnavailableError } from "../util/errors.ts";
-import { pgLedgerNameOfUrl } from "./postgres/redact.ts";
+import { pgLedgerNameOfUrl, pgPasswordOfUrl } from "./postgres/redact.ts";
 
 // node:path and node:os load only when a path needs real work: the first `node:*` import costs ~1 ms of
 // start-up in the compiled binary, and the common case (absolute LI_HOME, or $HOME set) needs neither.
@@ -61,6 +61,11 @@ export function resolvePaths(opts: { dbFlag?: string | undefined; env?: NodeJS.P
 export function sqlitePathOf(location: LedgerLocation, what = "this"): string {
   if (location.kind === "postgres") throw new LedgerUnavailableError(describeLocation(location), `${what} needs a SQLite ledger`);
   return location.path;
+}
+
+/** The secret a location's messages must never show: a postgres URL's password (or PGPASSWORD); none for SQLite. */
+export function passwordOfLocation(location: LedgerLocation): string | undefined {
+  return location.kind === "postgres" ? pgPasswordOfUrl(location.url) : undefined;
 }
 
 /** A location safe to print: a postgres URL is named by host, port and database only (postgres/redact.ts). */

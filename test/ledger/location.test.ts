@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { resolvePaths } from "../../src/ledger/location.ts";
+import { passwordOfLocation, resolvePaths } from "../../src/ledger/location.ts";
 
 describe("where the ledger lives (§3)", () => {
   test("LI_HOME holds state.db and runs/ by default", () => {
@@ -35,4 +35,10 @@ describe("where the ledger lives (§3)", () => {
     expect(resolvePaths({ env: { ...env, LI_DB: "postgres://u:p@h/db" }, cwd: "/c" }).ledger).toEqual({ kind: "postgres", url: "postgres://u:p@h/db" });
     expect(resolvePaths({ env, cwd: "/c" }).runsRoot).toBe("/runs");
   });
+});
+
+test("a postgres location's password (the URL's, else PGPASSWORD) is what its messages scrub; SQLite has none", () => {
+  expect(passwordOfLocation({ kind: "postgres", url: "postgres://u:s%40cret@h/db" })).toBe("s@cret");
+  expect(passwordOfLocation({ kind: "postgres", url: "postgres://u@h/db?password=p2" })).toBe("p2");
+  expect(passwordOfLocation({ kind: "sqlite", path: "/x/state.db" })).toBeUndefined();
 });

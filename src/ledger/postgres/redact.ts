@@ -45,6 +45,20 @@ export function pgLedgerNameOfUrl(url: string): string {
 }
 
 /**
+ * The password a raw URL carries (`:PASSWORD@` or `?password=`), else `PGPASSWORD`: what a message about
+ * this ledger must never show, for scrubbing text li did not write itself.
+ */
+export function pgPasswordOfUrl(url: string, env: Record<string, string | undefined> = process.env): string | undefined {
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // Unparseable: li refuses it before connecting; only the environment's password can be in play.
+  }
+  return parsed?.searchParams.get("password") || (parsed ? decoded(parsed.password) : "") || env.PGPASSWORD || undefined;
+}
+
+/**
  * `text` with every form of `password` (as given, percent-encoded, percent-decoded) replaced by `***`.
  * For messages li did not write itself; li's own messages never hold the password to begin with.
  */

@@ -1,0 +1,51 @@
+// A PostgreSQL failure that reaches the CLI's error mapping raw (no adapter boundary converted it) is
+// still exit 78 naming host, port and database, never 70 (SPEC §16, §18), and the password of the
+// ledger's URL is scrubbed from the driver's text (§14).
+
+import { afterAll, expect, test } from "bun:test";
+import { SQL } from "bun";
+import { exitFor } from "../../../src/cli/exit.ts";
+import { ledgerFailureOf } from "../../../src/ledger/failures.ts";
+import { createPasswordRole, describePostgres, postgresCluster, usePostgresDatabase } from "../../helpers/postgres.ts";
+
+const SECRET = "Kv3-f41lure:p@ss/w0rd";
+
+describePostgres("PostgreSQL failures at the CLI's error mapping", () => {
+  const db = usePostgresDatabase();
+  const clients: SQL[] = [];
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+  });
+
+  /** A raw Bun SQL error, as a statement of li's could raise it outside an adapter boundary. */
+  async function rawError(url: string, statement: string): Promise<unknown> {
+    const sql = new SQL({ url, max: 1 });
+    clients.push(sql);
+    return sql.unsafe(statement).then(
+      () => {
+        throw new Error(`expected ${statement} to fail`);
+      },
+      (error: unknown) => error,
+    );
+  }
+
+  test("a server out of resources is 78 naming the ledger, with the URL's password scrubbed from the server's text", async () => {
+    const role = await createPasswordRole(SECRET, db.name);
+    const { port } = postgresCluster();
+    const url = `postgres://${role}:${encodeURIComponent(SECRET)}@127.0.0.1:${port}/${db.name}?sslmode=disable`;
+    const error = await rawError(url, `DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '53100', MESSAGE = 'no space left near ${SECRET}'; END $$`);
+    expect(exitFor(error).exit).toBe(78);
+    // exit.ts hands the classifier the password of this process's ledger URL (location.ts passwordOfLocation).
+    const failure = ledgerFailureOf(error, `postgres://127.0.0.1:${port}/${db.name}`, SECRET);
+    expect(failure?.message).toStartWith(`ledger postgres://127.0.0.1:${port}/${db.name}: the server is out of resources`);
+    expect(failure?.message).toContain("no space left near ***");
+    expect(failure?.message).not.toContain(SECRET);
+  });
+
+  test("a statement timeout is a ledger failure worth retrying; li's own SQL mistakes are not the ledger's", async () => {
+    const timeout = await rawError(db.url, "SET statement_timeout = 1; SELECT pg_sleep(1)");
+    expect(ledgerFailureOf(timeout, "postgres://h:5432/db")).toMatchObject({ exitCode: 78, unreachable: true });
+    const mistake = await rawError(db.url, "SELECT * FROM no_such_table_of_li");
+    expect(ledgerFailureOf(mistake, "postgres://h:5432/db")).toBeNull();
+  });
+});
