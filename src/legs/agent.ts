@@ -3,7 +3,7 @@
 import fs from "node:fs";
 import { validateContract } from "../contracts/artifacts.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-import { ExitCode, UsageError } from "../util/errors.ts";
+import { ExitCode, UsageError, type LedgerUnavailableError } from "../util/errors.ts";
 import { hostClock } from "../util/host-clock.ts";
 import { randomId } from "../util/ids.ts";
 import { checkCompletionEvidence, type CompletionEvidence, type EvidenceOptions } from "./evidence.ts";
@@ -14,7 +14,7 @@ import { processIdentity } from "./proc.ts";
 import type { AgentRequest } from "./request.ts";
 import { resolveResume, type ResumeHooks, type ResumeTarget } from "./resume.ts";
 import { allocateRun, takeRunId, type RunDir } from "./rundir.ts";
-import type { AlsoInSetup, LegPlan } from "./setup.ts";
+import type { AlsoInSetup, LegIds, LegPlan } from "./setup.ts";
 import { LiSignalTrap } from "./signals.ts";
 import type { AfterCommit, LegOutage, TeardownResult } from "./teardown/state.ts";
 
@@ -49,6 +49,8 @@ export interface AgentDeps {
   legHooks?: LegHooks;
   /** Retry and spool when the ledger is unreachable (§17); the host id is the supervisor's. */
   outage?: Omit<LegOutage, "hostId">;
+  /** The ledger could not even be opened, and stayed unreachable (§17): the first leg spools itself whole. */
+  unreachable?: LedgerUnavailableError;
 }
 
 export interface AgentOutcome {
@@ -152,6 +154,8 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
       ...(deps.requirePersistence ? { requirePersistence: true } : {}),
       ...(deps.legHooks ? { hooks: deps.legHooks } : {}),
       ...(deps.outage ? { outage: { ...deps.outage, hostId: supervisor.hostId } } : {}),
+      ...(deps.notifier ? { spoolRegistration: (ids: LegIds) => deps.notifier!.spooledRegistration(ids) } : {}),
+      ...(first && deps.unreachable ? { unreachable: deps.unreachable } : {}),
       signals,
     });
     if (outcome.result.persisted !== "deferred") {

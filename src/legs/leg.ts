@@ -14,10 +14,14 @@ import { watchKillRequest } from "./kill-request.ts";
 import { commandExitCode, naturalTermination, type Termination } from "./outcome.ts";
 import { readStartTicks } from "./proc.ts";
 import { setupResume, type ResumeSetup } from "./resume.ts";
-import { nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
+import { newSessionRows, nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegIds, type LegPlan } from "./setup.ts";
 import { armDeadline, GroupTerminator, LI_SIGNALS, LiSignalTrap } from "./signals.ts";
 import { spawnCommand, SpawnError, type SpawnedCommand } from "./spawn.ts";
-import type { AfterCommit, LegOutage, TeardownResult } from "./teardown/state.ts";
+import type { AfterCommit, LegOutage, SpoolWhole, TeardownResult } from "./teardown/state.ts";
+import type { SpooledSetup } from "../spool/entry.ts";
+import { retryUnreachable } from "./ledger-retry.ts";
+import { formatDuration } from "../util/duration.ts";
+import type { LedgerUnavailableError } from "../util/errors.ts";
 
 /** Where a leg's live output and li's own notes go. */
 export interface LegIo {
@@ -73,6 +77,10 @@ export interface LegOptions {
   hooks?: LegHooks;
   /** Retrying and spooling when the ledger is unreachable at the end (§17); absent: reported unrecorded. */
   outage?: LegOutage;
+  /** The ledger could not be opened and stayed unreachable (§17): a new leg runs and spools itself whole. */
+  unreachable?: LedgerUnavailableError;
+  /** The leg's registration as a spooled setup carries it (§17), when its setup never reached the ledger. */
+  spoolRegistration?: (ids: LegIds) => SpooledSetup["registration"];
 }
 
 export interface LegOutcome {
@@ -98,6 +106,8 @@ interface OpenedRecord {
   resumed: ResumeSetup | null;
   /** A continuation found the session no longer running: its status, and nothing runs. */
   stopped: string | null;
+  /** The ledger stayed unreachable through setup (§17): the leg runs, and its whole record goes to the spool. */
+  spoolWhole?: SpoolWhole;
 }
 
 /** The setup transaction of the leg's mode. A failure stops a leg that requires persistence; any other runs unrecorded. */
@@ -116,9 +126,44 @@ async function openRecord(ledger: Ledger, plan: LegPlan, mode: LegMode, o: LegOp
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
     if (o.requirePersistence) throw new PersistenceSetupError(`persistence setup failed: ${why}`);
+    const failure = ledger.backend.ledgerError(error);
+    // §17: a new leg waits for an unreachable ledger, then runs with its whole record bound for the spool.
+    if (mode === "new" && failure?.unreachable && o.outage) return waitForSetup(ledger, plan, o, o.outage, failure);
     o.io.log(`warning: persistence setup failed (${why}); the command runs unrecorded`);
     return { ledger: null, resumed: null, stopped: null };
   }
+}
+
+/** Without a ledger: unrecorded, or, when it stayed unreachable (§17), bound for the spool whole. */
+function unopened(plan: LegPlan, mode: LegMode, o: LegOptions): OpenedRecord {
+  if (mode !== "new" || !o.unreachable || !o.outage) return { ledger: null, resumed: null, stopped: null };
+  return { ledger: null, resumed: null, stopped: null, spoolWhole: { setup: { ...newSessionRows(plan), registration: o.spoolRegistration?.(plan) ?? null }, error: o.unreachable } };
+}
+
+/** Retries a new leg's setup for --ledger-retry; still unreachable, the leg runs and spools itself whole. */
+async function waitForSetup(ledger: Ledger, plan: LegPlan, o: LegOptions, outage: LegOutage, failure: LedgerUnavailableError): Promise<OpenedRecord> {
+  if (outage.retrySeconds > 0) o.io.log(`the ledger is unreachable (${failure.message}); retrying the setup for up to ${formatDuration(outage.retrySeconds)}`);
+  const attempt = await retryUnreachable<void>(
+    async () => {
+      try {
+        await setupNewSession(ledger, plan, o.alsoInSetup);
+        return { ok: true, value: undefined };
+      } catch (error) {
+        const f = ledger.backend.ledgerError(error);
+        if (!f) throw error;
+        return { ok: false, retry: f.unreachable, error: f };
+      }
+    },
+    { seconds: outage.retrySeconds, ...(outage.clockMs ? { clockMs: outage.clockMs } : {}), ...(outage.sleep ? { sleep: outage.sleep } : {}) },
+  );
+  if (attempt.ok) return { ledger, resumed: null, stopped: null };
+  const last = attempt.error as LedgerUnavailableError;
+  if (!last.unreachable) {
+    o.io.log(`warning: persistence setup failed (${last.message}); the command runs unrecorded`);
+    return { ledger: null, resumed: null, stopped: null };
+  }
+  o.io.log(`the ledger is still unreachable (${last.message}); the command runs, and its whole leg is spooled for li watch to record`);
+  return { ledger: null, resumed: null, stopped: null, spoolWhole: { setup: { ...newSessionRows(plan), registration: o.spoolRegistration?.(plan) ?? null }, error: last } };
 }
 
 export async function runLeg(plan: LegPlan, mode: LegMode, o: LegOptions): Promise<LegOutcome> {
@@ -133,7 +178,7 @@ export async function runLeg(plan: LegPlan, mode: LegMode, o: LegOptions): Promi
 
 async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signals: LiSignalTrap): Promise<LegOutcome> {
   await o.hooks?.beforeSetup?.(plan);
-  const { ledger, resumed, stopped } = o.ledger ? await openRecord(o.ledger, plan, mode, o) : { ledger: null, resumed: null, stopped: null };
+  const { ledger, resumed, stopped, spoolWhole } = o.ledger ? await openRecord(o.ledger, plan, mode, o) : unopened(plan, mode, o);
   if (stopped !== null) {
     const own = { status: stopped, reasonCode: "" };
     return { result: { ...own, persisted: "winner", own, exitCode: null, transition: null }, termination: "timeout", stoppedBy: stopped, persisted: true, resumed };
@@ -231,8 +276,9 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
     checkEvidence: o.checkEvidence,
     afterCommit: o.afterCommit,
     ...(o.outage ? { outage: o.outage } : {}),
+    ...(spoolWhole ? { spoolWhole } : {}),
   });
-  return { result, termination, stoppedBy: null, persisted: ledger !== null, resumed };
+  return { result, termination, stoppedBy: null, persisted: ledger !== null || result.persisted === "spooled", resumed };
 }
 
 /** Starts loading the teardown and each after-commit hook's modules; a failed load is reported by the teardown's await. */

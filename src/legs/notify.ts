@@ -10,6 +10,7 @@ import type { Ledger } from "../ledger/ledger.ts";
 import type { LegNotify } from "../notify/register.ts";
 import type { Settings } from "../settings/settings.ts";
 import type { LegIds, LegPlan } from "./setup.ts";
+import { machineId } from "./proc.ts";
 import type { AfterCommit } from "./teardown/state.ts";
 
 export interface LegNotifierOptions {
@@ -78,6 +79,17 @@ export class LegNotifier {
       ...(this.o.hostId !== undefined ? { hostId: this.o.hostId } : {}),
     });
   };
+
+  /**
+   * The registration a spooled setup carries (§17): what `register` would write, written at replay
+   * instead (its consumer's watermark is taken then). Null when the leg has no notice.
+   */
+  spooledRegistration(ids: LegIds): { id: string; argv: string[]; origin: string; hostId: string; createdAt: number } | null {
+    if (!this.registration) return null;
+    const notify = this.resolve(ids);
+    if (notify.argv === null || notify.origin === null) return null;
+    return { id: crypto.randomUUID(), argv: [...notify.argv], origin: notify.origin, hostId: this.o.hostId ?? machineId(), createdAt: this.now() };
+  }
 
   /** Step 10 of one leg: push the event its final write committed, or, unrecorded, run its notice once. */
   afterCommit(plan: LegPlan, ledger: Ledger | null): AfterCommit {

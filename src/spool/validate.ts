@@ -5,8 +5,9 @@ import { z } from "zod";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
 import { ENTRY_ID, SPOOL_SCHEMA, SPOOL_VERSION, type SpoolEntry } from "./entry.ts";
 
-/** An entry holds a leg's message tail (64 KiB) and evidence; 4 MiB leaves room for JSON escaping. */
-export const SPOOL_ENTRY_LIMIT = 4 * 1024 * 1024;
+import { SPOOL_ENTRY_LIMIT } from "./limits.ts";
+
+export { SPOOL_ENTRY_LIMIT };
 
 const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/).max(200);
 const time = z.number().finite();

@@ -107,7 +107,7 @@ function onlyStreamText(runs: string): string {
 const lines = (r: LiResult) => r.stderr.trimEnd().split("\n");
 
 describeSqliteOnly("disk-full")("disk full before setup (the ledger and the run directories on the full disk)", () => {
-  test("a foreground leg warns, still runs its command, exits by its outcome, fires --notify once undurable, and leaves no empty run directory", async () => {
+  test("a foreground leg warns, still runs its command, exits by its outcome, fires --notify once undurable (its spool is on the full disk too), and leaves no empty run directory", async () => {
     const tmpfs = disk();
     if (!tmpfs) return;
     const home = join(tmpfs, "home");
@@ -118,11 +118,13 @@ describeSqliteOnly("disk-full")("disk full before setup (the ledger and the run 
     const filler = fillLeaving(tmpfs, 0);
     const notices = join(elsewhere(), "notices");
 
-    const r = await li(["agent", "--notify", `${RECORD} ${notices}`, "--", "sh", "-c", "echo RAN; exit 3"], { home });
+    const r = await li(["agent", "--ledger-retry", "0", "--notify", `${RECORD} ${notices}`, "--", "sh", "-c", "echo RAN; exit 3"], { home });
 
     expect(r.stdout).toBe("RAN\n");
     expect(r.code).toBe(1); // the command's outcome (failed), not 2 and not 78
     expect(r.stderr).toContain(`ledger ${join(home, "state.db")}: disk full`);
+    // Unreachable, so bound for the spool (§17) — which is on the same full disk: nothing recorded anywhere.
+    expect(r.stderr).toMatch(new RegExp(`cannot spool the leg in ${join(home, "spool")} \\(.*ENOSPC.*\\); it ran unrecorded`));
     expect(r.stderr).toMatch(/warning: cannot write the run directory \S+ \(ENOSPC/);
     expect(lines(r).at(-1)).toMatch(/^li: failed \(run\.failed\.exit_nonzero\) session \S+ branch \S+ \(not recorded\)$/);
     expect(readdirSync(join(home, "runs"))).toEqual(runsBefore);
@@ -313,6 +315,34 @@ describeSqliteOnly("disk-full")("disk full at teardown with the spool elsewhere 
     expect(await db.all("SELECT actor FROM status_transitions WHERE terminal_event = 1")).toEqual([{ actor: "li.replay" }]);
     expect(readdirSync(join(home, "spool"))).toEqual([]);
     expect(recorded(notices)).toHaveLength(1);
+    await expectLedgerSound(dbPath);
+  });
+});
+
+describeSqliteOnly("disk-full")("disk full before setup with the spool elsewhere (§17 item 4)", () => {
+  test("the leg waits --ledger-retry, runs, and spools itself whole; once space is freed li watch --once records it with its notice", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = elsewhere();
+    const dbPath = join(tmpfs, "state.db");
+    const env = { LI_DB: dbPath };
+    expect((await li(["agent", "--", "true"], { home, env })).code).toBe(0);
+    const filler = fillLeaving(tmpfs, 0);
+    const notices = join(elsewhere(), "notices");
+
+    const r = await li(["agent", "--ledger-retry", "200ms", "--notify", `${RECORD} ${notices}`, "--", "sh", "-c", "echo RAN"], { home, env });
+
+    expect(r.stdout).toBe("RAN\n");
+    expect(r.code).toBe(0);
+    expect(lines(r).at(-1)).toMatch(new RegExp(`^li: the outcome is spooled in ${join(home, "spool")}/\\S+\\.json \\(ledger ${dbPath}: disk full`));
+    expect(recorded(notices)).toEqual([]);
+    rmSync(filler);
+    const watch = await li(["watch", "--once"], { home, env });
+    expect(watch.code).toBe(0);
+    expect(watch.stdout).toMatch(/replay entry=\S+ session_id=\S+ result=applied status=completed/);
+    expect(sessions(dbPath).map((s) => s.status)).toEqual(["completed", "completed"]);
+    expect(recorded(notices)).toHaveLength(1);
+    expect(readdirSync(join(home, "spool"))).toEqual([]);
     await expectLedgerSound(dbPath);
   });
 });

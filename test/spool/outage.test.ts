@@ -141,6 +141,24 @@ describeSqliteOnly("write-lock-held")("the write lock held past the busy timeout
     await expectInvariants(db);
   });
 
+  test("li show and li ls mark a session whose outcome waits in this host's spool, until it is replayed", async () => {
+    const home = agentHome();
+    const db = ledgerRows(home.home);
+    const { id } = await spoolOneOutcome(home, db);
+    const [file] = spoolFiles(home);
+
+    const show = await li(["show", id], { home: home.home });
+    expect(show.stdout).toContain(`  spooled:    an outcome waits in this host's spool: ${path.join(spoolDir(home), file!)} (li watch records it)`);
+    expect(JSON.parse((await li(["show", id, "--json"], { home: home.home })).stdout).spooled).toEqual([path.join(spoolDir(home), file!)]);
+    expect((await li(["ls"], { home: home.home })).stdout).toContain("running (spooled)");
+    expect(JSON.parse((await li(["ls", "--json"], { home: home.home })).stdout).entities.map((e: { spooled: boolean }) => e.spooled)).toEqual([true]);
+
+    expect((await li(["watch", "--once"], { home: home.home })).code).toBe(0);
+    expect((await li(["show", id], { home: home.home })).stdout).not.toContain("spooled:");
+    expect(JSON.parse((await li(["ls", "--json"], { home: home.home })).stdout).entities.map((e: { spooled: boolean }) => e.spooled)).toEqual([false]);
+    await expectInvariants(db);
+  });
+
   test("any li command that writes replays the spool on its way out", async () => {
     const home = agentHome();
     const db = ledgerRows(home.home);
@@ -241,6 +259,85 @@ describeSqliteOnly("write-lock-held")("the write lock held past the busy timeout
     expect(await db.dump()).toEqual(before);
     const again = await li(["watch", "--once"], { home: home.home });
     expect(again.stdout).not.toContain("spool_refused");
+    await expectInvariants(db);
+  });
+});
+
+describeSqliteOnly("write-lock-held")("the write lock held through a leg's setup (§17, item 4)", () => {
+  test("a foreground leg waits up to --ledger-retry, runs its command, and spools the whole leg; li watch --once then records session, leg, history and notice once", async () => {
+    const home = agentHome();
+    const db = ledgerRows(home.home);
+    expect((await li(["agent", "--", "true"], { home: home.home })).code).toBe(0);
+    const notices = path.join(home.scratch, "notices");
+    const lock = holdWriteLock(path.join(home.home, "state.db"));
+    let r: { stdout: string; stderr: string; code: number };
+    try {
+      r = await start(["agent", "--ledger-retry", "300ms", "--notify", `${RECORD} ${notices}`, "--", "sh", "-c", "echo RAN; exit 3"], home).out;
+    } finally {
+      lock.release();
+    }
+    expect(r.stdout).toBe("RAN\n");
+    expect(r.code).toBe(1); // the command's outcome
+    const said = r.stderr.trimEnd().split("\n");
+    expect(said[0]).toMatch(/^li: the ledger is unreachable \(.*SQLITE_BUSY.*\); retrying the setup for up to 300ms$/);
+    expect(said[1]).toMatch(/^li: the ledger is still unreachable \(.*\); the command runs, and its whole leg is spooled for li watch to record$/);
+    expect(said.at(-1)).toMatch(/^li: the outcome is spooled in \S+\.json .*; it was failed \(run\.failed\.exit_nonzero\) session (\S+) /);
+    const id = /session (\S+) /.exec(said.at(-1)!)![1]!;
+    // Nothing of it in the ledger yet, and no undurable notice: it fires once, from the ledger, after the replay.
+    expect(await db.all("SELECT id FROM sessions WHERE id = ?", id)).toEqual([]);
+    expect(recorded(notices)).toEqual([]);
+    const [file] = spoolFiles(home);
+    expect(JSON.parse(fs.readFileSync(path.join(spoolDir(home), file!), "utf8")).setup).toMatchObject({ branch: { session_id: id }, leg: { session_id: id }, registration: { origin: "--notify" } });
+
+    const watch = await li(["watch", "--once"], { home: home.home });
+
+    expect(watch.stdout).toMatch(new RegExp(`replay entry=\\S+ session_id=${id} result=applied status=failed`));
+    expect(await db.all("SELECT status, status_reason_code, exit_code FROM sessions WHERE id = ?", id)).toEqual([{ status: "failed", status_reason_code: "run.failed.exit_nonzero", exit_code: 3 }]);
+    expect(await db.all("SELECT previous_status, status, actor FROM status_transitions WHERE entity_id = ? ORDER BY seq", id)).toEqual([
+      { previous_status: null, status: "running", actor: "li agent" },
+      { previous_status: "running", status: "failed", actor: "li.replay" },
+    ]);
+    expect(await db.all("SELECT status, exit_code FROM legs WHERE session_id = ?", id)).toEqual([{ status: "failed", exit_code: 3 }]);
+    expect(await db.all("SELECT COUNT(*) AS n FROM branches WHERE session_id = ?", id)).toEqual([{ n: 1 }]);
+    expect(recorded(notices).map((l) => l.split(" ").slice(1, 4).join(" "))).toEqual([`failed session ${id}`]);
+    expect((await li(["show", id], { home: home.home })).code).toBe(0);
+    expect(spoolFiles(home)).toEqual([]);
+    await expectInvariants(db);
+  });
+
+  test("the lock released while the leg waits: setup lands, the leg is recorded as usual, nothing spooled", async () => {
+    const home = agentHome();
+    const db = ledgerRows(home.home);
+    expect((await li(["agent", "--", "true"], { home: home.home })).code).toBe(0);
+    const lock = holdWriteLock(path.join(home.home, "state.db"));
+    const leg = start(["agent", "--ledger-retry", "60s", "--", "sh", "-c", "echo RAN"], home);
+    await until("li to wait for the setup", () => leg.stderr().includes("retrying the setup for up to 1m00s"));
+    lock.release();
+    const r = await leg.out;
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("RAN\n");
+    expect(await db.all("SELECT status FROM sessions ORDER BY started_at")).toEqual([{ status: "completed" }, { status: "completed" }]);
+    expect(spoolFiles(home)).toEqual([]);
+    await expectInvariants(db);
+  });
+
+  test("--detach still exits 78 and runs nothing", async () => {
+    const home = agentHome();
+    const db = ledgerRows(home.home);
+    expect((await li(["agent", "--", "true"], { home: home.home })).code).toBe(0);
+    const marker = path.join(home.scratch, "ran");
+    const lock = holdWriteLock(path.join(home.home, "state.db"));
+    let r: { stdout: string; stderr: string; code: number };
+    try {
+      r = await start(["agent", "--detach", "--ledger-retry", "0", "--", "sh", "-c", `touch ${marker}`], home).out;
+    } finally {
+      lock.release();
+    }
+    expect(r.code).toBe(78);
+    expect(r.stdout).toBe("");
+    expect(fs.existsSync(marker)).toBe(false);
+    expect(spoolFiles(home)).toEqual([]);
+    expect(await db.all("SELECT COUNT(*) AS n FROM sessions")).toEqual([{ n: 1 }]);
     await expectInvariants(db);
   });
 });

@@ -13,7 +13,8 @@ import { EXIT_CODE_BY_STATUS } from "../../legs/outcome.ts";
 import { parseAgentRequest, type AgentArgs, type AgentRequest } from "../../legs/request.ts";
 import { heartbeatMsFromEnv } from "../../legs/heartbeat.ts";
 import { hostOverrides } from "../../legs/proc.ts";
-import { DEFAULT_LEDGER_RETRY_SECONDS } from "../../legs/ledger-retry.ts";
+import { DEFAULT_LEDGER_RETRY_SECONDS, retryUnreachable, type Attempt } from "../../legs/ledger-retry.ts";
+import { formatDuration } from "../../util/duration.ts";
 import { spoolDirOf } from "../../spool/entry.ts";
 import { stdinMode } from "../../legs/spawn.ts";
 import { findBranchSnapshot } from "../../legs/rundir.ts";
@@ -103,17 +104,19 @@ export default command({
     }
     // The entry point closes the ledger when the command ends.
     let ledger: Ledger | null = null;
+    let unreachable: LedgerUnavailableError | null = null;
     if (req.persist) {
       refuseUnknownBranchBeforeCreating(req.resume);
-      try {
-        ledger = open();
-      } catch (error) {
-        // Foreground persistence is best-effort (§8.4): the command still runs.
-        note(`warning: ${error instanceof Error ? error.message : String(error)}; the command runs unrecorded`);
-      }
+      const opened = await openOrWait(open, req);
+      ledger = opened.ledger;
+      unreachable = opened.unreachable;
     } else note("warning: --no-persist: nothing is recorded in the ledger");
     const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
-    const outcome = await runAgent(req, { ...deps(ledger, io, workdir, stdinMode(isTerminal(0), false), req), notifier: await notifier(req.notify, settings, note) });
+    const outcome = await runAgent(req, {
+      ...deps(ledger, io, workdir, stdinMode(isTerminal(0), false), req),
+      notifier: await notifier(req.notify, settings, note),
+      ...(unreachable ? { unreachable } : {}),
+    });
     const { plan, result } = outcome;
     if (result.ledgerError) cliContext.ledgerFailed = true;
     note(summaryLine(outcome));
@@ -135,6 +138,37 @@ export default command({
     return outcome.exit;
   },
 });
+
+/**
+ * Opens the ledger for a foreground leg. Best-effort (§8.4): a refusal warns and the command runs
+ * unrecorded. An unreachable ledger (§17) is waited for up to --ledger-retry (a new leg only; a resume
+ * needs its session's rows); still unreachable, the leg runs and spools itself whole.
+ */
+async function openOrWait(open: () => Ledger, req: AgentRequest): Promise<{ ledger: Ledger | null; unreachable: LedgerUnavailableError | null }> {
+  const attempt = (): Attempt<Ledger> => {
+    try {
+      return { ok: true, value: open() };
+    } catch (error) {
+      return { ok: false, retry: error instanceof LedgerUnavailableError && error.unreachable && req.resume === null, error };
+    }
+  };
+  const first = attempt();
+  if (first.ok) return { ledger: first.value, unreachable: null };
+  const seconds = req.ledgerRetry ?? DEFAULT_LEDGER_RETRY_SECONDS;
+  let last: Attempt<Ledger> = first;
+  if (first.retry) {
+    if (seconds > 0) note(`the ledger is unreachable (${(first.error as Error).message}); waiting up to ${formatDuration(seconds)} before the command runs`);
+    last = await retryUnreachable(async () => attempt(), { seconds });
+    if (last.ok) return { ledger: last.value, unreachable: null };
+  }
+  const error = last.error;
+  if (last.retry && error instanceof LedgerUnavailableError) {
+    note(`the ledger is still unreachable (${error.message}); the command runs, and its whole leg is spooled for li watch to record`);
+    return { ledger: null, unreachable: error };
+  }
+  note(`warning: ${error instanceof Error ? error.message : String(error)}; the command runs unrecorded`);
+  return { ledger: null, unreachable: null };
+}
 
 /**
  * The leg's last line. An outcome the ledger could not take says so plainly, with the ledger and the

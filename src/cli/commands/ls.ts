@@ -10,6 +10,8 @@ import { cut, displayWidth, table, writeJson } from "../output.ts";
 import { safeText } from "../text.ts";
 import { writeOut } from "../io.ts";
 import { argvOf, shellWords } from "../render.ts";
+import { cliPaths } from "../paths.ts";
+import { spooledSessions } from "../../spool/waiting.ts";
 
 /** The shortest prefix a user can type for an id: unique across every id kind, 8 characters at least. */
 const MIN_PREFIX = 8;
@@ -99,6 +101,7 @@ export default command({
     });
     // Ages on the ledger's clock, read after the first query (on PostgreSQL it is measured then).
     const now = ledger.now();
+    const spooled = await spooledSessions(cliPaths().home);
     const shortest = async (id: string) => id.slice(0, Math.max(MIN_PREFIX, (await reads.sharedPrefixLength(id)) + 1));
     const entries: LsEntry[] = [];
     for (const row of rows) {
@@ -124,6 +127,8 @@ export default command({
           // The current leg's host: on a shared ledger, where it ran (artifact paths are that host's).
           host_id: e.row.leg_host_id ?? null,
           host_name: e.row.leg_host_name ?? null,
+          // An outcome of this session waits in this host's spool (§17): the ledger does not show it yet.
+          spooled: e.row.kind === "session" && spooled.has(e.row.id),
         })),
       });
       return 0;
@@ -137,7 +142,7 @@ export default command({
     const body = entries.map((e) => [
       e.shortId,
       e.row.kind,
-      e.row.status,
+      e.row.kind === "session" && spooled.has(e.row.id) ? `${e.row.status} (spooled)` : e.row.status,
       e.row.reason ?? "-",
       formatDuration(e.ageSeconds),
       e.durationSeconds === null ? "-" : formatDuration(e.durationSeconds),

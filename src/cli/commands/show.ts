@@ -9,6 +9,8 @@ import { paint, statusColour, useColour } from "../colour.ts";
 import { parseJsonColumn, table, writeJson } from "../output.ts";
 import { adminEventJson, argvOf, describeEntity, entityJson, isoTime, shellWords, transitionJson } from "../render.ts";
 import { writeOut } from "../io.ts";
+import { cliPaths } from "../paths.ts";
+import { spooledSessions } from "../../spool/waiting.ts";
 import { safeText } from "../text.ts";
 
 /** Registration columns holding JSON text. */
@@ -38,6 +40,8 @@ interface Shown {
   currentLeg: LegRow | null;
   /** The ledger's clock when the rows were read: a running leg's duration so far. */
   now: number;
+  /** This host's spool entries that hold an outcome of this session, not yet in the ledger (§17). */
+  spooled: string[];
 }
 
 /** A leg's host as people read it: the recorded host name, else its id. */
@@ -67,6 +71,7 @@ function summaryLines(s: Shown, colour: boolean): string[] {
   const reason = typeof row.status_reason_code === "string" ? ` (${safeText(row.status_reason_code)})` : "";
   field("status", paint(safeText(row.status), statusColour(target.kind, row.status), colour) + reason);
   if (typeof row.status_reason_summary === "string" && row.status_reason_summary !== "") field("summary", safeText(row.status_reason_summary));
+  for (const file of s.spooled) field("spooled", `an outcome waits in this host's spool: ${safeText(file)} (li watch records it)`);
   for (const b of s.branches) field("resume", `li agent -r ${safeText(b.id)} -- …${b.name ? `  (branch ${safeText(b.name)})` : ""}`);
   if (leg) {
     field("host", safeText(hostText(leg)));
@@ -174,6 +179,7 @@ function renderJson(s: Shown): Record<string, unknown> {
     admin_events: s.adminEvents.map(adminEventJson),
     callbacks: s.callbacks.map(callbackJson),
     deliveries: s.deliveries,
+    spooled: s.spooled,
   };
 }
 
@@ -204,7 +210,8 @@ export default command({
       reads.listDeliveries(target.kind, target.id),
     ]);
     if (!row) throw new Error(`${target.kind} ${target.id} vanished while reading`);
-    const shown: Shown = { target, row, transitions, adminEvents, legs, branches, callbacks, deliveries, now: opened.now(), currentLeg: legs.find((l) => l.id === row.current_leg_id) ?? null };
+    const spooled = isSession ? ((await spooledSessions(cliPaths().home)).get(target.id) ?? []) : [];
+    const shown: Shown = { target, row, transitions, adminEvents, legs, branches, callbacks, deliveries, now: opened.now(), currentLeg: legs.find((l) => l.id === row.current_leg_id) ?? null, spooled };
     if (args.json) writeJson(renderJson(shown));
     else writeOut(render(shown, Boolean(args.raw)));
     return 0;

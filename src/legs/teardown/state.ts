@@ -5,6 +5,7 @@ import type { Ledger } from "../../ledger/ledger.ts";
 import type { AppliedTransition } from "../../ledger/transition.ts";
 import type { MessageRow } from "../../ledger/rows.ts";
 import type { LedgerUnavailableError } from "../../util/errors.ts";
+import type { SpooledSetup } from "../../spool/entry.ts";
 import type { CompletionEvidence, EvidenceOptions } from "../evidence.ts";
 import type { Termination } from "../outcome.ts";
 
@@ -85,6 +86,14 @@ export interface TeardownInput {
   checkEvidence: (cwd: string, options: EvidenceOptions) => Promise<CompletionEvidence>;
   afterCommit: readonly AfterCommit[];
   outage?: LegOutage;
+  /** Setup never reached the ledger (§17): the final write goes, with the setup, into one spool entry. */
+  spoolWhole?: SpoolWhole;
+}
+
+/** A leg whose setup never reached the ledger: its setup rows, and why (the ledger it could not reach). */
+export interface SpoolWhole {
+  setup: SpooledSetup;
+  error: LedgerUnavailableError;
 }
 
 /** The outcome being computed; each step reads and refines it in the fixed order. */

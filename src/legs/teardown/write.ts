@@ -4,7 +4,7 @@ import type { Tx } from "../../ledger/backend.ts";
 import { isTerminal } from "../../lifecycle/policy.ts";
 import { TERMINATION_OUTCOMES } from "../outcome.ts";
 import { writeFinalRecord, type FinalRecord, type FinalWrite } from "./record.ts";
-import type { TeardownState } from "./state.ts";
+import type { LegOutage, SpoolWhole, TeardownState } from "./state.ts";
 
 interface Own {
   status: string;
@@ -71,12 +71,31 @@ export function finalRecordOf(s: TeardownState): FinalRecord {
 export async function guardedWrite(s: TeardownState): Promise<void> {
   const own = { status: s.status, reasonCode: s.reasonCode };
   const ledger = s.ledger;
+  if (!ledger && s.spoolWhole && s.outage) {
+    // Setup never reached the ledger (§17): setup and outcome go into the spool together, as one entry.
+    s.result = await spoolWholeLeg(s, s.spoolWhole, s.outage);
+    return;
+  }
   if (!ledger) {
     // No ledger at all (none), or one that failed earlier in this teardown (the runner retries, then spools).
     if (!s.ledgerError) s.result = { ...own, persisted: "none", own, exitCode: s.exitCode, transition: null };
     return;
   }
   s.result = await resultOf(s, await writeFinalRecord(ledger, finalRecordOf(s), { actor: "li agent" }));
+}
+
+/** One spool entry with the leg's setup and its outcome; unwritable, the leg is reported unrecorded. */
+async function spoolWholeLeg(s: TeardownState, whole: SpoolWhole, outage: LegOutage): Promise<NonNullable<TeardownState["result"]>> {
+  const own = { status: s.status, reasonCode: s.reasonCode };
+  const { spoolFinal } = await import("../../spool/write.ts");
+  try {
+    const file = spoolFinal(outage, { ledger: whole.error.path, now: s.now(), record: finalRecordOf(s), setup: whole.setup });
+    return { ...own, persisted: "spooled", own, exitCode: s.exitCode, transition: null, ledgerError: whole.error, spoolFile: file };
+  } catch (error) {
+    // Nothing recorded anywhere: as a leg whose setup failed (§8.4), it ran unrecorded, and its notice runs once undurable.
+    s.log(`cannot spool the leg in ${outage.spoolDir} (${error instanceof Error ? error.message : String(error)}); it ran unrecorded`);
+    return { ...own, persisted: "none", own, exitCode: s.exitCode, transition: null };
+  }
 }
 
 /** What the teardown reports for a final write's outcome. */

@@ -1,0 +1,112 @@
+// Benchmark (§17): 1,000 spooled leg outcomes replayed into a SQLite ledger — records per second — while
+// another process keeps writing; the longest stall that writer sees during the replay, against the
+// longest it sees alone in the same run (the floor).
+// Usage: bun bench/replay.ts [ENTRIES=1000]
+// Each entry is a whole spooled leg (setup never reached the ledger): session, branch, leg, outcome,
+// replayed by the same replaySpool li watch runs, one transaction per entry.
+
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openLedger } from "../src/ledger/open.ts";
+import { resolvePaths } from "../src/ledger/location.ts";
+import { spoolDirOf } from "../src/spool/entry.ts";
+import { spoolFinal } from "../src/spool/write.ts";
+import { replaySpool } from "../src/spool/replay.ts";
+
+const ENTRIES = Number(process.argv[2] ?? 1000);
+const dir = mkdtempSync(join(tmpdir(), "li-bench-replay-"));
+const home = join(dir, "home");
+mkdirSync(home, { recursive: true, mode: 0o700 });
+const ledger = openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: true });
+const spoolDir = spoolDirOf(home);
+const now = Date.now() / 1000;
+
+/** Spools `count` whole legs numbered from `from`. */
+function spool(from: number, count: number): void {
+for (let i = from; i < from + count; i++) {
+  const sessionId = `bench-s-${i}`;
+  const legId = `bench-l-${i}`;
+  const startedAt = now - 600 + i * 0.01;
+  spoolFinal(
+    { spoolDir, hostId: "bench-host:boot" },
+    {
+      ledger: "bench",
+      now: startedAt + 1,
+      setup: {
+        branch: { id: `bench-b-${i}`, session_id: sessionId, name: null, metadata: null, created_at: startedAt, updated_at: startedAt },
+        session: { id: sessionId, started_at: startedAt, current_leg_id: legId, artifacts_path: `/tmp/runs/r${i}/artifacts`, artifact_contract_json: null, node_metadata: "{}", invocation_id: null, linked_session_id: null },
+        leg: {
+          id: legId, session_id: sessionId, seq: 1, run_id: `r${i}`, state_root: `/tmp/runs/r${i}`, artifact_root: `/tmp/runs/r${i}/artifacts`, command: '["true"]', cwd: "/tmp",
+          pid: 1000 + i, pid_start_ticks: 1, boot_id: "boot", host_id: "bench-host:boot", host_name: "bench", command_pid: null, command_start_ticks: null,
+          started_at: startedAt, heartbeat_at: startedAt, kill_requested_at: null, ended_at: null, status: "running", reason_code: "run.started.ok", exit_code: null, deferred: 0, first_msg_id: null, last_msg_id: null,
+        },
+        registration: null,
+      },
+      record: {
+        sessionId, legId, status: "completed", reasonCode: "run.completed.ok", reasonSummary: "exit 0", evidence: [{ kind: "process", termination: "exited_ok", exit_code: 0 }],
+        metadata: {}, endedAt: startedAt + 1, exitCode: 0, verification: null, nodeMetadata: { leg_id: legId }, message: null, leg: { status: "completed", reasonCode: "run.completed.ok" },
+      },
+    },
+  );
+}
+}
+
+/** Starts the concurrent writer; resolves once it writes. */
+async function writer(prefix: string) {
+  const stop = join(dir, `stop-${prefix}`);
+  const proc = Bun.spawn(["bun", join(import.meta.dir, "workers/stall-writer.ts"), home, prefix, stop], { stdout: "pipe", stderr: "inherit" });
+  const reader = proc.stdout.getReader();
+  let text = "";
+  while (!text.includes("ready\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("the writer exited early");
+    text += new TextDecoder().decode(value);
+  }
+  return {
+    async finish(): Promise<number[]> {
+      writeFileSync(stop, "");
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (value) text += new TextDecoder().decode(value);
+        if (done) break;
+      }
+      await proc.exited;
+      return JSON.parse(text.slice(text.indexOf("ready\n") + 6).trim()) as number[];
+    },
+  };
+}
+
+const stats = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return { n: s.length, p50: s[Math.floor(s.length / 2)]!, p99: s[Math.floor(s.length * 0.99)]!, max: s.at(-1)! };
+};
+
+// The floor: the writer alone, for about as long as the replay will take.
+const alone = await writer("alone");
+await Bun.sleep(1500);
+const floor = stats(await alone.finish());
+
+// The replay alone, for its own floor.
+spool(0, ENTRIES);
+const s0 = performance.now();
+const soloSummary = await replaySpool(ledger, { spoolDir });
+const soloSeconds = (performance.now() - s0) / 1000;
+if (soloSummary.replayed !== ENTRIES) throw new Error(`replayed ${soloSummary.replayed} of ${ENTRIES} alone`);
+
+spool(ENTRIES, ENTRIES);
+const busy = await writer("busy");
+const t0 = performance.now();
+const summary = await replaySpool(ledger, { spoolDir });
+const seconds = (performance.now() - t0) / 1000;
+const during = stats(await busy.finish());
+ledger.close();
+
+if (summary.replayed !== ENTRIES || summary.error) throw new Error(`replayed ${summary.replayed} of ${ENTRIES}: ${String(summary.error)}`);
+const rate = ENTRIES / seconds;
+console.log(`replay of ${ENTRIES} spooled legs (setup + outcome, one transaction each) with a concurrent writer`);
+console.log(`  replayed in ${seconds.toFixed(2)} s: ${rate.toFixed(0)} records/s (alone, same run: ${soloSeconds.toFixed(2)} s, ${(ENTRIES / soloSeconds).toFixed(0)} records/s)`);
+console.log(`  concurrent writer during the replay: ${during.n} writes, p50 ${during.p50.toFixed(2)} ms, p99 ${during.p99.toFixed(2)} ms, longest stall ${during.max.toFixed(2)} ms`);
+console.log(`  the same writer alone (floor, same run): ${floor.n} writes, p50 ${floor.p50.toFixed(2)} ms, p99 ${floor.p99.toFixed(2)} ms, longest ${floor.max.toFixed(2)} ms`);
+console.log(`  longest stall / floor's longest: ${(during.max / floor.max).toFixed(2)}x; p50 ratio ${(during.p50 / floor.p50).toFixed(2)}x`);
+console.log(JSON.stringify({ bench: "replay", entries: ENTRIES, seconds: Number(seconds.toFixed(3)), records_per_s: Math.round(rate), records_per_s_alone: Math.round(ENTRIES / soloSeconds), writer_max_stall_ms: Number(during.max.toFixed(2)), writer_p50_ms: Number(during.p50.toFixed(2)), floor_max_ms: Number(floor.max.toFixed(2)), floor_p50_ms: Number(floor.p50.toFixed(2)) }));
