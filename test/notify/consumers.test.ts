@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { ackEvents, addConsumer, listOwed, retireConsumer } from "../../src/notify/consumers.ts";
 import { UsageError } from "../../src/util/errors.ts";
 import { complete, notifyWorld, runningSession } from "./helpers.ts";
+import { onPostgres } from "../helpers/backends.ts";
 
 async function finishedSession(ledger: Parameters<typeof runningSession>[0], id: string): Promise<string> {
   await runningSession(ledger, id);
@@ -89,7 +90,13 @@ describe("consumers", () => {
     // One transaction: when the release fails, the consumer is not retired either.
     await addConsumer(ledger, "ci");
     await finishedSession(ledger, "s3");
-    await w.sql("CREATE TRIGGER no_release BEFORE DELETE ON terminal_deliveries BEGIN SELECT RAISE(ABORT, 'release refused'); END");
+    // A trigger is dialect SQL by nature: the same refusal, spelled for each backend.
+    if (onPostgres) {
+      await w.sql("CREATE FUNCTION no_release_f() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'release refused'; END $$");
+      await w.sql("CREATE TRIGGER no_release BEFORE DELETE ON terminal_deliveries FOR EACH ROW EXECUTE FUNCTION no_release_f()");
+    } else {
+      await w.sql("CREATE TRIGGER no_release BEFORE DELETE ON terminal_deliveries BEGIN SELECT RAISE(ABORT, 'release refused'); END");
+    }
     await w.sql("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) SELECT id, 'ci', 'retry', 1, 0, 0 FROM status_transitions WHERE entity_id = 's3' AND terminal_event = 1");
     await expect(retireConsumer(ledger, "ci")).rejects.toThrow("release refused");
     expect(await w.sql("SELECT retired_at FROM consumers WHERE name = 'ci'")).toEqual([{ retired_at: null }]);

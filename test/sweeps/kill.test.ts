@@ -8,6 +8,7 @@ import { hostEnv } from "../../src/sweeps/sweep.ts";
 import { rowsOf, tempLedger } from "../helpers/ledger.ts";
 import { deadPid, ELSEWHERE, HERE, insertSession, query, startFixture, type RunningFixture } from "../helpers/sweep-fixtures.ts";
 import { isAlive } from "../helpers/until.ts";
+import { testSqliteOnly } from "../helpers/backends.ts";
 
 const started: RunningFixture[] = [];
 afterAll(async () => {
@@ -158,18 +159,28 @@ describe("li kill ID", () => {
     expect([result.action, (await row("bare")).status, (await row("bare")).status_reason_code]).toEqual(["written", "cancelled", "run.cancelled.manual_kill"]);
   });
 
-  test("a terminal target, a leg of another host and an unknown id are refused with exit 1 and nothing changes", async () => {
-    const { ledger, deps, dump } = setup();
-    await insertSession(ledger, { id: "done", startedAt: now(), updatedAt: now() });
-    await ledger.transition("session", "done", { newStatus: "completed", reasonCode: "run.completed.ok" });
-    await insertSession(ledger, { id: "remote", startedAt: now(), updatedAt: now(), legs: [{ id: "r", hostId: ELSEWHERE, pid: 4242, pidStartTicks: 1, startedAt: now(), heartbeatAt: now() }] });
+  /** Each target refused with exit 1 and the message, the ledger unchanged. */
+  async function expectRefused(ledger: Ledger, deps: ReturnType<typeof setup>["deps"], dump: () => Promise<unknown>, cases: readonly (readonly [string, RegExp])[]): Promise<void> {
     const before = await dump();
-    for (const [id, message] of [["done", /already completed/], ["remote", /another-machine.*run li kill there/], ["nope", /no session matches id 'nope'/]] as const) {
+    for (const [id, message] of cases) {
       const error = await killSession(ledger, id, { graceSeconds: 5 }, deps).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(KillRefusedError);
       expect((error as KillRefusedError).exitCode).toBe(1);
       expect((error as Error).message).toMatch(message);
     }
     expect(await dump()).toEqual(before);
+  }
+
+  test("a terminal target and an unknown id are refused with exit 1 and nothing changes", async () => {
+    const { ledger, deps, dump } = setup();
+    await insertSession(ledger, { id: "done", startedAt: now(), updatedAt: now() });
+    await ledger.transition("session", "done", { newStatus: "completed", reasonCode: "run.completed.ok" });
+    await expectRefused(ledger, deps, dump, [["done", /already completed/], ["nope", /no session matches id 'nope'/]]);
+  });
+
+  testSqliteOnly("remote-kill-refused")("a leg of another host is refused with exit 1 naming its host, and nothing changes", async () => {
+    const { ledger, deps, dump } = setup();
+    await insertSession(ledger, { id: "remote", startedAt: now(), updatedAt: now(), legs: [{ id: "r", hostId: ELSEWHERE, pid: 4242, pidStartTicks: 1, startedAt: now(), heartbeatAt: now() }] });
+    await expectRefused(ledger, deps, dump, [["remote", /another-machine.*run li kill there/]]);
   });
 });
