@@ -85,5 +85,21 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
     "statements": [
       "CREATE TABLE \"spool_replays\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"session_id\" text NOT NULL,\n\t\"leg_id\" text NOT NULL,\n\t\"host_id\" text,\n\t\"spooled_at\" double precision NOT NULL,\n\t\"replayed_at\" double precision NOT NULL\n);"
     ]
+  },
+  {
+    "name": "0004_ids_bytewise",
+    "hash": "a641507a77b0c3d69806c47fe20e6e43ccf9d336debf60b1eedcba0cb45f530b",
+    "statements": [
+      "-- Ids and run directories compare bytewise (COLLATE \"C\"), as on SQLite, whatever the database's own\n-- collation: li finds ids by prefix and directories by what lies inside them with index range scans\n-- (`id >= prefix AND id < prefix || U+10FFFF`), which only mean \"starts with\" in byte order. Under a\n-- linguistic collation (en_US, ICU) 'Abc' sorts between 'a' and 'a' || U+10FFFF, so a prefix would find\n-- ids it does not start. drizzle-kit has no collation option: this custom migration is where it is set.\nALTER TABLE \"sessions\" ALTER COLUMN \"id\" TYPE text COLLATE \"C\";",
+      "ALTER TABLE \"invocations\" ALTER COLUMN \"id\" TYPE text COLLATE \"C\";",
+      "ALTER TABLE \"plays\" ALTER COLUMN \"id\" TYPE text COLLATE \"C\";",
+      "ALTER TABLE \"schedule_runs\" ALTER COLUMN \"id\" TYPE text COLLATE \"C\";",
+      "ALTER TABLE \"shows\" ALTER COLUMN \"id\" TYPE text COLLATE \"C\";",
+      "ALTER TABLE \"teams\" ALTER COLUMN \"id\" TYPE text COLLATE \"C\";",
+      "ALTER TABLE \"branches\" ALTER COLUMN \"id\" TYPE text COLLATE \"C\";",
+      "ALTER TABLE \"legs\" ALTER COLUMN \"run_id\" TYPE text COLLATE \"C\";",
+      "ALTER TABLE \"legs\" ALTER COLUMN \"state_root\" TYPE text COLLATE \"C\";",
+      "ALTER TABLE \"legs\" ALTER COLUMN \"artifact_root\" TYPE text COLLATE \"C\";"
+    ]
   }
 ];

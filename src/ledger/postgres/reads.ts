@@ -24,7 +24,7 @@ const TIMED: ReadonlySet<EntityKind> = new Set(["session", "invocation", "play",
 
 /**
  * The next key after every string starting with `prefix`, for index range scans. Id columns compare
- * bytewise (COLLATE "C", migration 0003), so U+10FFFF — the highest code point, the highest UTF-8 bytes
+ * bytewise (COLLATE "C", migration 0004_ids_bytewise), so U+10FFFF — the highest code point, the highest UTF-8 bytes
  * an id can start with after the prefix — bounds them all.
  */
 const upperBound = (prefix: string) => prefix + "\u{10FFFF}";

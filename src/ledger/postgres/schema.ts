@@ -9,6 +9,8 @@
 // Keep it in step with src/ledger/sqlite/schema.ts: below this header the two files differ only in
 // the dialect (pgTable, seconds(), int64()); test/ledger/postgres/migrate.test.ts compares the two
 // migrated catalogs table by table (columns, types, primary keys, CHECKs, indexes) and fails on drift.
+// Ids and a leg's directories are COLLATE "C" (bytewise, as on SQLite) through the custom migration
+// drizzle/postgres/0004_ids_bytewise.sql: drizzle has no collation option, so it is not declared here.
 
 import { sql } from "drizzle-orm";
 import { bigint, check, doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
