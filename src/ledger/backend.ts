@@ -45,6 +45,16 @@ export interface Tx extends SweepWrites {
   readonly notify: NotifyStore;
 }
 
+export interface TransactionOptions {
+  /**
+   * The longest to wait for another process's lock before failing as unreachable (§17), in ms. For a
+   * write that is retried anyway (a leg's heartbeat): on SQLite the wait blocks the leg's thread, and
+   * the default busy timeout (with its retries) would hold the command's output for tens of seconds.
+   * Backends whose waits do not block (PostgreSQL) may ignore it.
+   */
+  lockWaitMs?: number;
+}
+
 /** A ledger backend: a write-transaction runner plus reads. */
 export interface Backend extends SweepReads {
   /** Printable location (a path, or a URL without its password). */
@@ -63,7 +73,7 @@ export interface Backend extends SweepReads {
    * Runs `fn` in one write transaction and commits; any throw rolls back.
    * `fn` must only touch storage through `tx` (on SQLite it runs under the database write lock).
    */
-  transaction<T>(fn: (tx: Tx) => Awaitable<T>): Promise<T>;
+  transaction<T>(fn: (tx: Tx) => Awaitable<T>, options?: TransactionOptions): Promise<T>;
   getEntity(kind: EntityKind, id: string): Promise<EntityRow | null>;
   /** Ids of `kind` starting with `prefix` (at most `limit`), by index range, not a scan. */
   findIdsByPrefix(kind: EntityKind, prefix: string, limit: number): Promise<string[]>;

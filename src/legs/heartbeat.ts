@@ -6,6 +6,12 @@ import { UsageError } from "../util/errors.ts";
 export const HEARTBEAT_INTERVAL_MS = 15_000;
 
 /**
+ * A beat waits this long at most for another process's write lock (§17): on SQLite the wait blocks the
+ * leg's thread, which also carries the command's output; a beat that gives up is simply the next one.
+ */
+export const HEARTBEAT_LOCK_WAIT_MS = 250;
+
+/**
  * Test setting: the heartbeat period in seconds (a test that must prove a leg learned something by
  * LISTEN rather than at its next beat sets it far above its deadline). Not for production use.
  */
@@ -40,7 +46,7 @@ export function startHeartbeat(backend: Backend, legId: string, options: Heartbe
   let failing = false;
   let warned = false;
   const beat = () => {
-    backend.transaction((tx) => tx.updateLeg(legId, { heartbeat_at: options.now() }, { onlyOpen: true })).then(
+    backend.transaction((tx) => tx.updateLeg(legId, { heartbeat_at: options.now() }, { onlyOpen: true }), { lockWaitMs: HEARTBEAT_LOCK_WAIT_MS }).then(
       () => {
         if (failing && warned) options.log?.("heartbeat: the ledger takes heartbeats again");
         failing = false;

@@ -14,6 +14,8 @@ import { fakeClock, tempLedger } from "../helpers/ledger.ts";
 import { ELSEWHERE, insertSession, query } from "../helpers/sweep-fixtures.ts";
 import { until } from "../helpers/until.ts";
 import type { LogEntry } from "../../src/watch/log.ts";
+import { Database } from "bun:sqlite";
+import { testSqliteOnly } from "../helpers/backends.ts";
 
 const NOW = 1_800_000_000;
 const GRACE = 600; // the default heartbeat grace for a leg of another host
@@ -105,6 +107,29 @@ describe("a leg's heartbeat during an outage (§17)", () => {
       expect(lines[1]).toBe("heartbeat: the ledger takes heartbeats again");
     } finally {
       stop();
+    }
+  });
+
+  testSqliteOnly("write-lock-held")("on SQLite a beat that meets another process's write lock gives up quickly (it does not hold the leg's thread for the busy timeout and its retries), and lands once the lock is gone", async () => {
+    const t = tempLedger();
+    const lines: string[] = [];
+    const holder = new Database(t.dbPath);
+    holder.run("PRAGMA busy_timeout = 5000");
+    holder.run("BEGIN IMMEDIATE");
+    let held = true;
+    const stop = startHeartbeat(t.ledger.backend, "no-such-leg", { now: () => NOW, intervalMs: 20, log: (l) => lines.push(l) });
+    try {
+      // With the connection's 5 s busy timeout and its eight retries, one beat would block for ~40 s.
+      await until("the first beat to give up while the lock is held", () => lines.length > 0);
+      expect(lines[0]).toMatch(/^warning: heartbeat failed \(ledger .*locked by another process past the busy timeout.*\); retrying every beat, the command runs on$/);
+      holder.run("COMMIT");
+      held = false;
+      await until("a beat after the lock is gone", () => lines.length > 1);
+      expect(lines).toHaveLength(2);
+    } finally {
+      stop();
+      if (held) holder.run("COMMIT");
+      holder.close();
     }
   });
 });

@@ -3,7 +3,7 @@
 
 import type { Database } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import type { Backend, Tx } from "../backend.ts";
+import type { Backend, TransactionOptions, Tx } from "../backend.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, TransitionRow, RunningSession } from "../rows.ts";
 import * as legStore from "./legs.ts";
 import type { LedgerUnavailableError } from "../../util/errors.ts";
@@ -54,11 +54,12 @@ export class SqliteBackend implements Backend {
     return this.clock();
   }
 
-  async transaction<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Tx) => T | Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const release = await this.mutex.lock();
     try {
       // BEGIN IMMEDIATE takes the write lock before the first read (the guarded write relies on it).
-      withBusyRetry(() => this.db.run("BEGIN IMMEDIATE"));
+      if (options.lockWaitMs === undefined) withBusyRetry(() => this.db.run("BEGIN IMMEDIATE"));
+      else this.beginWaitingAtMost(options.lockWaitMs);
       try {
         const result = await fn(this.tx);
         this.db.run("COMMIT");
@@ -158,6 +159,19 @@ export class SqliteBackend implements Backend {
     const held = holdExclusiveLock(`${this.location}.watch-lock.${hostId.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 128)}`);
     return { path: held.path, ensureHeld: async () => {}, release: async () => held.release() };
   }
+
+  /** BEGIN IMMEDIATE with a short busy timeout and no retries; the connection's own timeout is restored after. */
+  private beginWaitingAtMost(ms: number): void {
+    this.busyTimeoutMs ??= this.db.query<{ timeout: number }, []>("PRAGMA busy_timeout").get()?.timeout ?? 5000;
+    this.db.run(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(ms))}`);
+    try {
+      this.db.run("BEGIN IMMEDIATE");
+    } finally {
+      this.db.run(`PRAGMA busy_timeout = ${Math.floor(this.busyTimeoutMs)}`);
+    }
+  }
+
+  private busyTimeoutMs: number | undefined;
 
   /** After a failed statement; a ROLLBACK that fails too (an I/O error) must not hide the first error. */
   private rollbackQuietly(): void {
