@@ -44,11 +44,14 @@ function recorded(name: string, extra: Record<string, string>): { env: Record<st
 
 const sqlite = recorded("sqlite", {});
 const pg = recorded("postgres", { LI_DB: cluster.url(database) });
+const socketUrl = `postgres://postgres@${encodeURIComponent(cluster.socketDir)}:${cluster.port}/${database}`;
 const cases = [
   { name: "hello-world", argv: [hello], env: baseEnv(), check: "hello" },
   { name: "connect + SELECT 1 (Bun SQL)", argv: [connectOnly], env: { ...baseEnv(), BENCH_PG_URL: cluster.url(database) }, check: "connected" },
   { name: "li wait, SQLite", argv: [LI, "wait", sqlite.id], env: sqlite.env, check: `${sqlite.id}\tstatus=completed` },
   { name: "li wait, PostgreSQL (loopback)", argv: [LI, "wait", pg.id], env: pg.env, check: `${pg.id}\tstatus=completed` },
+  // The same ledger through the server's unix socket (a server on the same host): no TCP set-up.
+  { name: "li wait, PostgreSQL (unix socket)", argv: [LI, "wait", pg.id], env: { ...pg.env, LI_DB: socketUrl }, check: `${pg.id}\tstatus=completed` },
 ];
 const times = new Map<string, number[]>(cases.map((c) => [c.name, []]));
 for (let run = -3; run < RUNS; run++) {
@@ -68,7 +71,8 @@ const median = (name: string) => quantile(times.get(name)!, 0.5);
 for (const c of cases) console.log(`${c.name.padEnd(32)} median ${median(c.name).toFixed(2)} ms, p95 ${quantile(times.get(c.name)!, 0.95).toFixed(2)} ms`);
 const ratio = median("li wait, PostgreSQL (loopback)") / median("li wait, SQLite");
 const overConnect = median("li wait, PostgreSQL (loopback)") / median("connect + SELECT 1 (Bun SQL)");
-console.log(`PostgreSQL / SQLite = ${ratio.toFixed(2)}× (target ≤ 2.0×); SQLite / hello-world = ${(median("li wait, SQLite") / median("hello-world")).toFixed(2)}×; PostgreSQL / connect floor = ${overConnect.toFixed(2)}×`);
+const socketRatio = median("li wait, PostgreSQL (unix socket)") / median("li wait, SQLite");
+console.log(`PostgreSQL / SQLite = ${ratio.toFixed(2)}× (target ≤ 2.0×); over a unix socket ${socketRatio.toFixed(2)}×; SQLite / hello-world = ${(median("li wait, SQLite") / median("hello-world")).toFixed(2)}×; PostgreSQL / connect floor = ${overConnect.toFixed(2)}×`);
 console.log(
   JSON.stringify({
     bench: "pg-wait-cold",
@@ -76,5 +80,6 @@ console.log(
     median_ms: Object.fromEntries(cases.map((c) => [c.name, r2(median(c.name))])),
     pg_vs_sqlite: r2(ratio),
     pg_vs_connect_floor: r2(overConnect),
+    pg_socket_vs_sqlite: r2(socketRatio),
   }),
 );
