@@ -3,6 +3,7 @@
 // parameter, and no planner hints (PostgreSQL plans from its statistics).
 
 import type { OwedDialect } from "../rules/owed.ts";
+import type { ViewDialect } from "../rules/views.ts";
 
 export const PG_DIALECT: OwedDialect = {
   placeholder: (_name, position) => `$${position}`,
@@ -10,4 +11,10 @@ export const PG_DIALECT: OwedDialect = {
   inList: (column, placeholder) => `${column} = ANY(${placeholder}::text[])`,
   listValue: (ids) => [...ids],
   hints: { orderedJoin: "JOIN", byEntity: "", unindexed: (expression) => expression },
+};
+
+/** The views' statements (rules/views.ts): numbered parameters, NULLs typed as the columns they stand for. */
+export const PG_VIEWS: ViewDialect = {
+  placeholder: (position) => `$${position}`,
+  typedNull: (type) => (type === "real" ? "NULL::float8" : type === "integer" ? "NULL::integer" : "NULL::text"),
 };

@@ -4,11 +4,12 @@
 // measured on the backend's clock, so watchers on hosts with skewed clocks agree when a claim expires.
 
 import type { SQL } from "bun";
-import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { ClaimSettlement, NotifyStore, OwedQuery } from "../notify-store.ts";
-import type { CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EntityRow, EventContext, OwedDelivery, TransitionRow } from "../rows.ts";
+import type { CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery, TransitionRow } from "../rows.ts";
 import { deliveryTakeable, owedToConsumerStatement, owedToHandlersStatement, type BuiltStatement } from "../rules/owed.ts";
-import { PG_DIALECT } from "./dialect.ts";
+import { eventContextOf } from "../rules/event-context.ts";
+import type { ViewStatement } from "../rules/views.ts";
+import { PG_DIALECT, PG_VIEWS } from "./dialect.ts";
 import { consumerRow, owedRow, transitionRow } from "./row-numbers.ts";
 
 type Row = Record<string, unknown>;
@@ -141,22 +142,7 @@ export class PgNotifyStore implements NotifyStore {
   async eventContext(transitionId: string): Promise<EventContext | null> {
     const transition = await this.getTransition(transitionId);
     if (!transition) return null;
-    const table = POLICIES[transition.entity_type as EntityKind].table;
-    const entity = await this.one<EntityRow>(`SELECT * FROM "${table}" WHERE id = $1`, [transition.entity_id]);
-    let sessionId: string | null = null;
-    if (transition.entity_type === "session") sessionId = transition.entity_id;
-    else if (entity && typeof entity.session_id === "string") sessionId = entity.session_id;
-    const branchId = sessionId ? ((await this.one<{ id: string }>("SELECT id FROM branches WHERE session_id = $1 ORDER BY created_at LIMIT 1", [sessionId]))?.id ?? null) : null;
-    type EventLeg = NonNullable<EventContext["leg"]>;
-    const legColumns = "id, run_id, state_root, artifact_root, exit_code";
-    const sid = transition.entity_id;
-    const leg =
-      transition.entity_type === "session"
-        ? ((transition.leg_id ? await this.one<EventLeg>(`SELECT ${legColumns} FROM legs WHERE id = $1 AND session_id = $2`, [transition.leg_id, sid]) : null) ??
-          (await this.one<EventLeg>(`SELECT ${legColumns} FROM legs WHERE id = (SELECT current_leg_id FROM sessions WHERE id = $1) AND session_id = $1`, [sid])) ??
-          (await this.one<EventLeg>(`SELECT ${legColumns} FROM legs WHERE session_id = $1 ORDER BY seq DESC LIMIT 1`, [sid])))
-        : null;
-    return { transition, entity, branchId, leg };
+    return eventContextOf(PG_VIEWS, transition, <T>(statement: ViewStatement) => this.one<T>(statement.sql, statement.params));
   }
 
   async getDelivery(transitionId: string, consumer: string): Promise<DeliveryRow | null> {

@@ -3,7 +3,7 @@
 // the reads, the transaction's handle for the re-check and the batch (both are Bun's SQL).
 
 import type { SQL } from "bun";
-import type { LegDirs, LegRow, RunningSession, SweepGuardRow } from "../rows.ts";
+import type { LegDirs, RunningSession, SweepGuardRow } from "../rows.ts";
 import { plainLiveConsumer } from "../schema-checks.ts";
 import type { PruneStatementResult } from "../sweep-store.ts";
 import { owedSessionsStatement } from "../rules/owed.ts";

@@ -3,6 +3,7 @@
 // (it keeps no statistics, so it is told the join order and which index reaches history by entity).
 
 import type { OwedDialect } from "../rules/owed.ts";
+import type { ViewDialect } from "../rules/views.ts";
 
 export const SQLITE_DIALECT: OwedDialect = {
   placeholder: (name) => `$${name}`,
@@ -11,3 +12,6 @@ export const SQLITE_DIALECT: OwedDialect = {
   listValue: (ids) => JSON.stringify(ids),
   hints: { orderedJoin: "CROSS JOIN", byEntity: "INDEXED BY status_transitions_entity_idx", unindexed: (expression) => `+${expression}` },
 };
+
+/** The views' statements (rules/views.ts): numbered parameters (`?1` may be used twice), untyped NULLs. */
+export const SQLITE_VIEWS: ViewDialect = { placeholder: (position) => `?${position}`, typedNull: () => "NULL" };

@@ -1,11 +1,12 @@
 // Handler, consumer and delivery storage on SQLite (SPEC §9): set-based owed queries and guarded claims.
 
 import type { Database, Statement } from "bun:sqlite";
-import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import type { EntityRow, TransitionRow, CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery } from "../rows.ts";
+import type { TransitionRow, CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery } from "../rows.ts";
 import type { ClaimSettlement, NotifyStore, OwedQuery } from "../notify-store.ts";
 import { deliveryTakeable, owedToConsumerStatement, owedToHandlersStatement } from "../rules/owed.ts";
-import { SQLITE_DIALECT } from "./dialect.ts";
+import { eventContextOf } from "../rules/event-context.ts";
+import type { ViewStatement } from "../rules/views.ts";
+import { SQLITE_DIALECT, SQLITE_VIEWS } from "./dialect.ts";
 
 type Params = Record<string, string | number | null>;
 
@@ -128,30 +129,10 @@ export class SqliteNotifyStore implements NotifyStore {
     return this.get<TransitionRow>("SELECT * FROM status_transitions WHERE id = $id", { id });
   }
 
-  eventContext(transitionId: string): EventContext | null {
+  async eventContext(transitionId: string): Promise<EventContext | null> {
     const transition = this.getTransition(transitionId);
     if (!transition) return null;
-    const table = POLICIES[transition.entity_type as EntityKind].table;
-    const entity = this.get<EntityRow>(`SELECT * FROM "${table}" WHERE id = $id`, { id: transition.entity_id });
-    let sessionId: string | null = null;
-    if (transition.entity_type === "session") sessionId = transition.entity_id;
-    else if (entity && typeof entity.session_id === "string") sessionId = entity.session_id;
-    const branchId = sessionId
-      ? (this.get<{ id: string }>("SELECT id FROM branches WHERE session_id = $sid ORDER BY created_at LIMIT 1", { sid: sessionId })?.id ?? null)
-      : null;
-    // The leg whose end the event was (recorded on the transition), so a notice delivered after a
-    // resume made another leg current still names its own run; else the current leg, else the latest.
-    // Three lookups by key rather than one ORDER BY over expressions (which sorts every leg of the session).
-    const legColumns = "id, run_id, state_root, artifact_root, exit_code";
-    type EventLeg = { id: string; run_id: string; state_root: string; artifact_root: string; exit_code: number | null };
-    const sid = transition.entity_id;
-    const leg =
-      transition.entity_type === "session"
-        ? ((transition.leg_id ? this.get<EventLeg>(`SELECT ${legColumns} FROM legs WHERE id = $leg AND session_id = $sid`, { leg: transition.leg_id, sid }) : null) ??
-          this.get<EventLeg>(`SELECT ${legColumns} FROM legs WHERE id = (SELECT current_leg_id FROM sessions WHERE id = $sid) AND session_id = $sid`, { sid }) ??
-          this.get<EventLeg>(`SELECT ${legColumns} FROM legs WHERE session_id = $sid ORDER BY seq DESC LIMIT 1`, { sid }))
-        : null;
-    return { transition, entity, branchId, leg };
+    return eventContextOf(SQLITE_VIEWS, transition, <T>(statement: ViewStatement) => (this.q(statement.sql).get(...(statement.params as never[])) as T | undefined) ?? null);
   }
 
   getDelivery(transitionId: string, consumer: string): DeliveryRow | null {

@@ -165,7 +165,7 @@ describePostgres("the notify store on PostgreSQL answers as SQLite's does (§9)"
     expect(await pg.maxSeq()).toBe(8);
     for (const id of ["t-1", "t-3", "t-4", "nope"]) {
       expect(await pg.getTransition(id)).toEqual(lite.getTransition(id));
-      expect(await pg.eventContext(id)).toEqual(lite.eventContext(id));
+      expect(await pg.eventContext(id)).toEqual(await lite.eventContext(id));
     }
     expect((await pg.eventContext("t-2"))?.leg?.id).toBe("l-2a");
     expect(await pg.getDelivery("t-3", "h:all")).toEqual(lite.getDelivery("t-3", "h:all"));

@@ -1,0 +1,129 @@
+// The rules of the views and of waiting (SPEC §11, §13), written once for every backend: which tables an
+// id is looked up in, the shared-prefix rule, the `li ls` query of one kind and the merge of the kinds,
+// and the session behind a wait target. Each backend runs these statements through its dialect
+// (placeholders, typed NULLs) and keeps only what its collation or driver forces.
+// No imports beyond the policy registry: `li wait`'s cold path loads it.
+
+import { ENTITY_KINDS, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
+import type { LookupKind, RecentFilter } from "../reads.ts";
+import type { RecentRow, WaitState } from "../rows.ts";
+
+/** What the statements below leave to the backend. */
+export interface ViewDialect {
+  /** The placeholder of the statement's `position`-th parameter (1-based); a position may be used twice. */
+  placeholder(position: number): string;
+  /** A NULL of `type` (PostgreSQL types every column of a result; SQLite need not). */
+  typedNull(type: "real" | "integer" | "text"): string;
+}
+
+export interface ViewStatement {
+  sql: string;
+  params: unknown[];
+}
+
+/** Table and id column of every kind an id can be looked up in (branch: branches.id; run: legs.run_id). */
+export function idColumn(kind: LookupKind): { table: string; column: string } {
+  if (kind === "branch") return { table: "branches", column: "id" };
+  if (kind === "run") return { table: "legs", column: "run_id" };
+  return { table: POLICIES[kind].table, column: "id" };
+}
+
+/** Every kind an id can be typed as. */
+export const LOOKUP_KINDS: readonly LookupKind[] = [...ENTITY_KINDS, "branch", "run"];
+
+/** Kinds whose tables carry started_at/ended_at (shows and teams do not). */
+const TIMED: ReadonlySet<EntityKind> = new Set(["session", "invocation", "play", "schedule_run"]);
+
+/**
+ * Both neighbours of an id (parameter 1) in every id index, as the columns of one row: the ids that
+ * share the longest prefix with it are among them, each found by one index probe.
+ */
+export function neighboursStatement(d: ViewDialect, id: string): ViewStatement {
+  const p = d.placeholder(1);
+  const columns = LOOKUP_KINDS.flatMap((kind, i) => {
+    const { table, column } = idColumn(kind);
+    return [
+      `(SELECT ${column} FROM ${table} WHERE ${column} < ${p} ORDER BY ${column} DESC LIMIT 1) AS before_${i}`,
+      `(SELECT ${column} FROM ${table} WHERE ${column} > ${p} ORDER BY ${column} LIMIT 1) AS after_${i}`,
+    ];
+  });
+  return { sql: `SELECT ${columns.join(",\n  ")}`, params: [id] };
+}
+
+/** The longest prefix `id` shares with any of `neighbours` (characters, compared exactly). */
+export function longestSharedPrefix(id: string, neighbours: Iterable<unknown>): number {
+  let longest = 0;
+  for (const other of neighbours) {
+    if (typeof other !== "string") continue;
+    const n = Math.min(id.length, other.length);
+    let i = 0;
+    while (i < n && id.charCodeAt(i) === other.charCodeAt(i)) i++;
+    longest = Math.max(longest, i);
+  }
+  return longest;
+}
+
+/** The kinds `li ls` queries: a status filter skips every kind that has no such status. */
+export function recentKinds(filter: RecentFilter): EntityKind[] {
+  return filter.kinds.filter((kind) => filter.status === undefined || POLICIES[kind].statuses.has(filter.status));
+}
+
+/** One kind's newest rows for `li ls`, with a session's current leg and first branch. */
+export function recentStatement(d: ViewDialect, kind: EntityKind, filter: RecentFilter): ViewStatement {
+  const t = POLICIES[kind].table;
+  const real = d.typedNull("real");
+  const text = d.typedNull("text");
+  const times = TIMED.has(kind) ? "e.started_at, e.ended_at" : `${real} AS started_at, ${real} AS ended_at`;
+  const legs =
+    kind === "session"
+      ? `(SELECT COUNT(*) FROM legs c WHERE c.session_id = e.id) AS leg_count, l.started_at AS leg_started_at, l.ended_at AS leg_ended_at, l.command AS leg_command, l.host_id AS leg_host_id, l.host_name AS leg_host_name,
+         (SELECT b.id FROM branches b WHERE b.session_id = e.id ORDER BY b.created_at, b.id LIMIT 1) AS branch_id
+         FROM ${t} e LEFT JOIN legs l ON l.id = e.current_leg_id`
+      : `${d.typedNull("integer")} AS leg_count, ${real} AS leg_started_at, ${real} AS leg_ended_at, ${text} AS leg_command, ${text} AS leg_host_id, ${text} AS leg_host_name, ${text} AS branch_id FROM ${t} e`;
+  // Only the predicates in use, so the planner can pick the (status, updated_at) or updated_at index
+  // (an `?1 IS NULL OR …` form scans every row: 0.25 s for `--status failed` on a million sessions).
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (filter.status !== undefined) params.push(filter.status), where.push(`e.status = ${d.placeholder(params.length)}`);
+  if (filter.since !== undefined) params.push(filter.since), where.push(`e.updated_at >= ${d.placeholder(params.length)}`);
+  params.push(filter.limit);
+  return {
+    sql: `SELECT '${kind}' AS kind, e.id, e.status, e.status_reason_code AS reason, e.created_at, e.updated_at, ${times}, ${legs}
+       ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
+       ORDER BY e.updated_at DESC, e.id DESC LIMIT ${d.placeholder(params.length)}`,
+    params,
+  };
+}
+
+/** The kinds' rows as one listing: newest update first, ties by id descending, at most `limit`. */
+export function mergeRecent(perKind: readonly (readonly RecentRow[])[], limit: number): RecentRow[] {
+  const rows = perKind.flat();
+  rows.sort((a, b) => b.updated_at - a.updated_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  return rows.slice(0, limit);
+}
+
+/**
+ * A wait target (parameter 1: its id) and the session behind it, in one statement: a session itself, a
+ * play's session, the newest session of an invocation or of a schedule run's invocation (by
+ * sessions_invocation_idx); shows and teams have none. The artifact root is that session's current
+ * leg's, else its artifacts_path; the exit code the target's own (plays, schedule runs), else the session's.
+ */
+export function waitStateStatement(d: ViewDialect, kind: EntityKind, id: string): ViewStatement {
+  const table = POLICIES[kind].table;
+  const newestOf = (invocation: string) => `(SELECT s.id FROM sessions s WHERE s.invocation_id = ${invocation} ORDER BY s.updated_at DESC, s.id DESC LIMIT 1)`;
+  const backing =
+    kind === "session" ? "e.id" : kind === "play" ? "e.session_id" : kind === "invocation" ? newestOf("e.id") : kind === "schedule_run" ? newestOf("e.invocation_id") : d.typedNull("text");
+  const own = kind === "play" || kind === "schedule_run" ? "e.exit_code" : d.typedNull("integer");
+  return {
+    sql: `SELECT e.status, e.status_reason_code AS reason, ${own} AS own_exit, COALESCE(l.artifact_root, b.artifacts_path) AS artifact_dir, b.exit_code AS backing_exit
+       FROM ${table} e LEFT JOIN sessions b ON b.id = ${backing} LEFT JOIN legs l ON l.id = b.current_leg_id
+       WHERE e.id = ${d.placeholder(1)}`,
+    params: [id],
+  };
+}
+
+/** The wait projection of waitStateStatement's row; `num` converts what a driver returns as text. */
+export function waitStateOf(row: Record<string, unknown>, num: (value: unknown) => number | null = (v) => (v as number | null | undefined) ?? null): WaitState {
+  const text = (value: unknown) => (value as string | null | undefined) ?? null;
+  return { status: text(row.status), reason: text(row.reason), artifactDir: text(row.artifact_dir), exitCode: num(row.own_exit) ?? num(row.backing_exit) };
+}
