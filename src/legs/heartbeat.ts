@@ -46,7 +46,9 @@ export function startHeartbeat(backend: Backend, legId: string, options: Heartbe
   let failing = false;
   let warned = false;
   const beat = () => {
-    backend.transaction((tx) => tx.updateLeg(legId, { heartbeat_at: options.now() }, { onlyOpen: true }), { lockWaitMs: HEARTBEAT_LOCK_WAIT_MS }).then(
+    // The beat's time is when it fires, not when its transaction gets a connection (later on PostgreSQL).
+    const at = options.now();
+    backend.transaction((tx) => tx.updateLeg(legId, { heartbeat_at: at }, { onlyOpen: true }), { lockWaitMs: HEARTBEAT_LOCK_WAIT_MS }).then(
       () => {
         if (failing && warned) options.log?.("heartbeat: the ledger takes heartbeats again");
         failing = false;

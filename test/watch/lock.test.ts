@@ -5,8 +5,9 @@ import { tempLedger } from "../helpers/ledger.ts";
 
 const holder = join(import.meta.dir, "../helpers/workers/hold-watch-lock.ts");
 
-async function startHolder(dbPath: string) {
-  const proc = Bun.spawn([process.execPath, holder, dbPath], { stdout: "pipe", stderr: "inherit" });
+async function startHolder(liHome: string) {
+  // env: process.env carries the suite's backend (test/helpers/backends.ts) to the holder.
+  const proc = Bun.spawn([process.execPath, holder, liHome], { env: process.env, stdout: "pipe", stderr: "inherit" });
   const reader = proc.stdout.getReader();
   const { value } = await reader.read();
   expect(new TextDecoder().decode(value)).toBe("held\n");
@@ -15,8 +16,9 @@ async function startHolder(dbPath: string) {
 
 describe("the watcher's single-instance lock, taken through the ledger's backend", () => {
   test("a second holder in another process is refused at once, naming the lock", async () => {
-    const { ledger, dbPath } = tempLedger();
-    const proc = await startHolder(dbPath);
+    const { ledger, liHome } = tempLedger();
+    await ledger.ready();
+    const proc = await startHolder(liHome);
     let refusedPath: string | undefined;
     try {
       const refused = await acquireWatchLock(ledger.backend, "this-host").catch((error: unknown) => error);
@@ -32,8 +34,9 @@ describe("the watcher's single-instance lock, taken through the ledger's backend
   });
 
   test("a holder killed with SIGKILL leaves no stale lock", async () => {
-    const { ledger, dbPath } = tempLedger();
-    const proc = await startHolder(dbPath);
+    const { ledger, liHome } = tempLedger();
+    await ledger.ready();
+    const proc = await startHolder(liHome);
     proc.kill("SIGKILL");
     await proc.exited;
     const lock = await acquireWatchLock(ledger.backend, "this-host");

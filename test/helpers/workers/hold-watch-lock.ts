@@ -1,9 +1,10 @@
-// Holds the watcher lock of the ledger at argv[2] in a separate process until killed; prints "held" once it has it.
+// Holds the watcher lock of the ledger of the test home argv[2] (its LI_HOME, on the suite's backend) in a
+// separate process until killed; prints "held" once it has it.
 import { openLedger } from "../../../src/ledger/open.ts";
-import { resolvePaths } from "../../../src/ledger/location.ts";
 import { acquireWatchLock } from "../../../src/watch/lock.ts";
+import { pathsForHome } from "../backends.ts";
 
-const ledger = openLedger(resolvePaths({ dbFlag: process.argv[2]! }), { create: false });
+const ledger = openLedger(pathsForHome(process.argv[2]!), { create: false });
 const lock = await acquireWatchLock(ledger.backend, "this-host");
 // The handler first: a SIGTERM sent as soon as "held" is read must release the lock, not kill us outright.
 process.on("SIGTERM", () => {
