@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
 import { spoolDirOf } from "../src/spool/entry.ts";
-import { spoolFinal } from "../src/spool/write.ts";
+import { spoolWholeLegs } from "../test/spool/entries.ts";
 import { replaySpool } from "../src/spool/replay.ts";
 
 const ENTRIES = Number(process.argv[2] ?? 1000);
@@ -22,35 +22,8 @@ const ledger = openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: tr
 const spoolDir = spoolDirOf(home);
 const now = Date.now() / 1000;
 
-/** Spools `count` whole legs numbered from `from`. */
-function spool(from: number, count: number): void {
-for (let i = from; i < from + count; i++) {
-  const sessionId = `bench-s-${i}`;
-  const legId = `bench-l-${i}`;
-  const startedAt = now - 600 + i * 0.01;
-  spoolFinal(
-    { spoolDir, hostId: "bench-host:boot" },
-    {
-      ledger: "bench",
-      now: startedAt + 1,
-      setup: {
-        branch: { id: `bench-b-${i}`, session_id: sessionId, name: null, metadata: null, created_at: startedAt, updated_at: startedAt },
-        session: { id: sessionId, started_at: startedAt, current_leg_id: legId, artifacts_path: `/tmp/runs/r${i}/artifacts`, artifact_contract_json: null, node_metadata: "{}", invocation_id: null, linked_session_id: null },
-        leg: {
-          id: legId, session_id: sessionId, seq: 1, run_id: `r${i}`, state_root: `/tmp/runs/r${i}`, artifact_root: `/tmp/runs/r${i}/artifacts`, command: '["true"]', cwd: "/tmp",
-          pid: 1000 + i, pid_start_ticks: 1, boot_id: "boot", host_id: "bench-host:boot", host_name: "bench", command_pid: null, command_start_ticks: null,
-          started_at: startedAt, heartbeat_at: startedAt, kill_requested_at: null, ended_at: null, status: "running", reason_code: "run.started.ok", exit_code: null, deferred: 0, first_msg_id: null, last_msg_id: null,
-        },
-        registration: null,
-      },
-      record: {
-        sessionId, legId, status: "completed", reasonCode: "run.completed.ok", reasonSummary: "exit 0", evidence: [{ kind: "process", termination: "exited_ok", exit_code: 0 }],
-        metadata: {}, endedAt: startedAt + 1, exitCode: 0, verification: null, nodeMetadata: { leg_id: legId }, message: null, leg: { status: "completed", reasonCode: "run.completed.ok" },
-      },
-    },
-  );
-}
-}
+/** Spools `count` whole legs numbered from `from` (the factory the tests use). */
+const spool = (from: number, count: number) => void spoolWholeLegs(spoolDir, from, count, now);
 
 /** Starts the concurrent writer; resolves once it writes. */
 async function writer(prefix: string) {

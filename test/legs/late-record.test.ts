@@ -5,44 +5,11 @@
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { openLedger } from "../../src/ledger/open.ts";
-import { reaper } from "../../src/sweeps/reaper.ts";
-import { pathsForHome } from "../helpers/backends.ts";
 import { li } from "../helpers/cli.ts";
-import { ledgerRows, type LedgerRows } from "../helpers/ledger-rows.ts";
-import { until } from "../helpers/until.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
-import { agentHome, spawnLi, type AgentHome } from "./agent-harness.ts";
-
-/** A command that runs until the file `go` appears, then exits with `code`. */
-const waitsFor = (go: string, code: number) => ["sh", "-c", `while [ ! -e ${go} ]; do sleep 0.02; done; exit ${code}`];
-
-/** The running session's id once its command's markers are recorded. */
-function legRecorded(db: LedgerRows): Promise<{ session_id: string; id: string }> {
-  return until("a running leg with command markers", async () => (await db.exists()) && db.get<{ session_id: string; id: string }>("SELECT session_id, id FROM legs WHERE command_pid IS NOT NULL AND ended_at IS NULL"));
-}
-
-/** Each entity's status equals its newest history row; no leg without a session, no current leg without a row. */
-export async function expectInvariants(db: LedgerRows): Promise<void> {
-  expect(await db.historyProblems()).toEqual([]);
-  expect(await db.orphanLegs()).toEqual([]);
-}
-
-/**
- * The reaper's wrong verdict: the leg's recorded start ticks no longer match (as if its pids had been
- * reused), so the reaper judges its supervisor and command dead; past the grace by the sweep's clock.
- */
-async function reapWrongly(home: AgentHome, db: LedgerRows, legId: string): Promise<void> {
-  await db.run("UPDATE legs SET pid_start_ticks = pid_start_ticks + 1, command_start_ticks = command_start_ticks + 1 WHERE id = ?", legId);
-  const ledger = openLedger(pathsForHome(home.home), { create: false });
-  try {
-    const summary = await reaper.runOnce(ledger, Date.now() / 1000 + 120, reaper.validate({}));
-    expect(summary.swept).toBe(1);
-    expect(summary.actions[0]!.killed).toBeNull();
-  } finally {
-    ledger.close();
-  }
-}
+import { agentHome, spawnLi } from "./agent-harness.ts";
+import { expectInvariants, legRecorded, reapWrongly, waitsFor } from "./late-fixtures.ts";
 
 describe("a late record beats an inference (§17)", () => {
   test("a leg wrongly reaped as a phantom finishes: its own outcome stands, with an override audit row naming the reaper's verdict, and its notice fires once with it", async () => {
@@ -52,7 +19,7 @@ describe("a late record beats an inference (§17)", () => {
     const notices = path.join(home.scratch, "notices");
     const leg = spawnLi(["agent", "--notify", `${RECORD} ${notices}`, "--", ...waitsFor(go, 0)], home);
     const { session_id: id, id: legId } = await legRecorded(db);
-    await reapWrongly(home, db, legId);
+    await reapWrongly(home.home, db, legId);
     expect((await db.all("SELECT status, status_reason_code FROM sessions"))).toEqual([{ status: "failed", status_reason_code: "session.phantom.process_dead" }]);
 
     fs.writeFileSync(go, "");
@@ -86,7 +53,7 @@ describe("a late record beats an inference (§17)", () => {
     const go = path.join(home.scratch, "go");
     const leg = spawnLi(["agent", "--", ...waitsFor(go, 3)], home);
     const { id: legId } = await legRecorded(db);
-    await reapWrongly(home, db, legId);
+    await reapWrongly(home.home, db, legId);
     fs.writeFileSync(go, "");
     const r = await leg.out;
 

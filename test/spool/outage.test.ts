@@ -8,20 +8,16 @@ import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { openLedger } from "../../src/ledger/open.ts";
-import { reaper } from "../../src/sweeps/reaper.ts";
-import { describeSqliteOnly, pathsForHome } from "../helpers/backends.ts";
+import { describeSqliteOnly } from "../helpers/backends.ts";
 import { LI_BINARY, li, liEnv } from "../helpers/cli.ts";
 import { ledgerRows, type LedgerRows } from "../helpers/ledger-rows.ts";
 import { until } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 import { agentHome, type AgentHome } from "../legs/agent-harness.ts";
+import { expectInvariants, legRecorded, reapWrongly, waitsFor } from "../legs/late-fixtures.ts";
 
 /** Short, so a held lock turns into "unreachable" in a fraction of a second (withBusyRetry tries 8 times). */
 const BUSY = { LI_SQLITE_BUSY_TIMEOUT_MS: "50" };
-
-/** A command that runs until the file `go` appears, then exits with `code`. */
-const waitsFor = (go: string, code = 0) => ["sh", "-c", `while [ ! -e ${go} ]; do sleep 0.02; done; exit ${code}`];
 
 /** li in the background with its stderr readable while it runs. */
 function start(args: string[], home: AgentHome, env: Record<string, string> = {}) {
@@ -46,15 +42,6 @@ function holdWriteLock(dbPath: string): { release(): void } {
       db.close();
     },
   };
-}
-
-function legRecorded(db: LedgerRows): Promise<{ session_id: string; id: string }> {
-  return until("a running leg with command markers", async () => (await db.exists()) && db.get<{ session_id: string; id: string }>("SELECT session_id, id FROM legs WHERE command_pid IS NOT NULL AND ended_at IS NULL"));
-}
-
-async function expectInvariants(db: LedgerRows): Promise<void> {
-  expect(await db.historyProblems()).toEqual([]);
-  expect(await db.orphanLegs()).toEqual([]);
 }
 
 const spoolDir = (home: AgentHome) => path.join(home.home, "spool");
@@ -204,14 +191,7 @@ describeSqliteOnly("write-lock-held")("the write lock held past the busy timeout
     const notices = path.join(home.scratch, "notices");
     const leg = start(["agent", "--ledger-retry", "0", "--notify", `${RECORD} ${notices}`, "--", ...waitsFor(go)], home);
     const { session_id: id, id: legId } = await legRecorded(db);
-    // Its recorded start ticks no longer match: the reaper calls both its processes dead, past the grace by its clock.
-    await db.run("UPDATE legs SET pid_start_ticks = pid_start_ticks + 1, command_start_ticks = command_start_ticks + 1 WHERE id = ?", legId);
-    const ledger = openLedger(pathsForHome(home.home), { create: false });
-    try {
-      expect((await reaper.runOnce(ledger, Date.now() / 1000 + 120, reaper.validate({}))).swept).toBe(1);
-    } finally {
-      ledger.close();
-    }
+    await reapWrongly(home.home, db, legId);
     const lock = holdWriteLock(path.join(home.home, "state.db"));
     try {
       fs.writeFileSync(go, "");
