@@ -108,7 +108,7 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
   const cwd = req.cwd ?? deps.workdir;
   const evidenceCwd = req.evidenceGate === false ? null : req.cwd !== null || req.evidenceGate === true ? cwd : null;
   const supervisor = processIdentity();
-  const alsoInSetup = composeSetup(deps);
+  const alsoInSetup = composeSetup(deps, now);
   let legs = 0;
   let previousLegId: string | null = null;
   for (;;) {
@@ -172,12 +172,12 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
 }
 
 /** The caller's extra setup writes, then the leg's registration (§9.1), in the same transaction. */
-function composeSetup(deps: AgentDeps): AlsoInSetup | undefined {
+function composeSetup(deps: AgentDeps, now: () => number): AlsoInSetup | undefined {
   const notifier = deps.notifier;
   const extra = deps.alsoInSetup;
   if (!notifier) return extra;
   return async (tx, ids) => {
     await extra?.(tx, ids);
-    await notifier.register(tx, ids);
+    await notifier.register(tx, ids, now());
   };
 }

@@ -62,9 +62,10 @@ export class LegNotifier {
 
   /**
    * Inside the setup transaction: a continuing leg takes over the registration of the deferred leg
-   * before it (one notice, for the leg that finalizes); any other leg writes its own.
+   * before it (one notice, for the leg that finalizes); any other leg writes its own. `now`: the leg's
+   * clock, which is its ledger's (on PostgreSQL the server's), so the registration's time agrees with the rows beside it.
    */
-  readonly register = async (tx: Tx, ids: LegIds & { readonly previousLegId?: string | null }): Promise<void> => {
+  readonly register = async (tx: Tx, ids: LegIds & { readonly previousLegId?: string | null }, now: number = this.now()): Promise<void> => {
     const registration = this.registration;
     if (!registration) return;
     if (ids.previousLegId && (await registration.passLegRegistration(tx, ids.previousLegId, ids.legId)) > 0) return;
@@ -75,7 +76,7 @@ export class LegNotifier {
       legId: ids.legId,
       argv: notify.argv,
       origin: notify.origin,
-      now: this.now(),
+      now,
       ...(this.o.hostId !== undefined ? { hostId: this.o.hostId } : {}),
     });
   };

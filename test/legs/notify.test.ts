@@ -7,7 +7,7 @@ import { runAgent } from "../../src/legs/agent.ts";
 import { LegNotifier } from "../../src/legs/notify.ts";
 import type { AgentRequest } from "../../src/legs/request.ts";
 import { loadSettings } from "../../src/settings/settings.ts";
-import { tempDir, tempLedger } from "../helpers/ledger.ts";
+import { fakeClock, tempDir, tempLedger } from "../helpers/ledger.ts";
 import { recorded, RECORD } from "../notify/helpers.ts";
 
 function settingsWith(yaml: string) {
@@ -66,5 +66,27 @@ describe("a leg whose persistence setup failed (§8.4, §9.4)", () => {
     expect(recorded(out)).toHaveLength(1);
     expect(JSON.parse(fs.readFileSync(`${out}.stdin`, "utf8"))).toMatchObject({ durable: false, event_id: null, terminal_status: "completed" });
     expect((await t.dump()).sessions).toEqual([]);
+  });
+});
+
+describe("a recorded leg's registration (§9.1)", () => {
+  test("is timed by the ledger's clock, as the session and leg rows it is written with", async () => {
+    const clock = fakeClock(1_700_000_000);
+    const t = tempLedger({ now: clock.now });
+    const req: AgentRequest = { argv: ["true"], resumeArgv: null, resume: null, notify: "x", timeout: null, contract: null, contractWarnings: [], saveDir: undefined, runId: undefined, cwd: null, baseRef: null, invocationId: null, linkedSessionId: null, autoResume: 0, evidenceGate: false, detach: false, persist: true, json: false };
+    const outcome = await runAgent(req, {
+      ledger: t.ledger,
+      runsRoot: path.join(t.home, "runs"),
+      workdir: tempDir(),
+      io: { stdout: () => {}, stderr: () => {}, log: () => {} },
+      env: {},
+      stdin: "ignore",
+      notifier: await LegNotifier.load({ notifyFlag: "true", settings: null, log: () => {} }),
+    });
+    expect(outcome.result).toMatchObject({ status: "completed", persisted: "written" });
+    const dump = await t.dump();
+    expect(dump.terminal_callbacks).toHaveLength(1);
+    expect(dump.terminal_callbacks![0]).toMatchObject({ created_at: 1_700_000_000 });
+    expect(dump.legs![0]).toMatchObject({ started_at: 1_700_000_000 });
   });
 });
