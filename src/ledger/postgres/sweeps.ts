@@ -58,14 +58,12 @@ export async function countPruneCandidates(sql: SQL, options: { terminalStatuses
 
 export async function legsUsingDirectory(sql: SQL, dir: string): Promise<LegDirs[]> {
   const inside = dir.endsWith("/") ? dir : `${dir}/`;
-  // Everything inside `dir/` sorts from "dir/" up to "dir0" ('0' follows '/') byte by byte, so the range is
-  // compared under the C collation: the database's own may be linguistic, where '/' does not sort so.
-  // starts_with would be as exact, but it reads every leg; the range can use a C-collated index.
+  // Everything inside `dir/` sorts from "dir/" up to "dir0" ('0' follows '/') byte by byte: the two
+  // columns compare bytewise (COLLATE "C", migration 0004), so this is a range on each root's index.
   const after = `${inside.slice(0, -1)}0`;
   return sql.unsafe(
     `SELECT id, session_id, state_root, artifact_root FROM legs
-     WHERE state_root = $1 OR (state_root COLLATE "C" >= $2 AND state_root COLLATE "C" < $3)
-        OR artifact_root = $1 OR (artifact_root COLLATE "C" >= $2 AND artifact_root COLLATE "C" < $3)`,
+     WHERE state_root = $1 OR (state_root >= $2 AND state_root < $3) OR artifact_root = $1 OR (artifact_root >= $2 AND artifact_root < $3)`,
     [dir, inside, after],
   );
 }

@@ -9,7 +9,7 @@ import * as pgSweeps from "../../../src/ledger/postgres/sweeps.ts";
 import * as liteSweeps from "../../../src/ledger/sqlite/sweeps.ts";
 import { SESSION_TERMINAL_STATUSES } from "../../../src/lifecycle/policy.ts";
 import { PRUNE_BATCH_STATEMENTS, type PruneSqlStatement } from "../../../src/ledger/rules/prune.ts";
-import { describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
+import { asSuperuser, describePostgres, postgresCluster, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { until } from "../../helpers/until.ts";
 import { arrange, leg, pgLedgerClient, session, sqliteLedgerDb, transition, type Rows } from "./store-fixtures.ts";
 
@@ -115,6 +115,47 @@ describePostgres("the sweeps' statements on PostgreSQL (§12)", () => {
       const sorted = <T extends { id: string }>(rows: T[]) => [...rows].sort((a, b) => a.id.localeCompare(b.id));
       expect(sorted(await pgSweeps.legsOfSessions(pg.sql, ["s-old-1", "s-old-3", "nope"]))).toEqual(sorted(liteSweeps.legsOfSessions(lite, ["s-old-1", "s-old-3", "nope"])));
     });
+  });
+
+  test("legs using a directory in a database whose collation is linguistic (ICU): exactly the bytewise prefix rule, by index", async () => {
+    const name = `icu_${process.pid}`;
+    await asSuperuser((sql) => sql.unsafe(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.utf8' LOCALE_PROVIDER icu ICU_LOCALE 'en'`));
+    const pg = await pgLedgerClient({ name, url: postgresCluster().url(name) });
+    try {
+      // Under ICU 'en', "/runs/DIR/x" and "/runs/Dir0" sort inside ["/runs/dir/", "/runs/dir0"): a range in the
+      // database's collation would take them for legs inside /runs/dir.
+      const roots = ["/runs/dir", "/runs/dir/a", "/runs/dir/zz/ä", "/runs/DIR/x", "/runs/Dir0", "/runs/dir0", "/runs/dir-b", "/runs/dirt", "/runs/di"];
+      await pg.sql.unsafe(
+        `INSERT INTO legs (id, session_id, seq, run_id, state_root, artifact_root, command, started_at, status)
+         SELECT 'l' || g, 's' || g, 1, 'r' || g, '/filler/' || g, '/filler/' || g || '/art', '[]', 0, 'completed' FROM generate_series(1, 20000) g`,
+      );
+      for (const [i, root] of roots.entries()) {
+        await pg.sql.unsafe(`INSERT INTO legs (id, session_id, seq, run_id, state_root, artifact_root, command, started_at, status) VALUES ($1, $1, 1, $1, $2, $3, '[]', 0, 'completed')`, [
+          `x${i}`,
+          root,
+          i % 2 ? `/elsewhere/${i}` : `${root}/art`,
+        ]);
+      }
+      await pg.sql.unsafe("ANALYZE legs");
+      const exact = (dir: string) => (root: string) => root === dir || root.startsWith(`${dir}/`);
+      for (const dir of ["/runs/dir", "/runs/dir/zz", "/runs/DIR"]) {
+        const found = (await pgSweeps.legsUsingDirectory(pg.sql, dir)).filter((l) => l.id.startsWith("x"));
+        const expected = roots.flatMap((root, i) => (exact(dir)(root) || exact(dir)(i % 2 ? `/elsewhere/${i}` : `${root}/art`) ? [`x${i}`] : []));
+        expect({ dir, ids: found.map((l) => l.id).sort() }).toEqual({ dir, ids: expected.sort() });
+      }
+      expect((await pgSweeps.legsUsingDirectory(pg.sql, "/runs/dir")).map((l) => l.state_root).sort()).toEqual(["/runs/dir", "/runs/dir/a", "/runs/dir/zz/ä"]);
+      // And by index: the 20,000 other legs are not read.
+      const plan = (await pg.sql.unsafe(
+        `EXPLAIN SELECT id FROM legs WHERE state_root = $1 OR (state_root >= $2 AND state_root < $3) OR artifact_root = $1 OR (artifact_root >= $2 AND artifact_root < $3)`,
+        ["/runs/dir", "/runs/dir/", "/runs/dir0"],
+      )).map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n");
+      expect(plan).not.toContain("Seq Scan");
+      expect(plan).toContain("legs_state_root_idx");
+      expect(plan).toContain("legs_artifact_root_idx");
+    } finally {
+      await pg.close();
+      await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    }
   });
 
   test("every statement of a prune batch, in the prune's order, does on PostgreSQL what it does on SQLite", async () => {
