@@ -4,6 +4,7 @@ import path from "node:path";
 import { command } from "../command.ts";
 import { ExitCode, LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
+import { ledgerExists } from "../../ledger/exists.ts";
 import { runAgent, type AgentDeps, type AgentOutcome } from "../../legs/agent.ts";
 import { openReadyChannel, startDetached, writeReady, type ReadyChannel } from "../../legs/detach.ts";
 import { SUPERVISOR_ENV } from "../../legs/env.ts";
@@ -42,9 +43,9 @@ const note = (line: string) => writeNote(line);
  * `-r` on a machine with no ledger yet: the branch can only be in a run directory's snapshot. An unknown
  * one is a usage error, and must be refused before opening the ledger would create it (§16).
  */
-function refuseUnknownBranchBeforeCreating(resume: string | null): void {
+async function refuseUnknownBranchBeforeCreating(resume: string | null): Promise<void> {
   const paths = cliPaths();
-  if (resume === null || paths.ledger.kind !== "sqlite" || fs.existsSync(paths.ledger.path)) return;
+  if (resume === null || (await ledgerExists(paths))) return;
   if (!findBranchSnapshot(paths.runsRoot, resume)) throw new UsageError(`-r ${resume}: no branch with this id or prefix`);
 }
 
@@ -106,7 +107,7 @@ export default command({
     let ledger: Ledger | null = null;
     let unreachable: LedgerUnavailableError | null = null;
     if (req.persist) {
-      refuseUnknownBranchBeforeCreating(req.resume);
+      await refuseUnknownBranchBeforeCreating(req.resume);
       const opened = await openOrWait(open, req);
       ledger = opened.ledger;
       unreachable = opened.unreachable;
