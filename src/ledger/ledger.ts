@@ -4,7 +4,7 @@ import { canonicalKind, POLICIES, type EntityKind } from "../lifecycle/policy.ts
 import { INITIAL_REASONS, reasonRefusal } from "../lifecycle/reasons.ts";
 import { NotFoundError, UsageError } from "../util/errors.ts";
 import { assertSafeId, randomId, type IdFactory } from "../util/ids.ts";
-import type { Backend, Tx } from "./backend.ts";
+import type { Backend, TransactionOptions, Tx } from "./backend.ts";
 import type { EntityRow, Source } from "./rows.ts";
 import { TransitionValidationError } from "./errors.ts";
 import type { AppliedTransition, TransitionCommand, TransitionContext, TransitionHooks, TransitionOutcome } from "./transition.ts";
@@ -121,8 +121,8 @@ export class Ledger {
   }
 
   /** Runs a composite write; `applyTransition` inside it uses this ledger's clock and ids. */
-  async transact<T>(fn: (tx: Tx, ctx: TransitionContext) => Promise<T>): Promise<T> {
-    return this.backend.transaction((tx) => fn(tx, this.ctx));
+  async transact<T>(fn: (tx: Tx, ctx: TransitionContext) => Promise<T>, options?: TransactionOptions): Promise<T> {
+    return this.backend.transaction((tx) => fn(tx, this.ctx), options);
   }
 
   /** Creates an entity with its initial history row (previous_status NULL) in one transaction. */

@@ -42,6 +42,8 @@ export interface FinalWriteOptions {
   before?: (tx: Tx) => Promise<boolean>;
   /** Inside the same transaction, after the write (recording a spool entry as replayed). */
   after?: (tx: Tx, ctx: TransitionContext) => Promise<void>;
+  /** The longest this attempt waits for another process's lock (a retry bounded by --ledger-retry, §17). */
+  lockWaitMs?: number;
 }
 
 export type FinalWrite =
@@ -89,7 +91,7 @@ export async function writeFinalRecord(ledger: Ledger, r: FinalRecord, o: FinalW
     const outcome = await writeInTransaction(tx, ctx, r, o);
     await o.after?.(tx, ledgerCtx);
     return outcome;
-  });
+  }, o.lockWaitMs === undefined ? undefined : { lockWaitMs: o.lockWaitMs });
 }
 
 async function writeInTransaction(tx: Tx, ctx: TransitionContext, r: FinalRecord, o: FinalWriteOptions): Promise<FinalWrite> {

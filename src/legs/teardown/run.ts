@@ -61,6 +61,9 @@ function loseTheLedger(s: TeardownState, error: LedgerUnavailableError): void {
   s.result = null;
 }
 
+/** A retried final write waits this long at most for another process's lock. */
+const RETRY_LOCK_WAIT_MS = 1000;
+
 /**
  * The ledger failed during teardown. A refusal (read-only, not a li ledger, newer li) is reported
  * unrecorded at once; an unreachable ledger (§17: busy, disk full, connection lost) gets the final
@@ -75,7 +78,8 @@ async function recordAfterOutage(s: TeardownState, input: TeardownInput): Promis
   const attempt = await retryUnreachable<FinalWrite>(
     async () => {
       try {
-        return { ok: true, value: await writeFinalRecord(ledger, record, { actor: "li agent" }) };
+        // Each attempt waits at most a second for a lock, so the retries end near --ledger-retry, not a busy timeout (and its retries) later.
+        return { ok: true, value: await writeFinalRecord(ledger, record, { actor: "li agent", lockWaitMs: RETRY_LOCK_WAIT_MS }) };
       } catch (error) {
         const failure = ledger.backend.ledgerError(error);
         if (!failure) throw error;
