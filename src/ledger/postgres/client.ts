@@ -48,6 +48,9 @@ export function clientOptions(target: PgTarget, limits: SessionLimits = DEFAULT_
     statement_timeout: String(Math.floor(limits.statementTimeoutMs)),
     lock_timeout: String(Math.floor(limits.lockTimeoutMs)),
     application_name: target.applicationName,
+    // li's statements are index probes that finish in a millisecond; a planner's cost estimate above
+    // jit_above_cost (a watermark it cannot see) would spend hundreds of ms compiling one (measured: 300 ms).
+    jit: "off",
   };
   if (target.serverOptions) connection.options = target.serverOptions;
   const socket = target.host.startsWith("/");

@@ -10,6 +10,11 @@ export const PG_DIALECT: OwedDialect = {
   jsonArrayHas: (column, value) => `${value} = ANY(SELECT jsonb_array_elements_text(${column}::jsonb))`,
   inList: (column, placeholder) => `${column} = ANY(${placeholder}::text[])`,
   listValue: (ids) => [...ids],
+  // A probe of the primary key per pair. A plain LEFT JOIN is hashed against the whole table when the
+  // planner cannot tell how few events lie above a watermark (a parameter of each row); LIMIT 1 (the key
+  // holds at most one row) keeps it from flattening the LATERAL subquery into that same join.
+  deliveryJoin: (transition, consumer) =>
+    `LEFT JOIN LATERAL (SELECT state, claimed_until, next_attempt_at, attempts FROM terminal_deliveries WHERE transition_id = ${transition} AND consumer = ${consumer} LIMIT 1) d ON true`,
   hints: { orderedJoin: "JOIN", byEntity: "", unindexed: (expression) => expression },
 };
 

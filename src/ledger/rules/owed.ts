@@ -13,6 +13,11 @@ export interface OwedDialect {
   inList(column: string, placeholder: string): string;
   /** An id list as the list parameter's value. */
   listValue(ids: readonly string[]): unknown;
+  /**
+   * The join that brings the delivery row (if any) of event `transition` for consumer `consumer` as `d`,
+   * with its state, claimed_until, next_attempt_at and attempts: one probe of the primary key per pair.
+   */
+  deliveryJoin(transition: string, consumer: string): string;
   /** Planner hints for a planner without statistics (SQLite); empty where the planner has them. */
   hints: {
     /** The join keyword that keeps the written join order. */
@@ -114,7 +119,7 @@ export function owedToHandlersStatement(dialect: OwedDialect, filter: OwedHandle
 FROM terminal_callbacks c
 ${join} consumers k ON k.name = c.consumer AND k.retired_at IS NULL
 ${join} status_transitions t ${fromCallbacks ? dialect.hints.byEntity : ""} ON t.entity_type = 'session' AND t.entity_id = c.session_id AND t.terminal_event = 1 AND t.seq > k.watermark
-LEFT JOIN terminal_deliveries d ON d.transition_id = t.id AND d.consumer = c.consumer
+${dialect.deliveryJoin("t.id", "c.consumer")}
 WHERE ${liveCallback("leg")} AND ${open} ${where}
   AND ${firstAboveWatermark(dialect)}
   AND ${ownLeg}`;
@@ -122,7 +127,7 @@ WHERE ${liveCallback("leg")} AND ${open} ${where}
 FROM terminal_callbacks c
 JOIN consumers k ON k.name = c.consumer AND k.retired_at IS NULL
 JOIN status_transitions t ON t.terminal_event = 1 AND t.seq > k.watermark
-LEFT JOIN terminal_deliveries d ON d.transition_id = t.id AND d.consumer = c.consumer
+${dialect.deliveryJoin("t.id", "c.consumer")}
 WHERE ${liveCallback("standing")} AND ${open} ${where}
   AND ${filterMatches(dialect)}`;
   return p.built(`SELECT * FROM (${legs} UNION ALL ${standing}) owed ORDER BY seq, consumer LIMIT ${p.ref("limit", limit)}`);
@@ -131,9 +136,12 @@ WHERE ${liveCallback("standing")} AND ${open} ${where}
 /** Terminal events a plain consumer has not settled, above its watermark, oldest seq first. */
 export function owedToConsumerStatement(dialect: OwedDialect, name: string, limit: number): BuiltStatement {
   const p = new Parameters(dialect);
-  return p.built(`SELECT t.* FROM consumers k
-JOIN status_transitions t ON t.terminal_event = 1 AND t.seq > k.watermark
-WHERE k.name = ${p.ref("name", name)} AND k.retired_at IS NULL AND ${notSettled("t", "k.name")}
+  const consumer = p.ref("name", name);
+  // The watermark first (NULL for a missing or retired consumer: nothing is owed), so the events are one
+  // range of (terminal_event, seq) from it, not a walk of history joined to the consumer row.
+  return p.built(`SELECT t.* FROM status_transitions t
+WHERE t.terminal_event = 1 AND t.seq > (SELECT k.watermark FROM consumers k WHERE k.name = ${consumer} AND k.retired_at IS NULL)
+  AND ${notSettled("t", consumer)}
 ORDER BY t.seq LIMIT ${p.ref("limit", limit)}`);
 }
 

@@ -10,6 +10,7 @@ export const SQLITE_DIALECT: OwedDialect = {
   jsonArrayHas: (column, value) => `EXISTS (SELECT 1 FROM json_each(${column}) j WHERE j.value = ${value})`,
   inList: (column, placeholder) => `${column} IN (SELECT value FROM json_each(${placeholder}))`,
   listValue: (ids) => JSON.stringify(ids),
+  deliveryJoin: (transition, consumer) => `LEFT JOIN terminal_deliveries d ON d.transition_id = ${transition} AND d.consumer = ${consumer}`,
   hints: { orderedJoin: "CROSS JOIN", byEntity: "INDEXED BY status_transitions_entity_idx", unindexed: (expression) => `+${expression}` },
 };
 

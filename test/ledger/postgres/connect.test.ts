@@ -51,11 +51,11 @@ describePostgres("connecting to a PostgreSQL ledger (§14)", () => {
     return error as LedgerUnavailableError;
   };
 
-  test("the session has li's schema on its search_path, the timeouts and li's application name", async () => {
+  test("the session has li's schema on its search_path, the timeouts, li's application name and no JIT", async () => {
     const client = await connect(`${db.url}&search_path=ledger`);
     const [s] = await client.sql`SELECT current_setting('search_path') AS path, current_setting('statement_timeout') AS st,
-      current_setting('lock_timeout') AS lt, current_setting('application_name') AS app`;
-    expect(s).toEqual({ path: '"ledger"', st: "1min", lt: "15s", app: "li" });
+      current_setting('lock_timeout') AS lt, current_setting('application_name') AS app, current_setting('jit') AS jit`;
+    expect(s).toEqual({ path: '"ledger"', st: "1min", lt: "15s", app: "li", jit: "off" });
   });
 
   test("a statement past statement_timeout is a ledger failure (78, worth retrying) naming host, port and database", async () => {
