@@ -19,7 +19,7 @@ import { armDeadline, GroupTerminator, LI_SIGNALS, LiSignalTrap } from "./signal
 import { spawnCommand, SpawnError, type SpawnedCommand } from "./spawn.ts";
 import type { AfterCommit, LegOutage, SpoolWhole, TeardownResult } from "./teardown/state.ts";
 import type { SpooledSetup } from "../spool/entry.ts";
-import { retryUnreachable } from "./ledger-retry.ts";
+import { retryLockWaitMs, retryUnreachable } from "./ledger-retry.ts";
 import { formatDuration } from "../util/duration.ts";
 import type { LedgerUnavailableError } from "../util/errors.ts";
 
@@ -144,9 +144,10 @@ function unopened(plan: LegPlan, mode: LegMode, o: LegOptions): OpenedRecord {
 async function waitForSetup(ledger: Ledger, plan: LegPlan, o: LegOptions, outage: LegOutage, failure: LedgerUnavailableError): Promise<OpenedRecord> {
   if (outage.retrySeconds > 0) o.io.log(`the ledger is unreachable (${failure.message}); retrying the setup for up to ${formatDuration(outage.retrySeconds)}`);
   const attempt = await retryUnreachable<void>(
-    async () => {
+    async (leftMs) => {
       try {
-        await setupNewSession(ledger, plan, o.alsoInSetup);
+        // Bounded by what is left of the budget: a default SQLite attempt could wait eight busy timeouts.
+        await setupNewSession(ledger, plan, o.alsoInSetup, { lockWaitMs: retryLockWaitMs(leftMs) });
         return { ok: true, value: undefined };
       } catch (error) {
         const f = ledger.backend.ledgerError(error);

@@ -1,6 +1,6 @@
 // Opens a leg's durable record in ONE transaction (SPEC §8): branch, session, leg row with markers, current_leg_id.
 
-import type { Tx } from "../ledger/backend.ts";
+import type { TransactionOptions, Tx } from "../ledger/backend.ts";
 import type { BranchRow, LegRow } from "../ledger/rows.ts";
 import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
@@ -80,8 +80,8 @@ export function legRow(plan: LegPlan, seq: number): LegRow {
 }
 
 /** A new branch and session (`running`, `run.started.ok`) with this leg current. */
-export async function setupNewSession(ledger: Ledger, plan: LegPlan, alsoInSetup?: AlsoInSetup): Promise<AppliedTransition> {
-  return ledger.transact((tx) => writeNewSession(tx, ledger, plan, alsoInSetup));
+export async function setupNewSession(ledger: Ledger, plan: LegPlan, alsoInSetup?: AlsoInSetup, options?: TransactionOptions): Promise<AppliedTransition> {
+  return ledger.transact((tx) => writeNewSession(tx, ledger, plan, alsoInSetup), options);
 }
 
 /**

@@ -4,7 +4,7 @@ import { baseReason, applyEscalation, applyMissingArtifacts, completionEvidenceG
 import { initialState, type TeardownInput, type TeardownResult, type TeardownState } from "./state.ts";
 import { finalRecordOf, guardedWrite, resultOf } from "./write.ts";
 import { writeFinalRecord, type FinalWrite } from "./record.ts";
-import { retryUnreachable } from "../ledger-retry.ts";
+import { retryLockWaitMs, retryUnreachable } from "../ledger-retry.ts";
 import { LedgerUnavailableError } from "../../util/errors.ts";
 import { formatDuration } from "../../util/duration.ts";
 
@@ -61,9 +61,6 @@ function loseTheLedger(s: TeardownState, error: LedgerUnavailableError): void {
   s.result = null;
 }
 
-/** A retried final write waits this long at most for another process's lock. */
-const RETRY_LOCK_WAIT_MS = 1000;
-
 /**
  * The ledger failed during teardown. A refusal (read-only, not a li ledger, newer li) is reported
  * unrecorded at once; an unreachable ledger (§17: busy, disk full, connection lost) gets the final
@@ -76,10 +73,10 @@ async function recordAfterOutage(s: TeardownState, input: TeardownInput): Promis
   if (outage.retrySeconds > 0) s.log(`the ledger is unreachable (${s.ledgerError!.message}); retrying the final write for up to ${formatDuration(outage.retrySeconds)}`);
   const record = finalRecordOf(s);
   const attempt = await retryUnreachable<FinalWrite>(
-    async () => {
+    async (leftMs) => {
       try {
-        // Each attempt waits at most a second for a lock, so the retries end near --ledger-retry, not a busy timeout (and its retries) later.
-        return { ok: true, value: await writeFinalRecord(ledger, record, { actor: "li agent", lockWaitMs: RETRY_LOCK_WAIT_MS }) };
+        // Each attempt waits for a lock at most a second and never past the budget, so the retries end at --ledger-retry.
+        return { ok: true, value: await writeFinalRecord(ledger, record, { actor: "li agent", lockWaitMs: retryLockWaitMs(leftMs) }) };
       } catch (error) {
         const failure = ledger.backend.ledgerError(error);
         if (!failure) throw error;
