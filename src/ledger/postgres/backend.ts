@@ -36,6 +36,11 @@ interface PgSweeps {
 }
 
 
+/** SQLSTATEs of a transaction the server rolled back to let another go on (deadlock, serialization failure). */
+const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(["40P01", "40001"]);
+/** A deadlock that recurs this often is not bad luck: let it be seen. */
+const DEADLOCK_ATTEMPTS = 5;
+
 export interface PgBackendOptions {
   /** A clock a test controls; otherwise the server's clock (clock.ts). */
   now?: () => number;
@@ -76,13 +81,21 @@ export class PgBackend implements Backend {
     return this.injectedNow ? this.injectedNow() : this.conn.clock.now();
   }
 
-  /** Runs `fn` in one transaction (READ COMMITTED; the guarded write's row locks and the CAS keep it safe). */
+  /**
+   * Runs `fn` in one transaction (READ COMMITTED; the guarded write's row locks and the CAS keep it safe).
+   * A transaction the server aborted to break a deadlock (two writers locking the same rows, or a row and
+   * the seq lock, in opposite orders) is run again from the start: it wrote nothing, and `fn` touches
+   * storage only through `tx`, so the retry decides afresh on what is committed by then.
+   */
   async transaction<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T> {
     const sql = await this.conn.pool();
-    try {
-      return (await sql.begin(async (handle) => fn(new PgTx(handle, this.conn.schema, this.sweeps, () => this.now())))) as T;
-    } catch (error) {
-      throw this.conn.fault(error);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await sql.begin(async (handle) => fn(new PgTx(handle, this.conn.schema, this.sweeps, () => this.now())))) as T;
+      } catch (error) {
+        if (attempt < DEADLOCK_ATTEMPTS && RETRYABLE_SQLSTATES.has((error as { errno?: string }).errno ?? "")) continue;
+        throw this.conn.fault(error);
+      }
     }
   }
 

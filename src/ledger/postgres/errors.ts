@@ -34,6 +34,8 @@ const SERVER_FAULTS: readonly { sqlstate: string; reason: string; unreachable: b
   { sqlstate: "53", reason: "the server is out of resources (disk, memory or connections)", unreachable: true },
   { sqlstate: "57014", reason: "statement timed out", unreachable: true },
   { sqlstate: "55P03", reason: "lock wait timed out", unreachable: true },
+  // PgBackend.transaction retries these; one that keeps recurring is reported, not li's bug.
+  { sqlstate: "40", reason: "the server aborted the transaction (deadlock or serialization failure)", unreachable: true },
   { sqlstate: "57P", reason: "the server is shutting down or restarting", unreachable: true },
   { sqlstate: "25006", reason: "read-only (a standby, or default_transaction_read_only)", unreachable: false },
   { sqlstate: "58", reason: "the server failed (system error)", unreachable: false },
