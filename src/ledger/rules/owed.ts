@@ -18,6 +18,11 @@ export interface OwedDialect {
    * with its state, claimed_until, next_attempt_at and attempts: one probe of the primary key per pair.
    */
   deliveryJoin(transition: string, consumer: string): string;
+  /**
+   * The join that brings, for each row of consumer `k`, the terminal events above its watermark as `t`:
+   * one range of (terminal_event, seq) per standing handler, whatever the planner guesses of its size.
+   */
+  eventsAboveWatermark(k: string): string;
   /** Planner hints for a planner without statistics (SQLite); empty where the planner has them. */
   hints: {
     /** The join keyword that keeps the written join order. */
@@ -126,7 +131,7 @@ WHERE ${liveCallback("leg")} AND ${open} ${where}
   const standing = `SELECT ${OWED_COLUMNS}
 FROM terminal_callbacks c
 JOIN consumers k ON k.name = c.consumer AND k.retired_at IS NULL
-JOIN status_transitions t ON t.terminal_event = 1 AND t.seq > k.watermark
+${dialect.eventsAboveWatermark("k")}
 ${dialect.deliveryJoin("t.id", "c.consumer")}
 WHERE ${liveCallback("standing")} AND ${open} ${where}
   AND ${filterMatches(dialect)}`;

@@ -11,6 +11,7 @@ export const SQLITE_DIALECT: OwedDialect = {
   inList: (column, placeholder) => `${column} IN (SELECT value FROM json_each(${placeholder}))`,
   listValue: (ids) => JSON.stringify(ids),
   deliveryJoin: (transition, consumer) => `LEFT JOIN terminal_deliveries d ON d.transition_id = ${transition} AND d.consumer = ${consumer}`,
+  eventsAboveWatermark: (k) => `JOIN status_transitions t ON t.terminal_event = 1 AND t.seq > ${k}.watermark`,
   hints: { orderedJoin: "CROSS JOIN", byEntity: "INDEXED BY status_transitions_entity_idx", unindexed: (expression) => `+${expression}` },
 };
 
