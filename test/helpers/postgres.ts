@@ -239,6 +239,14 @@ const mustRun = (): boolean => process.env.LI_REQUIRE_POSTGRES === "1" || (!!pro
  * CI (CI=true, or LI_REQUIRE_POSTGRES=1 from .ci/run) it fails instead, since CI installs PostgreSQL.
  */
 export function describePostgres(name: string, body: () => void): void {
+  // These suites start databases of their own and never read the backend switch: they run in the SQLite
+  // half (npm test). The PostgreSQL half (LI_TEST_BACKEND=postgres) skips them, so CI runs them once;
+  // LI_TEST_PG_SPECIFIC=1 runs them there too (a PostgreSQL suite worked on alone).
+  if (process.env.LI_TEST_BACKEND === "postgres" && process.env.LI_TEST_PG_SPECIFIC !== "1") {
+    console.error(`(PostgreSQL-specific suite "${name}" skipped in the PostgreSQL half: it runs in npm test; LI_TEST_PG_SPECIFIC=1 runs it here)`);
+    describe.skip(name, body);
+    return;
+  }
   if (postgresBinDir()) {
     describe(name, body);
     return;
