@@ -3,10 +3,16 @@
 // No `node:*` imports: every command's error path loads it.
 
 import { LedgerUnavailableError } from "../util/errors.ts";
-import { asPgLedgerError as postgresFailure } from "./postgres/errors.ts";
 import { asLedgerError as sqliteFailure } from "./sqlite/errors.ts";
 
 type Classifier = (error: unknown, ledgerName: string, password?: string) => LedgerUnavailableError | null;
+
+/**
+ * PostgreSQL's classifier, loaded (synchronously) the first time an error gets past SQLite's: a
+ * SQLite process never pays for it on its start-up path, and a PostgreSQL error always reaches it.
+ */
+const postgresFailure: Classifier = (error, ledgerName, password) =>
+  (require("./postgres/errors.ts") as typeof import("./postgres/errors.ts")).asPgLedgerError(error, ledgerName, password);
 
 /** Every adapter's classifier; one that does not recognise an error returns null. */
 const CLASSIFIERS: readonly Classifier[] = [sqliteFailure, postgresFailure];

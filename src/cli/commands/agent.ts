@@ -4,7 +4,6 @@ import path from "node:path";
 import { command } from "../command.ts";
 import { ExitCode, LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
-import { ledgerExists } from "../../ledger/exists.ts";
 import { runAgent, type AgentDeps, type AgentOutcome } from "../../legs/agent.ts";
 import { openReadyChannel, startDetached, writeReady, type ReadyChannel } from "../../legs/detach.ts";
 import { SUPERVISOR_ENV } from "../../legs/env.ts";
@@ -44,8 +43,11 @@ const note = (line: string) => writeNote(line);
  * one is a usage error, and must be refused before opening the ledger would create it (§16).
  */
 async function refuseUnknownBranchBeforeCreating(resume: string | null): Promise<void> {
+  if (resume === null) return;
+  // Loaded for a resume only: it brings the read-side opener, which a new leg never needs.
+  const { ledgerExists } = await import("../../ledger/exists.ts");
   const paths = cliPaths();
-  if (resume === null || (await ledgerExists(paths))) return;
+  if (await ledgerExists(paths)) return;
   if (!findBranchSnapshot(paths.runsRoot, resume)) throw new UsageError(`-r ${resume}: no branch with this id or prefix`);
 }
 
