@@ -138,6 +138,18 @@ WHERE ${liveCallback("standing")} AND ${open} ${where}
   return p.built(`SELECT * FROM (${legs} UNION ALL ${standing}) owed ORDER BY seq, consumer LIMIT ${p.ref("limit", limit)}`);
 }
 
+/**
+ * Whether host `hostId` has any live handler registration at all: a necessary condition for anything
+ * being owed to its handlers (owedToHandlersStatement asks for a live registration of that host in
+ * both parts). Most legs' pushes find none, and this indexed probe (terminal_callbacks_live_idx) is far
+ * cheaper to prepare in a fresh process than the owed query it spares.
+ */
+export function liveHandlerOnHostStatement(dialect: OwedDialect, hostId: string): BuiltStatement {
+  const p = new Parameters(dialect);
+  return p.built(`SELECT 1 AS live FROM terminal_callbacks c
+WHERE c.scope IN ('leg', 'standing') AND c.host_id = ${p.ref("host", hostId)} AND c.retired_at IS NULL AND c.enabled = 1 LIMIT 1`);
+}
+
 /** Terminal events a plain consumer has not settled, above its watermark, oldest seq first. */
 export function owedToConsumerStatement(dialect: OwedDialect, name: string, limit: number): BuiltStatement {
   const p = new Parameters(dialect);

@@ -3,7 +3,7 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { TransitionRow, CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery } from "../rows.ts";
 import type { ClaimSettlement, NotifyStore, OwedQuery } from "../notify-store.ts";
-import { deliveryTakeable, owedToConsumerStatement, owedToHandlersStatement } from "../rules/owed.ts";
+import { deliveryTakeable, liveHandlerOnHostStatement, owedToConsumerStatement, owedToHandlersStatement } from "../rules/owed.ts";
 import { eventContextOf } from "../rules/event-context.ts";
 import type { ViewStatement } from "../rules/views.ts";
 import { SQLITE_DIALECT, SQLITE_VIEWS } from "./dialect.ts";
@@ -105,6 +105,11 @@ export class SqliteNotifyStore implements NotifyStore {
   }
 
   owedToHandlers(query: OwedQuery): OwedDelivery[] {
+    if (query.hostId !== undefined) {
+      // A host without a live registration is owed nothing: every leg's push asks, and most find none.
+      const probe = liveHandlerOnHostStatement(SQLITE_DIALECT, query.hostId);
+      if (this.all(probe.sql, probe.values as Params).length === 0) return [];
+    }
     // Holding nothing back is the same rule judged at the end of time: every unsettled row is open then.
     const now = query.includeHeld ? Number.MAX_SAFE_INTEGER : this.now();
     const statement = owedToHandlersStatement(SQLITE_DIALECT, query, now, query.limit);
