@@ -35,6 +35,9 @@ export function watchFilesIn(dir: string, fileNames: readonly string[], options:
     get watching() {
       return watcher !== null;
     },
+    get via() {
+      return watcher !== null ? ("files" as const) : ("poll" as const);
+    },
     changed: (since, ms) => signal.changed(since, ms),
     close: () => {
       watcher?.close();

@@ -10,6 +10,8 @@ export interface ChangeWake {
   readonly generation: number;
   /** True when change events arrive; false when only the caller's polling will notice changes. */
   readonly watching: boolean;
+  /** How changes arrive, for log lines: a file watch, LISTEN/NOTIFY, or only the caller's poll. */
+  readonly via: "files" | "listen" | "poll";
   /** Resolves when `generation` differs from `since`, or after `timeoutMs`, whichever is first. */
   changed(since: number, timeoutMs: number): Promise<void>;
   close(): void;
@@ -64,6 +66,7 @@ export function pollingOnly(): ChangeWake {
       return signal.generation;
     },
     watching: false,
+    via: "poll",
     changed: (since, ms) => signal.changed(since, ms),
     close: () => signal.close(),
   };

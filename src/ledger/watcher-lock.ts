@@ -10,6 +10,18 @@ export class LockHeldError extends Error {
   }
 }
 
+/**
+ * The lock was lost and another holder has it now (a PostgreSQL session dropped and another watcher of
+ * this host took the lock meanwhile): this watcher must stop, so that one host never runs two.
+ */
+export class WatcherLockLostError extends Error {
+  override readonly name = "WatcherLockLostError";
+  constructor(readonly path: string) {
+    // The other holder may also be this watcher's own old session, dropped on our side but not yet ended by the server.
+    super(`lost ${path}: the connection holding it dropped and another session (another li watch on this host) holds it now`);
+  }
+}
+
 export interface WatcherLock {
   /** How messages name the lock. */
   readonly path: string;

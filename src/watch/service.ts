@@ -2,6 +2,7 @@
 
 import type { Ledger } from "../ledger/ledger.ts";
 import type { ChangeWake } from "../ledger/wake.ts";
+import { WatcherLockLostError, type WatcherLock } from "../ledger/watcher-lock.ts";
 import { deliverOnce, type DeliverOptions } from "../notify/deliver.ts";
 import type { PassSummary } from "../notify/engine.ts";
 import { linkedFinalizer } from "../sweeps/linked.ts";
@@ -29,6 +30,8 @@ export interface WatchDeps {
   ledger: Ledger;
   /** Database-change wake-ups; `pollingOnly()` when files cannot be watched. */
   wake: ChangeWake;
+  /** This host's watcher lock, checked before every pass (a PostgreSQL session can drop and be taken over). */
+  lock?: WatcherLock;
   log: WatchLog;
   /** Aborted on SIGINT/SIGTERM: the work in flight finishes (bounded by the handler budget), nothing new starts. */
   signal: AbortSignal;
@@ -64,7 +67,8 @@ export interface WatchReport {
   errors: number;
   /** Of `errors`, those where the ledger itself could not be read or written (full, read-only…). */
   ledger_errors: number;
-  ended: "once" | "signal";
+  /** `lock_lost`: another watcher of this host took the lock while this one had lost it; this one stopped. */
+  ended: "once" | "signal" | "lock_lost";
 }
 
 /**
@@ -236,19 +240,35 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     }
   }
 
+  /** Whether this watcher still holds its host's lock; false skips the pass (the next wake-up or poll asks again). */
+  async function lockHeld(): Promise<boolean> {
+    try {
+      await deps.lock?.ensureHeld();
+      return true;
+    } catch (error) {
+      if (error instanceof WatcherLockLostError) {
+        report.ended = "lock_lost";
+        log({ action: "lock_lost", message: error.message });
+      } else fail("lock", error);
+      return false;
+    }
+  }
+
   let nextSweepAt = clockMs();
   for (;;) {
     if (signal.aborted) break;
     // Read before the work: a commit during the pass (including the pass's own) wakes the next one.
     const generation = wake.generation;
-    await replayPass();
-    if (clockMs() >= nextSweepAt) {
-      await sweepPass();
-      nextSweepAt = clockMs() + intervalMs;
-      if (signal.aborted) break;
-    }
-    await deliveryPass();
-    report.passes++;
+    if (await lockHeld()) {
+      await replayPass();
+      if (clockMs() >= nextSweepAt) {
+        await sweepPass();
+        nextSweepAt = clockMs() + intervalMs;
+        if (signal.aborted) break;
+      }
+      await deliveryPass();
+      report.passes++;
+    } else if (report.ended === "lock_lost") break;
     if (config.once) break;
     const waitMs = Math.max(0, Math.min(pollMs, nextSweepAt - clockMs()));
     await Promise.race([wake.changed(generation, waitMs), stopped]);

@@ -2,6 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { watchSqliteFile } from "../../src/ledger/sqlite/wake.ts";
 import { pollingOnly, type ChangeWake } from "../../src/ledger/wake.ts";
+import { WatcherLockLostError, type WatcherLock } from "../../src/ledger/watcher-lock.ts";
+import { LedgerUnavailableError } from "../../src/util/errors.ts";
 import type { LogEntry } from "../../src/watch/log.ts";
 import { onceExitCode, runWatch, type WatchConfig } from "../../src/watch/service.ts";
 import { tempLedger } from "../helpers/ledger.ts";
@@ -40,6 +42,9 @@ function counted(wake: ChangeWake): { wake: ChangeWake; waits: () => number } {
       get watching() {
         return wake.watching;
       },
+      get via() {
+        return wake.via;
+      },
       changed: (since, ms) => (waits++, wake.changed(since, ms)),
       close: () => wake.close(),
     },
@@ -69,6 +74,49 @@ describe("the watch loop", () => {
     expect(recorded(w.out).map((l) => l.split(" ").slice(1, 4).join(" "))).toEqual(["failed session s"]);
     expect(report).toMatchObject({ ended: "once", passes: 1, sweeps: 1, reaped: 1, delivered: 1, errors: 0 });
     expect(w.entries.map((e) => e.action)).toEqual(["reap", "deliver"]);
+  });
+
+  /** A watcher lock whose checks answer from `answers` in turn (undefined: held), counting them. */
+  function scriptedLock(answers: (Error | undefined)[]): WatcherLock & { checks: () => number } {
+    let checks = 0;
+    return {
+      path: "test lock",
+      ensureHeld: async () => {
+        const answer = answers[checks++];
+        if (answer) throw answer;
+      },
+      release: async () => {},
+      checks: () => checks,
+    };
+  }
+
+  test("a lock that cannot be checked (the ledger unreachable) skips that pass, logged; the next pass runs", async () => {
+    const w = world();
+    await standing(w.ledger, "h", [RECORD, w.out]);
+    await w.ledger.createEntity("session", { id: "s" });
+    await w.ledger.updateStatus("session", "s", { newStatus: "completed", reasonCode: "run.completed.ok" });
+    const lock = scriptedLock([new LedgerUnavailableError("postgres://db:5432/li", "connection refused", { unreachable: true })]);
+    const stop = new AbortController();
+    const running = runWatch({ ledger: w.ledger, wake: pollingOnly(), lock, log: w.log, signal: stop.signal, delivery: { hostId: HOST } }, config({ once: false, pollSeconds: 0.01 }));
+    await until("the notice", () => recorded(w.out).length === 1);
+    stop.abort();
+    const report = await running;
+    expect(w.entries[0]).toMatchObject({ action: "error", during: "lock" });
+    expect(report.errors).toBe(1);
+    expect(report.delivered).toBe(1);
+    expect(lock.checks()).toBeGreaterThanOrEqual(2);
+  });
+
+  test("a lock another watcher of this host took while this one had lost it stops the watcher before any work", async () => {
+    const w = world();
+    await standing(w.ledger, "h", [RECORD, w.out]);
+    await w.ledger.createEntity("session", { id: "s" });
+    await w.ledger.updateStatus("session", "s", { newStatus: "completed", reasonCode: "run.completed.ok" });
+    const lock = scriptedLock([new WatcherLockLostError("test lock")]);
+    const report = await runWatch({ ledger: w.ledger, wake: pollingOnly(), lock, log: w.log, signal: new AbortController().signal, delivery: { hostId: HOST } }, config({ once: false, pollSeconds: 3600 }));
+    expect(report).toMatchObject({ ended: "lock_lost", passes: 0, sweeps: 0, delivered: 0 });
+    expect(w.entries.map((e) => e.action)).toEqual(["lock_lost"]);
+    expect(recorded(w.out)).toEqual([]);
   });
 
   test("without a prune setting nothing is ever deleted; with one, old terminal sessions go", async () => {

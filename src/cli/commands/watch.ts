@@ -4,7 +4,7 @@ import { pollingOnly, wakeUpsDisabled } from "../../ledger/wake.ts";
 import { handlerHost } from "../../notify/host.ts";
 import { loadSettings } from "../../settings/settings.ts";
 import { parseDuration, parsePositiveNumber } from "../../util/duration.ts";
-import { UsageError } from "../../util/errors.ts";
+import { ExitCode, UsageError } from "../../util/errors.ts";
 import { acquireWatchLock, WatcherAlreadyRunningError, type WatcherLock } from "../../watch/lock.ts";
 import { createLog, LOG_FORMATS, type LogFormat } from "../../watch/log.ts";
 import { onceExitCode, runWatch, type WatchConfig } from "../../watch/service.ts";
@@ -83,16 +83,18 @@ export default command({
           host,
           pid: process.pid,
           once: config.once,
-          wake: wake.watching ? "files" : "poll",
+          wake: wake.via,
           sweep_interval: config.sweepIntervalSeconds,
           phantom_grace: config.phantomGraceSeconds,
           phantom_hours: config.phantomHours,
           prune_keep_days: config.pruneKeepDays,
         });
-        const report = await runWatch({ ledger, wake, log, signal: stop.signal, delivery: { liHome: paths.home }, runsRoot: paths.runsRoot, spoolDir: spoolDirOf(paths.home), ...(pruneProgress ? { pruneProgress } : {}) }, config);
+        const report = await runWatch({ ledger, wake, lock, log, signal: stop.signal, delivery: { liHome: paths.home }, runsRoot: paths.runsRoot, spoolDir: spoolDirOf(paths.home), ...(pruneProgress ? { pruneProgress } : {}) }, config);
         log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, removed_run_dirs: report.removed_run_dirs, replayed: report.replayed, errors: report.errors });
         // For cron: a pass that logged errors is not a success (the long-running watcher logs and goes on).
         if (config.once) return onceExitCode(report);
+        // Another watcher of this host runs now: this one stopped so that one host never runs two.
+        if (report.ended === "lock_lost") return ExitCode.failure;
       } finally {
         wake.close();
       }

@@ -6,8 +6,8 @@
 
 import type { SQL } from "bun";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import { LedgerUnavailableError } from "../../util/errors.ts";
-import { pollingOnly, type ChangeWake } from "../wake.ts";
+import type { LedgerUnavailableError } from "../../util/errors.ts";
+import type { ChangeWake } from "../wake.ts";
 import type { WatcherLock } from "../watcher-lock.ts";
 import type { Backend, Tx } from "../backend.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegDirs, LegPatch, LegRow, MessageRow, RunningSession, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, SweepGuardRow, TransitionRow } from "../rows.ts";
@@ -20,7 +20,8 @@ import * as pgSweeps from "./sweeps.ts";
 import { LOCK_NAMESPACE } from "./migrate.ts";
 import { PgNotifyStore } from "./notify.ts";
 import { PgReads } from "./reads.ts";
-import { listenForKillRequest } from "./wake.ts";
+import { listenForChanges, listenForKillRequest } from "./wake.ts";
+import { holdPgWatcherLock } from "./watch-lock.ts";
 import { num } from "./row-numbers.ts";
 
 /** The statements of the sweeps (sweeps.ts, the twin of sqlite/sweeps.ts). */
@@ -171,14 +172,19 @@ export class PgBackend implements Backend {
     return this.conn.ledgerError(error);
   }
 
-  /** Polling only until LISTEN (wake.ts) plugs in here: `watching` is false, so waiters lean on their safety poll. */
+  /** LISTEN li_changes (wake.ts): moves on every commit of a history row or registration, and on every (re)connect. */
   async wake(): Promise<ChangeWake> {
-    return pollingOnly();
+    return listenForChanges(this.conn.pool(), this.conn.schema);
   }
 
-  /** Refused (78) until the advisory lock (watch-lock.ts) plugs in here: `li watch` does not run on PostgreSQL yet. */
-  lockWatcher(_hostId: string): Promise<WatcherLock> {
-    return Promise.reject(new LedgerUnavailableError(this.conn.name, "li watch (its per-host lock) is not available on PostgreSQL in this build of li yet"));
+  /** The per-host advisory lock on a reserved connection (watch-lock.ts); its failures are named as the ledger's. */
+  async lockWatcher(hostId: string): Promise<WatcherLock> {
+    const lock = await this.conn.run((sql) => holdPgWatcherLock(sql, this.conn.schema, hostId, this.conn.name));
+    return {
+      path: lock.path,
+      ensureHeld: () => lock.ensureHeld().catch((error: unknown) => Promise.reject(this.conn.fault(error))),
+      release: () => lock.release(),
+    };
   }
 
   close(): void {

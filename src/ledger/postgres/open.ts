@@ -8,7 +8,7 @@ import { PgBackend } from "./backend.ts";
 import { PgConnection } from "./connection.ts";
 import { resolvePgTarget } from "./options.ts";
 import { PgReads } from "./reads.ts";
-import { pollingOnly } from "../wake.ts";
+import { listenForChanges } from "./wake.ts";
 
 export function openPgLedger(url: string, options: LedgerOptions & { create: boolean }): Ledger {
   const { create, ...ledgerOptions } = options;
@@ -20,6 +20,5 @@ export function openPgLedger(url: string, options: LedgerOptions & { create: boo
 /** The read path: a missing li schema is "nothing recorded yet" (exit 2) and is not created (§16). */
 export function openPgReads(url: string): OpenedReads {
   const conn = new PgConnection(resolvePgTarget(url), { create: false, max: 2 });
-  // Polling only until LISTEN (wake.ts) plugs in: waiters lean on their safety poll.
-  return { reads: new PgReads((fn) => conn.run(fn)), wake: async () => pollingOnly(), now: () => conn.clock.now(), close: () => conn.close() };
+  return { reads: new PgReads((fn) => conn.run(fn)), wake: async () => listenForChanges(conn.pool(), conn.schema), now: () => conn.clock.now(), close: () => conn.close() };
 }

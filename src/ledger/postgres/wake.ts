@@ -55,6 +55,7 @@ function subscribe(client: Client, channel: string, schema: string, handlers: { 
 export function listenForChanges(client: Client, schema: string): ChangeWake {
   const signal = new ChangeSignal();
   let listening = false;
+  let failed = false;
   const unsubscribe = subscribe(client, CHANGES_CHANNEL, schema, {
     onNotice: () => signal.bump(),
     onSubscribed: () => {
@@ -63,6 +64,7 @@ export function listenForChanges(client: Client, schema: string): ChangeWake {
     },
     onFailed: () => {
       listening = false;
+      failed = true;
     },
   });
   return {
@@ -71,6 +73,10 @@ export function listenForChanges(client: Client, schema: string): ChangeWake {
     },
     get watching() {
       return listening;
+    },
+    // Until the server acknowledges the LISTEN (or when it cannot be made) only the caller's poll notices changes.
+    get via() {
+      return failed ? ("poll" as const) : ("listen" as const);
     },
     changed: (since, ms) => signal.changed(since, ms),
     close: () => {

@@ -6,33 +6,12 @@
 // it again when nobody else did, and refuses to go on when another watcher on this host did.
 
 import type { ReservedSQL, SQL } from "bun";
-import { LockHeldError } from "../watcher-lock.ts";
+import { LockHeldError, WatcherLockLostError, type WatcherLock } from "../watcher-lock.ts";
 import { LOCK_NAMESPACE } from "./migrate.ts";
 
 /** The advisory lock's text key: the seq lock is `<schema>:seq`, the migrator's the schema alone. */
 export function watcherLockKey(schema: string, hostId: string): string {
   return `${schema}:watch:${hostId}`;
-}
-
-/** Another watcher took this host's lock while this one had lost its session: this one must stop. */
-export class WatcherLockLostError extends Error {
-  override readonly name = "WatcherLockLostError";
-  constructor(readonly path: string) {
-    // The other session may also be this watcher's own, dropped on our side but not yet ended by the server.
-    super(`lost ${path}: the connection holding it dropped and another session (another li watch on this host) holds it now`);
-  }
-}
-
-export interface PgWatcherLock {
-  /** How messages name the lock: the ledger, the schema and the host id (never a password). */
-  readonly path: string;
-  /**
-   * Resolves when the lock is held: at once while its session lives; after taking it again when the
-   * session dropped and nobody else took it. Throws WatcherLockLostError when another watcher holds it
-   * now, or the server's error when it cannot be reached (the pass would fail anyway; the next call tries again).
-   */
-  ensureHeld(): Promise<void>;
-  release(): Promise<void>;
 }
 
 /** Tries the lock on a fresh reserved connection: the connection when taken, null when another session holds it. */
@@ -53,7 +32,7 @@ async function tryLock(sql: SQL, key: string): Promise<ReservedSQL | null> {
  * Takes the watcher lock of host `hostId` on `schema`, or throws LockHeldError at once when another
  * session holds it. `ledgerName` is the ledger as messages name it (postgres://HOST:PORT/DATABASE).
  */
-export async function holdPgWatcherLock(sql: SQL, schema: string, hostId: string, ledgerName: string): Promise<PgWatcherLock> {
+export async function holdPgWatcherLock(sql: SQL, schema: string, hostId: string, ledgerName: string): Promise<WatcherLock> {
   const key = watcherLockKey(schema, hostId);
   const path = `${ledgerName} (advisory lock ${key})`;
   let holder = await tryLock(sql, key);

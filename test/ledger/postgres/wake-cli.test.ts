@@ -1,71 +1,156 @@
-// Wake-ups on a PostgreSQL ledger end to end through dist/li (SPEC §14, issue 11 items 5 and 6): a leg
-// learns a kill request recorded on it by LISTEN, long before its next heartbeat.
+// Wake-ups and the watcher lock on a PostgreSQL ledger, end to end through dist/li (SPEC §14, issue 11
+// items 5 and 6): `li wait` wakes by LISTEN/NOTIFY (its poll an hour away), keeps waiting through a
+// server restart and sees a completion committed while it was disconnected; one `li watch` per host id.
 
-import { afterEach, expect, test } from "bun:test";
-import { li, type LiResult } from "../../helpers/cli.ts";
-import { fixture } from "../../helpers/fixtures.ts";
+import { afterAll, afterEach, expect, test } from "bun:test";
+import type { Subprocess } from "bun";
+import { openLedger } from "../../../src/ledger/open.ts";
+import { resolvePaths } from "../../../src/ledger/location.ts";
+import type { Ledger } from "../../../src/ledger/ledger.ts";
+import { LI_BINARY, liEnv } from "../../helpers/cli.ts";
 import { tempDir } from "../../helpers/ledger.ts";
-import { asSuperuser, describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
-import { isAlive, signalPid, until, untilGone, validPid } from "../../helpers/until.ts";
+import { asSuperuser, describePostgres, restartPostgresServer, usePostgresDatabase } from "../../helpers/postgres.ts";
+import { NeverHappens, until } from "../../helpers/until.ts";
+import { startWait } from "../../wait/seed.ts";
 
-/** Processes a test left running: killed whatever the outcome. */
-const leftRunning: Array<{ pid: number; group: boolean }> = [];
-afterEach(() => {
-  for (const { pid, group } of leftRunning.splice(0)) {
-    try {
-      if (isAlive(pid)) signalPid(pid, "SIGKILL", { group, what: "a process the test left running" });
-    } catch {
-      // Gone meanwhile (signalPid re-validates it).
-    }
+const spawned: Subprocess[] = [];
+afterEach(async () => {
+  for (const proc of spawned.splice(0)) {
+    proc.kill("SIGKILL");
+    await proc.exited;
   }
 });
 
-describePostgres("wake-ups on PostgreSQL, through the binary (§14)", () => {
+describePostgres("wake-ups and the watcher lock on PostgreSQL, through the binary (§14)", () => {
   const db = usePostgresDatabase();
+  const ledgers: Ledger[] = [];
+  afterAll(() => {
+    for (const l of ledgers.splice(0)) l.close();
+  });
   let schemas = 0;
 
-  /** A home whose ledger is its own schema of this file's database; `sql` runs as the superuser in that schema. */
-  function pgHome(env: Record<string, string> = {}) {
+  /**
+   * A home whose ledger is its own schema of this file's database. li runs as `role` (default the
+   * superuser); the test writes through an in-process ledger as the superuser.
+   */
+  function pgHome(role?: string) {
     const home = tempDir("li-pg-wake-");
     const schema = `wake_${process.pid}_${++schemas}`;
-    const ledgerEnv = { LI_DB: db.url, LI_PG_SCHEMA: schema, ...env };
-    return {
-      home,
-      run: (args: string[], more: Record<string, string> = {}): Promise<LiResult> => li(args, { home, env: { ...ledgerEnv, ...more } }),
-      sql: <T = Record<string, unknown>>(query: string, params: unknown[] = []): Promise<T[]> =>
-        asSuperuser(async (sql) => {
-          await sql.unsafe(`SET search_path TO "${schema}"`);
-          return [...(await sql.unsafe(query, params as never[]))] as T[];
-        }, db.name),
-    };
+    const url = role ? db.url.replace("postgres@", `${role}@`) : db.url;
+    const env = { LI_DB: url, LI_PG_SCHEMA: schema };
+    // The URL names the schema: resolvePaths hands the URL on, and the environment it reads LI_PG_SCHEMA from is this process's.
+    const ledger = openLedger(resolvePaths({ env: { LI_HOME: home, LI_DB: `${db.url}&search_path=${schema}` } }), { create: true });
+    ledgers.push(ledger);
+    /** Sessions of this database whose last statement was a LISTEN (or anything matching `like`). */
+    const sessionsDoing = (like: string, user = role ?? "postgres") =>
+      asSuperuser(async (sql) => {
+        const [row] = await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${db.name} AND usename = ${user} AND query ILIKE ${like}`;
+        return row.n as number;
+      });
+    return { home, schema, env, ledger, sessionsDoing };
   }
 
-  test("a kill request recorded on a leg stops it through LISTEN, with its heartbeat an hour away: cancelled/manual_kill, the command gone", async () => {
-    const h = pgHome({ LI_HOST_ID: "host-a", LI_TEST_HEARTBEAT_SECONDS: "3600" });
-    const started = await h.run(["agent", "--detach", "--", fixture("forever")]);
-    expect(started.code).toBe(0);
-    const id = started.stdout.trim();
-    const leg = await until(`the command markers of session ${id}`, async () => {
-      const [row] = await h.sql<{ pid: number; command_pid: number | null }>("SELECT pid, command_pid FROM legs WHERE session_id = $1", [id]);
-      return row?.command_pid != null ? row : null;
-    });
-    const supervisor = validPid(Number(leg.pid), "the supervisor");
-    const command = validPid(Number(leg.command_pid), "the command");
-    leftRunning.push({ pid: command, group: true }, { pid: supervisor, group: false });
-    // The supervisor subscribes once its leg is set up: wait for its LISTEN, so the notice has a listener.
-    await until("the supervisor's LISTEN li_kill", async () => {
-      const rows = await h.sql<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%li_kill%'");
-      return rows[0]!.n > 0;
-    });
+  /** A role li can log in as, with what a ledger owner needs on this database. */
+  async function loginRole(): Promise<string> {
+    const role = `lw_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
+    await asSuperuser((sql) => sql.unsafe(`CREATE ROLE ${role} LOGIN`));
+    await asSuperuser((sql) => sql.unsafe(`GRANT ALL ON DATABASE "${db.name}" TO ${role}`));
+    return role;
+  }
 
-    // What li kill on another host records (no signal reaches this supervisor).
-    await h.sql("UPDATE legs SET kill_requested_at = extract(epoch from clock_timestamp()) WHERE session_id = $1", [id]);
-    const ended = await until(`session ${id} to end`, async () => {
-      const [row] = await h.sql<{ status: string; status_reason_code: string }>("SELECT status, status_reason_code FROM sessions WHERE id = $1", [id]);
-      return row && row.status !== "running" ? row : null;
+  const complete = (ledger: Ledger, id: string) => ledger.updateStatus("invocation", id, { newStatus: "completed", reasonCode: "run.completed.ok" });
+
+  test("li wait on a running target wakes on its completion by NOTIFY: the safety poll is an hour away", async () => {
+    const h = pgHome();
+    await h.ledger.createEntity("invocation", { id: "job" });
+    const wait = startWait(["--interval", "1h", "job"], h.home, h.env);
+    spawned.push(wait.proc);
+    await until("li wait's LISTEN", async () => (await h.sessionsDoing("LISTEN%li_changes%")) > 0);
+    await complete(h.ledger, "job");
+    const [line] = await wait.lines(1);
+    expect(line).toStartWith("job\tstatus=completed\treason=run.completed.ok");
+    expect((await wait.done()).code).toBe(0);
+  }, 60_000);
+
+  test("the server restarted while li wait runs: it keeps waiting, reconnects, and sees a completion committed while it was disconnected", async () => {
+    const role = await loginRole();
+    const h = pgHome(role);
+    await h.ledger.createEntity("invocation", { id: "job" });
+    // li wait only reads: the everyday role's grants (docs/postgres.md) are more than it needs.
+    await asSuperuser(async (sql) => {
+      await sql.unsafe(`GRANT USAGE ON SCHEMA "${h.schema}" TO ${role}`);
+      await sql.unsafe(`GRANT SELECT ON ALL TABLES IN SCHEMA "${h.schema}" TO ${role}`);
+    }, db.name);
+    const wait = startWait(["--interval", "1h", "job"], h.home, h.env);
+    spawned.push(wait.proc);
+    await until("li wait's LISTEN", async () => (await h.sessionsDoing("LISTEN%li_changes%")) > 0);
+
+    // li's role may not log in from just before the restart until after the completion commits: the
+    // completion is certainly committed while li wait is disconnected, and only a re-query on its
+    // reconnect (not a notice, not the hour-long poll) can show it.
+    await asSuperuser((sql) => sql.unsafe(`ALTER ROLE ${role} NOLOGIN`));
+    try {
+      await restartPostgresServer();
+      // The test's own pool lost its connections too: its first statement may meet one the server ended.
+      await until("the completion to commit", async () => (await complete(h.ledger, "job"), true));
+      expect(await h.sessionsDoing("%")).toBe(0);
+      expect(wait.seen()).toEqual([]);
+    } finally {
+      await asSuperuser((sql) => sql.unsafe(`ALTER ROLE ${role} LOGIN`));
+    }
+    const [line] = await wait.lines(1, 30_000);
+    expect(line).toStartWith("job\tstatus=completed\treason=run.completed.ok");
+    expect((await wait.done()).code).toBe(0);
+  }, 60_000);
+
+  /** Starts `li watch` as host `hostId`; resolves with the process once it logged its start. */
+  async function startWatch(h: ReturnType<typeof pgHome>, hostId: string) {
+    const proc = Bun.spawn([LI_BINARY, "watch", "--log-format", "json"], { env: liEnv(h.home, { ...h.env, LI_HOST_ID: hostId }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    spawned.push(proc);
+    const lines: string[] = [];
+    let ended = false;
+    void (async () => {
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for await (const chunk of proc.stdout) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let nl: number;
+        while ((nl = buffer.indexOf("\n")) >= 0) {
+          lines.push(buffer.slice(0, nl));
+          buffer = buffer.slice(nl + 1);
+        }
+      }
+      ended = true;
+    })();
+    const start = await until(`li watch on ${hostId} to start`, () => {
+      const found = lines.find((l) => l.includes('"action":"start"'));
+      if (found) return JSON.parse(found) as Record<string, unknown>;
+      if (ended) throw new NeverHappens(`li watch on ${hostId} ended: ${lines.join("\n")}`);
+      return null;
     });
-    expect(ended).toEqual({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
-    await untilGone(command, "the command to be gone");
-    await untilGone(supervisor, "the supervisor to be gone");
-  });
+    return { proc, start, lines };
+  }
+
+  test("one li watch per host id on one database: a second on the same host is refused (exit 1), another host's runs beside it", async () => {
+    const h = pgHome();
+    const a = await startWatch(h, "host-a");
+    expect(a.start).toMatchObject({ action: "start", wake: "listen" });
+    const second = Bun.spawnSync([LI_BINARY, "watch"], { env: liEnv(h.home, { ...h.env, LI_HOST_ID: "host-a" }), stdout: "pipe", stderr: "pipe" });
+    expect(second.exitCode).toBe(1);
+    expect(second.stderr.toString()).toContain("another li watch already runs for this ledger on this host");
+    expect(second.stderr.toString()).toContain(`${h.schema}:watch:host-a`);
+    const b = await startWatch(h, "host-b");
+    // Both hold their host's lock, each on a session of its own.
+    const held = await asSuperuser(
+      (sql) => sql`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid IN (hashtext(${`${h.schema}:watch:host-a`})::oid, hashtext(${`${h.schema}:watch:host-b`})::oid)`,
+    );
+    expect(held[0].n).toBe(2);
+    expect(a.proc.exitCode).toBeNull();
+    expect(b.proc.exitCode).toBeNull();
+    // A stopped watcher's lock is free at once: the next watcher of that host starts.
+    a.proc.kill("SIGTERM");
+    expect(await a.proc.exited).toBe(0);
+    const again = await startWatch(h, "host-a");
+    expect(again.proc.exitCode).toBeNull();
+  }, 60_000);
 });

@@ -9,8 +9,8 @@ import { connectPg, type PgClient } from "../../../src/ledger/postgres/client.ts
 import { migratePg } from "../../../src/ledger/postgres/migrate.ts";
 import { resolvePgTarget } from "../../../src/ledger/postgres/options.ts";
 import { listenForChanges, listenForKillRequest, noticeFor } from "../../../src/ledger/postgres/wake.ts";
-import { holdPgWatcherLock, WatcherLockLostError } from "../../../src/ledger/postgres/watch-lock.ts";
-import { LockHeldError } from "../../../src/ledger/watcher-lock.ts";
+import { holdPgWatcherLock } from "../../../src/ledger/postgres/watch-lock.ts";
+import { LockHeldError, WatcherLockLostError } from "../../../src/ledger/watcher-lock.ts";
 import { asSuperuser, describePostgres, restartPostgresServer, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { until } from "../../helpers/until.ts";
 
