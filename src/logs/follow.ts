@@ -2,10 +2,11 @@
 // starts one — until the session is terminal. Wakes on a change of the stream file or of the ledger (the
 // same wake-up module as `li wait`), with the safety poll behind both. A service: output goes to `sink`.
 
-import type { BranchRow, LegRow } from "../ledger/rows.ts";
+import type { BranchRow, EntityRow, LegRow } from "../ledger/rows.ts";
 import type { LedgerReads } from "../ledger/reads.ts";
 import type { ChangeWake } from "../ledger/wake.ts";
 import { isTerminal } from "../lifecycle/policy.ts";
+import { LedgerUnavailableError } from "../util/errors.ts";
 import { streamFiles } from "./locate.ts";
 import { LogFileError, StreamReader } from "./read.ts";
 
@@ -62,31 +63,44 @@ export async function followSession(o: FollowOptions): Promise<FollowEnd> {
   };
   const ledgerWake = await o.armLedger();
   let fileWake = armFor(leg);
+  let outage = false;
   try {
     for (;;) {
       const seenLedger = ledgerWake.generation;
       const seenFile = fileWake.generation;
       reader ??= tryOpen(leg);
       reader?.drain(o.sink);
-      const row = await o.reads.entityRow("session", o.sessionId);
-      if (!row || isTerminal("session", row.status)) {
+      // undefined: the ledger did not answer this time.
+      let row: EntityRow | null | undefined;
+      let next: LegRow | undefined;
+      try {
+        row = await o.reads.entityRow("session", o.sessionId);
+        const currentLegId = typeof row?.current_leg_id === "string" ? row.current_leg_id : null;
+        if (row && !isTerminal("session", row.status) && currentLegId !== null && currentLegId !== leg.id) {
+          next = (await o.reads.legsOf(o.sessionId)).find((l) => l.id === currentLegId);
+        }
+        outage = false;
+      } catch (error) {
+        // A ledger that stopped answering (a server restarting) is waited for: the stream file still wakes us.
+        if (!(error instanceof LedgerUnavailableError) || !error.unreachable) throw error;
+        if (!outage) o.onProblem(`${error.message}; still following (looking again when it answers)`);
+        outage = true;
+        row = undefined;
+      }
+      if (row === null || (row && isTerminal("session", row.status))) {
         // The leg closes its stream before its final write: what is there now is all there is.
         reader?.drain(o.sink);
         return "done";
       }
-      const currentLegId = typeof row.current_leg_id === "string" ? row.current_leg_id : null;
-      if (currentLegId !== null && currentLegId !== leg.id) {
-        const next = (await o.reads.legsOf(o.sessionId)).find((l) => l.id === currentLegId);
-        if (next) {
-          reader?.drain(o.sink);
-          reader?.close();
-          reader = null;
-          leg = next;
-          o.onLeg(leg);
-          fileWake.close();
-          fileWake = armFor(leg);
-          continue;
-        }
+      if (next) {
+        reader?.drain(o.sink);
+        reader?.close();
+        reader = null;
+        leg = next;
+        o.onLeg(leg);
+        fileWake.close();
+        fileWake = armFor(leg);
+        continue;
       }
       if (o.signal.aborted) return "interrupted";
       await Promise.race([ledgerWake.changed(seenLedger, o.intervalMs), fileWake.changed(seenFile, o.intervalMs), aborted]);

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import type { LedgerReads } from "../../src/ledger/reads.ts";
 import { pollingOnly } from "../../src/ledger/wake.ts";
 import { LedgerUnavailableError } from "../../src/util/errors.ts";
 import { resolveTargets, waitExitCode, waitForTerminal } from "../../src/wait/waiter.ts";
 import type { WaitOutcome } from "../../src/wait/line.ts";
+import { failingWhile } from "../helpers/failing-reads.ts";
 import { tempLedger, type TempLedger } from "../helpers/ledger.ts";
 import { until } from "../helpers/until.ts";
 import { seedSession } from "./seed.ts";
@@ -68,29 +68,18 @@ describe("waitForTerminal", () => {
     expect(r.end).toBe("timed_out");
   });
 
-  /** `reads`, failing every read with `error` while `down()` says so (a ledger server restarting). */
-  const failingWhile = (reads: LedgerReads, down: () => boolean, error: Error): LedgerReads =>
-    new Proxy(reads, {
-      get(target, key, receiver) {
-        const value = Reflect.get(target, key, receiver);
-        if (typeof value !== "function") return value;
-        return (...args: unknown[]) => (down() ? Promise.reject(error) : value.apply(target, args));
-      },
-    });
-
   test("a ledger that stops answering while a target runs is waited for: said once, and the outcome is seen when it answers again", async () => {
     const t = tempLedger();
     open.push(t);
     const s = await seedSession(t.ledger);
     let down = false;
-    let looks = 0;
-    const reads = failingWhile(t.ledger.backend.reads, () => down && ++looks > 0, new LedgerUnavailableError("postgres://db:5432/li", "connection closed", { unreachable: true }));
+    const { reads, failures } = failingWhile(t.ledger.backend.reads, () => down, new LedgerUnavailableError("postgres://db:5432/li", "connection closed", { unreachable: true }));
     const said: string[] = [];
     const seen: WaitOutcome[] = [];
     const pending = waitForTerminal({ reads, targets: [{ kind: "session", id: s.id, input: s.id }], arm: pollingOnly, intervalMs: 5, onUnreachable: (e) => said.push(e.reason), onResult: (o) => seen.push(o) });
     down = true;
     // Several failed looks, one note.
-    await until("several failed looks", () => looks >= 5);
+    await until("several failed looks", () => failures() >= 5);
     await t.ledger.transition("session", s.id, { newStatus: "completed", reasonCode: "run.completed.ok", source: "executor" });
     down = false;
     expect((await pending).end).toBe("done");
@@ -103,7 +92,7 @@ describe("waitForTerminal", () => {
     open.push(t);
     const s = await seedSession(t.ledger);
     let down = false;
-    const reads = failingWhile(t.ledger.backend.reads, () => down, new LedgerUnavailableError("/x/state.db", "read-only"));
+    const { reads } = failingWhile(t.ledger.backend.reads, () => down, new LedgerUnavailableError("/x/state.db", "read-only"));
     const pending = waitForTerminal({ reads, targets: [{ kind: "session", id: s.id, input: s.id }], arm: pollingOnly, intervalMs: 5, onResult: () => {} });
     down = true;
     expect(await pending.catch((e: LedgerUnavailableError) => e.reason)).toBe("read-only");
