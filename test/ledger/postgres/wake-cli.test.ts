@@ -7,10 +7,12 @@ import type { Subprocess } from "bun";
 import { openLedger } from "../../../src/ledger/open.ts";
 import { resolvePaths } from "../../../src/ledger/location.ts";
 import type { Ledger } from "../../../src/ledger/ledger.ts";
-import { LI_BINARY, liEnv } from "../../helpers/cli.ts";
+import { join } from "node:path";
+import { li, LI_BINARY, liEnv } from "../../helpers/cli.ts";
 import { tempDir } from "../../helpers/ledger.ts";
 import { asSuperuser, describePostgres, restartPostgresServer, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { NeverHappens, until } from "../../helpers/until.ts";
+import { RECORD, recorded, standing } from "../../notify/helpers.ts";
 import { startWait } from "../../wait/seed.ts";
 
 const spawned: Subprocess[] = [];
@@ -130,6 +132,44 @@ describePostgres("wake-ups and the watcher lock on PostgreSQL, through the binar
     });
     return { proc, start, lines };
   }
+
+  test("the server restarted while li watch runs: it keeps running, takes its lock again and delivers a completion committed while it was disconnected, once", async () => {
+    const role = await loginRole();
+    const h = pgHome(role);
+    const asHost = { ...h.env, LI_HOST_ID: "host-w" };
+    // li's role creates and owns the schema, as in a real deployment; the test then writes as the superuser.
+    const first = await li(["watch", "--once"], { home: h.home, env: asHost });
+    expect(first.code).toBe(0);
+    const out = join(h.home, "notices");
+    await standing(h.ledger, "rec", [RECORD, out], { host: "host-w" });
+    await h.ledger.createEntity("invocation", { id: "job" });
+    const w = await startWatch(h, "host-w");
+    expect(w.start).toMatchObject({ wake: "listen" });
+    await until("li watch's LISTEN", async () => (await h.sessionsDoing("LISTEN%li_changes%")) > 0);
+
+    await asSuperuser((sql) => sql.unsafe(`ALTER ROLE ${role} NOLOGIN`));
+    try {
+      await restartPostgresServer();
+      await until("the completion to commit", async () => (await complete(h.ledger, "job"), true));
+      expect(await h.sessionsDoing("%")).toBe(0);
+      expect(recorded(out)).toEqual([]);
+    } finally {
+      await asSuperuser((sql) => sql.unsafe(`ALTER ROLE ${role} LOGIN`));
+    }
+    await until("the notice of the completion", () => recorded(out).length === 1, { timeoutMs: 30_000 });
+    expect(recorded(out)[0]).toContain("completed invocation job");
+    // Still this host's one watcher: its lock taken again on a new session, the process running.
+    const held = await asSuperuser(
+      (sql) => sql`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                   WHERE l.locktype = 'advisory' AND l.granted AND a.usename = ${role} AND l.objid = hashtext(${`${h.schema}:watch:host-w`})::oid`,
+    );
+    expect(held[0].n).toBe(1);
+    expect(w.proc.exitCode).toBeNull();
+    expect(w.lines.some((l) => l.includes('"action":"lock_lost"'))).toBe(false);
+    w.proc.kill("SIGTERM");
+    expect(await w.proc.exited).toBe(0);
+    expect(recorded(out)).toHaveLength(1);
+  }, 90_000);
 
   test("one li watch per host id on one database: a second on the same host is refused (exit 1), another host's runs beside it", async () => {
     const h = pgHome();
