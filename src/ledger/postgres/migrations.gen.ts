@@ -101,5 +101,15 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "ALTER TABLE \"legs\" ALTER COLUMN \"state_root\" TYPE text COLLATE \"C\";",
       "ALTER TABLE \"legs\" ALTER COLUMN \"artifact_root\" TYPE text COLLATE \"C\";"
     ]
+  },
+  {
+    "name": "0005_notify_per_statement",
+    "hash": "da7e8e55afd8f236eb4740cb9e05ee4ee148c5b43051b2658829ab8a570c2abe",
+    "statements": [
+      "-- PostgreSQL only. The registration notices of 0002_notify_triggers fire once per statement instead of\n-- once per row: a bulk insert of registrations paid a plpgsql call per row (~9 µs each) for notices the\n-- server folds into one anyway. A statement that changes no row may now notify: a spurious wake-up\n-- costs a waiter one re-check, a missing one would cost it the safety poll.\nDROP TRIGGER terminal_callbacks_notify ON terminal_callbacks;",
+      "DROP TRIGGER consumers_notify ON consumers;",
+      "CREATE TRIGGER terminal_callbacks_notify AFTER INSERT OR UPDATE OF enabled, retired_at, leg_id ON terminal_callbacks\n  FOR EACH STATEMENT EXECUTE FUNCTION li_notify_registrations();",
+      "CREATE TRIGGER consumers_notify AFTER INSERT OR UPDATE OF retired_at ON consumers\n  FOR EACH STATEMENT EXECUTE FUNCTION li_notify_registrations();"
+    ]
   }
 ];

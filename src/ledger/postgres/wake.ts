@@ -1,13 +1,13 @@
-// Wake-ups on a PostgreSQL ledger by LISTEN (SPEC §14): the triggers of migration 0002_notify_triggers
-// NOTIFY at commit on every history row, registration and kill request, naming the schema. Bun's
-// `sql.listen` keeps one dedicated connection and re-subscribes after it drops, but a notice sent
-// while it was down is lost (STACK.md): so every (re)subscription counts as a change too, and the
-// waiter re-queries. The caller's interval poll stays the safety net either way.
+// Wake-ups on a PostgreSQL ledger by LISTEN (SPEC §14): the triggers of migrations 0002_notify_triggers
+// and 0005_notify_per_statement NOTIFY at commit on every history row, registration and kill request,
+// naming the schema. Bun's `sql.listen` keeps one dedicated connection and re-subscribes after it drops,
+// but a notice sent while it was down is lost (STACK.md): so every (re)subscription counts as a change
+// too, and the waiter re-queries. The caller's interval poll stays the safety net either way.
 
 import type { SQL } from "bun";
 import { ChangeSignal, type ChangeWake } from "../wake.ts";
 
-/** The channels the triggers notify on (drizzle/postgres/0002_notify_triggers.sql). */
+/** The channels the triggers notify on (drizzle/postgres/0002_notify_triggers.sql, 0005_notify_per_statement.sql). */
 export const CHANGES_CHANNEL = "li_changes";
 export const KILL_CHANNEL = "li_kill";
 
