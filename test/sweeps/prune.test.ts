@@ -3,6 +3,7 @@ import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import type { SqliteBackend } from "../../src/ledger/sqlite/backend.ts";
 import { prune, pruneLine } from "../../src/sweeps/prune.ts";
+import { addConsumer as registerConsumer, listOwed } from "../../src/notify/consumers.ts";
 import { PRUNE_BATCH_STATEMENTS, type PruneStatement } from "../../src/ledger/rules/prune.ts";
 import { describeSqliteOnly, testSqliteOnly } from "../helpers/backends.ts";
 import { fakeClock, rowsOf, tempLedger } from "../helpers/ledger.ts";
@@ -152,6 +153,24 @@ describe("li state prune", () => {
     expect(await countsFor(ledger, "a")).toEqual(before.a);
     expect(await countsFor(ledger, "b")).toEqual(before.b);
     expect((await query(ledger, "SELECT * FROM admin_events WHERE event_type = 'prune'")).length).toBe(0);
+  });
+
+  test("a seq is never handed out again after the newest history is pruned: a consumer at watermark N is owed the next event (SPEC §9)", async () => {
+    const { ledger } = setup();
+    await fullSession(ledger, "recent", { updatedAt: NOW - 2 * DAY });
+    await fullSession(ledger, "old");
+    // Registered now: its watermark N is the highest seq, which belongs to the old session's history.
+    const { watermark } = await registerConsumer(ledger, "audit");
+    expect((await terminalEventOf(ledger, "old")).seq).toBe(watermark);
+    const summary = await prune.runOnce(ledger, NOW, prune.validate({}));
+    expect(summary.sessions).toBe(1);
+    // The precondition: the newest history is gone, so MAX(seq) alone would hand out a seq ≤ N.
+    expect((await query<{ m: number }>(ledger, "SELECT MAX(seq) AS m FROM status_transitions"))[0]!.m).toBeLessThan(watermark);
+
+    await fullSession(ledger, "new", { updatedAt: NOW });
+    const event = await terminalEventOf(ledger, "new");
+    expect(event.seq).toBeGreaterThan(watermark);
+    expect((await listOwed(ledger, "audit")).map((row) => row.id)).toEqual([event.id]);
   });
 
   test("bad options are usage errors naming the flag", () => {

@@ -23,6 +23,9 @@ import { PgReads } from "./reads.ts";
 import { listenForChanges, listenForKillRequest } from "./wake.ts";
 import { holdPgWatcherLock } from "./watch-lock.ts";
 import { num } from "./row-numbers.ts";
+import { nextSeqStatement } from "../rules/seq.ts";
+
+const NEXT_SEQ = nextSeqStatement("GREATEST");
 
 /** The statements of the sweeps (sweeps.ts, the twin of sqlite/sweeps.ts). */
 interface PgSweeps {
@@ -230,17 +233,20 @@ class PgTx implements Tx {
 
   async insertTransition(row: Omit<TransitionRow, "seq">): Promise<number> {
     if (!this.seqLocked) {
-      // Held to commit: the next writer's MAX(seq) (a statement after it gets the lock) sees our row, so
+      // Held to commit: the next writer's seq statement (a statement after it gets the lock) sees our row, so
       // seq order is commit order. A separate statement, because a statement's snapshot predates its locks.
       await this.sql.unsafe("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_NAMESPACE, `${this.schema}:seq`]);
       this.seqLocked = true;
     }
-    const [out] = await this.sql.unsafe(
+    // Never reused after a prune (rules/seq.ts): the high-water row advances in this transaction.
+    const [next] = await this.sql.unsafe(NEXT_SEQ);
+    const seq = num(next.seq)!;
+    await this.sql.unsafe(
       "INSERT INTO status_transitions (id, seq, entity_type, entity_id, previous_status, status, reason_code, reason_summary, evidence_refs, source, actor, created_at, metadata, terminal_event, leg_id) " +
-        "VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM status_transitions), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING seq",
-      [row.id, row.entity_type, row.entity_id, row.previous_status, row.status, row.reason_code, row.reason_summary, row.evidence_refs, row.source, row.actor, row.created_at, row.metadata, row.terminal_event, row.leg_id ?? null],
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+      [row.id, seq, row.entity_type, row.entity_id, row.previous_status, row.status, row.reason_code, row.reason_summary, row.evidence_refs, row.source, row.actor, row.created_at, row.metadata, row.terminal_event, row.leg_id ?? null],
     );
-    return num(out.seq)!;
+    return seq;
   }
 
   async insertAdminEvent(row: AdminEventRow): Promise<void> {

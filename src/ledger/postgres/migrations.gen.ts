@@ -111,5 +111,13 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE TRIGGER terminal_callbacks_notify AFTER INSERT OR UPDATE OF enabled, retired_at, leg_id ON terminal_callbacks\n  FOR EACH STATEMENT EXECUTE FUNCTION li_notify_registrations();",
       "CREATE TRIGGER consumers_notify AFTER INSERT OR UPDATE OF retired_at ON consumers\n  FOR EACH STATEMENT EXECUTE FUNCTION li_notify_registrations();"
     ]
+  },
+  {
+    "name": "0006_seq_high_water",
+    "hash": "563cc4680129fa2dbe491d88e217eb32f2cba31b99b98b891275c9ae913b7de1",
+    "statements": [
+      "CREATE TABLE \"seq_high_water\" (\n\t\"id\" integer PRIMARY KEY NOT NULL,\n\t\"seq\" bigint NOT NULL,\n\tCONSTRAINT \"seq_high_water_one_row_check\" CHECK (\"seq_high_water\".\"id\" = 1)\n);",
+      "-- Seeded from the history as it stands, so a ledger pruned before this migration still never reuses a seq above it.\nINSERT INTO seq_high_water (id, seq) SELECT 1, COALESCE(MAX(seq), 0) FROM status_transitions;"
+    ]
   }
 ];

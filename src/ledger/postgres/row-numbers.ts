@@ -10,6 +10,8 @@ export const BIGINT_COLUMNS = {
   legs: ["pid", "pid_start_ticks", "command_pid", "command_start_ticks"],
   status_transitions: ["seq"],
   consumers: ["watermark"],
+  /** Read only as the seq the next transition gets (backend.ts insertTransition, through num()). */
+  seq_high_water: ["seq"],
 } as const;
 
 /** A number from a bigint or numeric value (a COUNT, a MAX of a bigint column); null stays null. */

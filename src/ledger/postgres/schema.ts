@@ -328,6 +328,16 @@ export const spoolReplays = pgTable("spool_replays", {
   replayed_at: seconds("replayed_at").notNull(),
 });
 
+/** The highest `seq` ever assigned (one row, id 1), as in the SQLite schema. */
+export const seqHighWater = pgTable(
+  "seq_high_water",
+  {
+    id: integer("id").primaryKey(),
+    seq: int64("seq").notNull(),
+  },
+  (t) => [check("seq_high_water_one_row_check", sql`${t.id} = 1`)],
+);
+
 /** The table of each entity kind, as in the SQLite schema. */
 export const ENTITY_TABLES = {
   session: sessions,

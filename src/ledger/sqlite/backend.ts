@@ -16,6 +16,9 @@ import * as sweeps from "./sweeps.ts";
 import type { PruneSqlStatement } from "../rules/prune.ts";
 import type { ChangeWake, WakeOptions } from "../wake.ts";
 import type { WatcherLock } from "../watcher-lock.ts";
+import { nextSeqStatement } from "../rules/seq.ts";
+
+const NEXT_SEQ = nextSeqStatement("MAX");
 
 /** Serializes transactions of one process on its one connection (BEGIN…COMMIT is per connection). */
 class Mutex {
@@ -223,14 +226,15 @@ class SqliteTx implements Tx {
   }
 
   insertTransition(row: Omit<TransitionRow, "seq">): number {
-    const out = this.db
+    // Assigned under the write lock, so seq order is commit order; never reused after a prune (rules/seq.ts).
+    const { seq } = this.db.query(NEXT_SEQ).get() as { seq: number };
+    this.db
       .query(
         "INSERT INTO status_transitions (id, seq, entity_type, entity_id, previous_status, status, reason_code, reason_summary, evidence_refs, source, actor, created_at, metadata, terminal_event, leg_id) " +
-          // Assigned under the write lock, so seq order is commit order.
-          "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM status_transitions), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       )
-      .get(row.id, row.entity_type, row.entity_id, row.previous_status, row.status, row.reason_code, row.reason_summary, row.evidence_refs, row.source, row.actor, row.created_at, row.metadata, row.terminal_event, row.leg_id ?? null) as { seq: number };
-    return out.seq;
+      .run(row.id, seq, row.entity_type, row.entity_id, row.previous_status, row.status, row.reason_code, row.reason_summary, row.evidence_refs, row.source, row.actor, row.created_at, row.metadata, row.terminal_event, row.leg_id ?? null);
+    return seq;
   }
 
   insertAdminEvent(row: AdminEventRow): void {

@@ -109,5 +109,13 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
     "statements": [
       "CREATE TABLE `spool_replays` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`session_id` text NOT NULL,\n\t`leg_id` text NOT NULL,\n\t`host_id` text,\n\t`spooled_at` real NOT NULL,\n\t`replayed_at` real NOT NULL\n);"
     ]
+  },
+  {
+    "name": "0005_seq_high_water",
+    "hash": "790f894a19a72bdee4f9691ec9d303d301efd4a651d34ded61f15a553a5dda22",
+    "statements": [
+      "CREATE TABLE `seq_high_water` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`seq` integer NOT NULL,\n\tCONSTRAINT \"seq_high_water_one_row_check\" CHECK(\"seq_high_water\".\"id\" = 1)\n);",
+      "-- Seeded from the history as it stands, so a ledger pruned before this migration still never reuses a seq above it.\nINSERT INTO seq_high_water (id, seq) SELECT 1, COALESCE(MAX(seq), 0) FROM status_transitions;"
+    ]
   }
 ];

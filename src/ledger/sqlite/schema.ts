@@ -315,6 +315,21 @@ export const spoolReplays = sqliteTable("spool_replays", {
   replayed_at: real("replayed_at").notNull(),
 });
 
+/**
+ * The highest `seq` ever assigned (one row, id 1). A transition's seq is one above the larger of this
+ * and MAX(seq), and this row is advanced in the same transaction: `li state prune` may delete the newest
+ * history rows, and a seq handed out again could sit at or below a consumer's watermark (SPEC §9).
+ * The migration that creates it seeds it from the history's MAX(seq).
+ */
+export const seqHighWater = sqliteTable(
+  "seq_high_water",
+  {
+    id: integer("id").primaryKey(),
+    seq: integer("seq").notNull(),
+  },
+  (t) => [check("seq_high_water_one_row_check", sql`${t.id} = 1`)],
+);
+
 /** The table of each entity kind, derived from the registry's table names. */
 export const ENTITY_TABLES = {
   session: sessions,
