@@ -60,7 +60,7 @@ describePostgres("many hosts on one PostgreSQL ledger (§12.1, §12.2, §14)", (
   }
 
   for (const skew of [TEN_MINUTES, -TEN_MINUTES]) {
-    test(`a leg on a host whose clock is ${skew > 0 ? "10 minutes ahead" : "10 minutes behind"}: left alone while its heartbeat is fresh, swept once it is stale`, async () => {
+    test(`a leg on a host whose clock is ${skew > 0 ? "10 minutes ahead" : "10 minutes behind"}: left alone by another host's sweeps while its heartbeat is fresh, reaped once it is stale`, async () => {
       const w = world();
       const leg = await w.liveLegOnA({ LI_TEST_CLOCK_SKEW: String(skew) });
       // Host A wrote the server's time, not its own: the 10 minutes are gone.
@@ -77,6 +77,8 @@ describePostgres("many hosts on one PostgreSQL ledger (§12.1, §12.2, §14)", (
       expect(listed.age_seconds).toBeGreaterThanOrEqual(0);
       expect(listed.age_seconds).toBeLessThan(TEN_MINUTES / 2);
       expect((await onB([...doctor, "--dry-run"])).stdout).toBe("running=1, swept=0 → aborted, skipped_recent=0, skipped_live=1\n");
+      expect((await onB(["watch", "--once"])).code).toBe(0);
+      expect((await w.session(leg.id)).status).toBe("running");
 
       // A stops beating (frozen), and its last sign of life moves 12 minutes back: past the 10-minute grace.
       // Had A written its own clock, 10 minutes ahead would still look 2 minutes old, and alive, here.
@@ -85,10 +87,10 @@ describePostgres("many hosts on one PostgreSQL ledger (§12.1, §12.2, §14)", (
       await w.rows("UPDATE li.legs SET heartbeat_at = COALESCE(heartbeat_at, started_at) - $1, started_at = started_at - $1 WHERE session_id = $2", back, leg.id);
       await w.rows("UPDATE li.sessions SET updated_at = updated_at - $1 WHERE id = $2", back, leg.id);
 
-      const swept = await onB(doctor);
-      expect(swept.stdout).toEndWith("running=1, swept=1 → aborted, skipped_recent=0, skipped_live=0\n");
+      expect((await onB([...doctor, "--dry-run"])).stdout).toEndWith("running=1, swept=1 → aborted, skipped_recent=0, skipped_live=0\n");
+      expect((await onB(["watch", "--once"])).code).toBe(0);
       const reaped = await w.session(leg.id);
-      expect(reaped).toMatchObject({ status: "aborted", status_reason_code: "session.stale.no_heartbeat" });
+      expect(reaped).toMatchObject({ status: "failed", status_reason_code: "session.phantom.process_dead" });
       expect(JSON.parse(String(reaped.status_evidence_refs))).toEqual([expect.objectContaining({ kind: "liveness", basis: "heartbeat", host_id: expect.stringMatching(/^pg-host-a:/) })]);
       // B signalled nothing of A's.
       expect(isAlive(leg.supervisor)).toBe(true);
