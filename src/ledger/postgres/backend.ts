@@ -22,6 +22,7 @@ import { PgNotifyStore } from "./notify.ts";
 import { PgReads } from "./reads.ts";
 import { listenForChanges, listenForKillRequest } from "./wake.ts";
 import { holdPgWatcherLock } from "./watch-lock.ts";
+import { laterOf, serverStart } from "./availability.ts";
 import { num } from "./row-numbers.ts";
 import { nextSeqStatement } from "../rules/seq.ts";
 
@@ -48,6 +49,8 @@ const DEADLOCK_ATTEMPTS = 5;
 export interface PgBackendOptions {
   /** A clock a test controls; otherwise the server's clock (clock.ts). */
   now?: () => number;
+  /** The server's start in Unix seconds, instead of asking it (tests: availability.ts's LI_TEST_PG_STARTED_AT). */
+  serverStartedAt?: number | null;
 }
 
 export class PgBackend implements Backend {
@@ -55,12 +58,14 @@ export class PgBackend implements Backend {
   readonly notify: NotifyStore;
   private readonly sweeps: PgSweeps;
   private readonly injectedNow: (() => number) | undefined;
+  private readonly injectedStart: number | null;
 
   constructor(
     private readonly conn: PgConnection,
     options: PgBackendOptions = {},
   ) {
     this.injectedNow = options.now;
+    this.injectedStart = options.serverStartedAt ?? null;
     this.reads = new PgReads((fn) => conn.run(fn));
     this.notify = new PgNotifyStore((fn) => conn.run(fn), () => this.now());
     this.sweeps = pgSweeps;
@@ -95,7 +100,9 @@ export class PgBackend implements Backend {
     const sql = await this.conn.pool();
     for (let attempt = 1; ; attempt++) {
       try {
-        return (await sql.begin(async (handle) => fn(new PgTx(handle, this.conn.schema, this.sweeps, () => this.now())))) as T;
+        const result = (await sql.begin(async (handle) => fn(new PgTx(handle, this.conn.schema, this.sweeps, () => this.now())))) as T;
+        this.conn.reachability.reach();
+        return result;
       } catch (error) {
         if (attempt < DEADLOCK_ATTEMPTS && RETRYABLE_SQLSTATES.has((error as { errno?: string }).errno ?? "")) continue;
         throw this.conn.fault(error);
@@ -173,6 +180,15 @@ export class PgBackend implements Backend {
 
   ledgerError(error: unknown): LedgerUnavailableError | null {
     return this.conn.ledgerError(error);
+  }
+
+  /**
+   * Since when the ledger has been serving this process (§17 item 5): the later of the server's start
+   * and this process's last regain of the ledger after losing it (availability.ts). One round trip.
+   */
+  async availableSince(): Promise<number | null> {
+    const started = this.injectedStart ?? (await this.run((sql) => serverStart(sql)));
+    return laterOf(started, this.conn.reachability.regainedAt);
   }
 
   /** LISTEN li_changes (wake.ts): moves on every commit of a history row or registration, and on every (re)connect. */

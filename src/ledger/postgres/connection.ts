@@ -7,6 +7,7 @@
 import type { SQL } from "bun";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { connectPgWith, quoteIdent, type PgClient } from "./client.ts";
+import { Reachability } from "./availability.ts";
 import { ServerClock, SERVER_NOW_SQL, SESSION_START_SQL } from "./clock.ts";
 import { asPgLedgerError } from "./errors.ts";
 import { migratePg, UNDEFINED_TABLE, VERSION_TABLE } from "./migrate.ts";
@@ -36,6 +37,8 @@ export class PgConnection {
   /** `postgres://HOST:PORT/DATABASE`: the only way li names this ledger. */
   readonly name: string;
   readonly clock: ServerClock;
+  /** When this process last regained the ledger after losing it (availability.ts). */
+  readonly reachability: Reachability;
   private ready: Promise<PgClient> | null = null;
   private measuring = false;
   private closed = false;
@@ -46,6 +49,7 @@ export class PgConnection {
   ) {
     this.name = targetName(target);
     this.clock = new ServerClock(options.hostClock);
+    this.reachability = new Reachability(() => this.clock.now());
   }
 
   get schema(): string {
@@ -59,8 +63,9 @@ export class PgConnection {
       const opening = this.open();
       this.ready = opening;
       // A failed open is not kept: the next call connects again (a leg retries through an outage, §17).
-      opening.catch(() => {
+      opening.catch((error) => {
         if (this.ready === opening) this.ready = null;
+        if (error instanceof LedgerUnavailableError && error.unreachable) this.reachability.lose();
       });
     }
     const { sql } = await this.ready;
@@ -72,7 +77,9 @@ export class PgConnection {
   async run<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {
     const sql = await this.pool();
     try {
-      return await fn(sql);
+      const result = await fn(sql);
+      this.reachability.reach();
+      return result;
     } catch (error) {
       throw this.fault(error);
     }
@@ -80,7 +87,9 @@ export class PgConnection {
 
   /** `error` as the ledger error it stands for (78, host/port/database, no password), else itself. */
   fault(error: unknown): unknown {
-    return asPgLedgerError(error, this.name, this.target.password) ?? error;
+    const failure = asPgLedgerError(error, this.name, this.target.password);
+    if (failure?.unreachable) this.reachability.lose();
+    return failure ?? error;
   }
 
   /** The ledger error behind `error`, or null when it is not about the ledger. */

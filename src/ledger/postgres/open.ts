@@ -7,13 +7,15 @@ import type { OpenedReads } from "../open-reads.ts";
 import { PgBackend } from "./backend.ts";
 import { PgConnection } from "./connection.ts";
 import { resolvePgTarget } from "./options.ts";
+import { injectedServerStart } from "./availability.ts";
 import { PgReads } from "./reads.ts";
 import { listenForChanges } from "./wake.ts";
 
 export function openPgLedger(url: string, options: LedgerOptions & { create: boolean }): Ledger {
   const { create, ...ledgerOptions } = options;
   // The ledger's clock is the backend's (the server's), unless a test injected one.
-  const backend = new PgBackend(new PgConnection(resolvePgTarget(url), { create }), ledgerOptions.now ? { now: ledgerOptions.now } : {});
+  const serverStartedAt = injectedServerStart();
+  const backend = new PgBackend(new PgConnection(resolvePgTarget(url), { create }), { ...(ledgerOptions.now ? { now: ledgerOptions.now } : {}), ...(serverStartedAt === null ? {} : { serverStartedAt }) });
   return new Ledger(backend, ledgerOptions);
 }
 
