@@ -6,6 +6,7 @@ import type { LedgerReads } from "../ledger/reads.ts";
 import type { ChangeWake } from "../ledger/wake.ts";
 import { resolveIn, WAIT_LOOKUP_ORDER, type LookupMatch } from "../ledger/resolve.ts";
 import { LedgerUnavailableError } from "../util/errors.ts";
+import { armTimer } from "../util/timer.ts";
 import { toOutcome, type WaitOutcome } from "./line.ts";
 
 export interface WaitTarget {
@@ -63,6 +64,24 @@ export interface WaitOptions {
   onUnreachable?: (error: LedgerUnavailableError) => void;
 }
 
+/**
+ * `work`, unless `ms` pass first (null then; `work` may still settle later, unobserved). A ledger call
+ * that hangs on a dead connection is bounded by its own deadline, which may be longer than --timeout
+ * (§17 item 1: --timeout is honoured during an outage).
+ */
+export async function withinMs<T>(work: Promise<T>, ms: number): Promise<{ value: T } | null> {
+  if (ms === Infinity) return { value: await work };
+  let disarm = () => {};
+  const expired = new Promise<null>((resolve) => {
+    disarm = armTimer(ms, () => resolve(null));
+  });
+  try {
+    return await Promise.race([work.then((value) => ({ value })), expired]);
+  } finally {
+    disarm();
+  }
+}
+
 /** Blocks until every target is terminal (or gone), the deadline passes, or the signal aborts. */
 export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes: WaitOutcome[]; end: WaitEnd }> {
   const { reads, signal, onResult } = options;
@@ -75,10 +94,13 @@ export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes:
     signal?.addEventListener("abort", () => resolve(), { once: true });
   });
 
+  /** Set once the wait has ended: a read still in flight then reports nothing. */
+  let over = false;
   /** Reads every pending target in input order and reports those that finished. */
   const check = async () => {
     for (const [key, target] of pending) {
       const state = await reads.waitState(target.kind, target.id);
+      if (over) return;
       if (state && !isTerminal(target.kind, state.status)) continue;
       pending.delete(key);
       const outcome = toOutcome(target, state);
@@ -87,13 +109,18 @@ export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes:
     }
   };
 
-  await check();
+  const first = await withinMs(check(), deadline - clock());
+  if (first === null) {
+    over = true;
+    return { outcomes, end: "timed_out" };
+  }
   if (pending.size === 0) return { outcomes, end: "done" };
   // Arm, then check again (STACK.md): a commit between the first check and arming is not missed.
   const wake = await options.arm();
   try {
     return await watchPending(wake);
   } finally {
+    over = true;
     wake.close();
   }
 
@@ -118,7 +145,7 @@ export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes:
         outage = true;
       }
     };
-    await look(false);
+    await withinMs(look(false), deadline - clock());
     while (pending.size > 0) {
       if (signal?.aborted) return { outcomes, end: "interrupted" };
       const left = deadline - clock();
@@ -127,7 +154,8 @@ export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes:
       if (signal?.aborted) return { outcomes, end: "interrupted" };
       const woke = wake.generation !== generation;
       generation = wake.generation;
-      await look(woke);
+      // A look stuck on a dead connection does not hold the wait past its --timeout.
+      await withinMs(look(woke), deadline - clock());
     }
     return { outcomes, end: "done" };
   }

@@ -6,7 +6,7 @@ import { parseDuration } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { parseWaitIds } from "../../wait/ids.ts";
 import { formatWaitLine, waitJson } from "../../wait/line.ts";
-import { resolveTargets, waitExitCode, waitForTerminal } from "../../wait/waiter.ts";
+import { resolveTargets, waitExitCode, waitForTerminal, withinMs } from "../../wait/waiter.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 
 export default command({
@@ -33,7 +33,14 @@ export default command({
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
     try {
-      const { targets, problems } = await resolveTargets(ledger.reads, inputs);
+      const startedMs = performance.now();
+      // --timeout covers the lookup too: a ledger that does not answer it (§17) is no reason to wait longer.
+      const resolved = await withinMs(resolveTargets(ledger.reads, inputs), timeoutMs ?? Infinity);
+      if (resolved === null) {
+        writeNote(`--timeout reached before the ledger answered (${inputs.length} target(s) not looked up)`);
+        return waitExitCode("timed_out", [], []);
+      }
+      const { targets, problems } = resolved.value;
       for (const p of problems) {
         writeNote(p.problem === "ambiguous" ? ambiguityMessage(p.input, p.matches) : `not found: ${p.input}`);
       }
@@ -55,7 +62,7 @@ export default command({
           return wakeUpsDisabled() ? pollingOnly() : ledger.wake();
         },
         intervalMs,
-        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        ...(timeoutMs !== undefined ? { timeoutMs: Math.max(0, timeoutMs - (performance.now() - startedMs)) } : {}),
         signal: stop.signal,
         onUnreachable: (error) => writeNote(`${error.message}; still waiting (looking again when it answers)`),
         onResult: (o) => {

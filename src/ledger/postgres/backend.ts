@@ -97,17 +97,21 @@ export class PgBackend implements Backend {
    * storage only through `tx`, so the retry decides afresh on what is committed by then.
    */
   async transaction<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T> {
-    const sql = await this.conn.pool();
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const result = (await sql.begin(async (handle) => fn(new PgTx(handle, this.conn.schema, this.sweeps, () => this.now())))) as T;
-        this.conn.reachability.reach();
-        return result;
-      } catch (error) {
-        if (attempt < DEADLOCK_ATTEMPTS && RETRYABLE_SQLSTATES.has((error as { errno?: string }).errno ?? "")) continue;
-        throw this.conn.fault(error);
+    // Within one call's deadline (connection.ts): a commit whose answer never comes is retried by the
+    // caller, and the guarded write then finds its own outcome already there (one transition, not two).
+    return this.conn.bounded(async () => {
+      const sql = await this.conn.pool();
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const result = (await sql.begin(async (handle) => fn(new PgTx(handle, this.conn.schema, this.sweeps, () => this.now())))) as T;
+          this.conn.reachability.reach();
+          return result;
+        } catch (error) {
+          if (attempt < DEADLOCK_ATTEMPTS && RETRYABLE_SQLSTATES.has((error as { errno?: string }).errno ?? "")) continue;
+          throw this.conn.fault(error);
+        }
       }
-    }
+    });
   }
 
   private run<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {

@@ -3,7 +3,7 @@
 // the session timeouts that keep a stuck server from hanging a command.
 
 import { SQL } from "bun";
-import { LedgerUnavailableError } from "../../util/errors.ts";
+import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { asPgLedgerError } from "./errors.ts";
 import { targetName, type PgTarget } from "./options.ts";
 import { scrubPassword } from "./redact.ts";
@@ -16,6 +16,27 @@ export interface SessionLimits {
 
 /** li's statements are short; a statement or lock wait beyond these is a sick server, not a slow one. */
 export const DEFAULT_LIMITS: SessionLimits = { statementTimeoutMs: 60_000, lockTimeoutMs: 15_000 };
+
+/** `LI_PG_STATEMENT_TIMEOUT_MS`: the statement timeout li sets (tests of a dead connection shorten it; so may a fleet). */
+export const STATEMENT_TIMEOUT_ENV = "LI_PG_STATEMENT_TIMEOUT_MS";
+
+/** The session limits: the defaults, or a statement timeout from the environment (the lock timeout never longer). */
+export function sessionLimits(env: Record<string, string | undefined> = process.env): SessionLimits {
+  const value = env[STATEMENT_TIMEOUT_ENV];
+  if (value === undefined || value.trim() === "") return DEFAULT_LIMITS;
+  const ms = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || ms < 100) throw new UsageError(`${STATEMENT_TIMEOUT_ENV}: expected whole milliseconds (at least 100), got '${value}'`);
+  return { statementTimeoutMs: ms, lockTimeoutMs: Math.min(DEFAULT_LIMITS.lockTimeoutMs, ms) };
+}
+
+/**
+ * The longest li waits for one call (a query, or a whole transaction, connecting included) before it
+ * gives up on the connection: the server's statement timeout answers a slow statement first, so only
+ * a server or link that stopped answering without closing reaches this (§17 item 1).
+ */
+export function callDeadlineMs(limits: SessionLimits, connectTimeoutSeconds: number): number {
+  return limits.statementTimeoutMs + Math.min(5000, limits.statementTimeoutMs) + connectTimeoutSeconds * 1000;
+}
 
 export interface PgClient {
   sql: SQL;

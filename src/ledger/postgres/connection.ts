@@ -6,7 +6,7 @@
 
 import type { SQL } from "bun";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
-import { connectPgWith, quoteIdent, type PgClient } from "./client.ts";
+import { callDeadlineMs, connectPgWith, quoteIdent, sessionLimits, type PgClient, type SessionLimits } from "./client.ts";
 import { Reachability } from "./availability.ts";
 import { ServerClock, SERVER_NOW_SQL, SESSION_START_SQL } from "./clock.ts";
 import { asPgLedgerError } from "./errors.ts";
@@ -40,6 +40,9 @@ export class PgConnection {
   /** When this process last regained the ledger after losing it (availability.ts). */
   readonly reachability: Reachability;
   private ready: Promise<PgClient> | null = null;
+  private readonly limits: SessionLimits;
+  /** One call's deadline (client.ts callDeadlineMs). */
+  readonly deadlineMs: number;
   private measuring = false;
   private closed = false;
 
@@ -50,6 +53,8 @@ export class PgConnection {
     this.name = targetName(target);
     this.clock = new ServerClock(options.hostClock);
     this.reachability = new Reachability(() => this.clock.now());
+    this.limits = sessionLimits();
+    this.deadlineMs = callDeadlineMs(this.limits, target.connectTimeoutSeconds);
   }
 
   get schema(): string {
@@ -73,16 +78,45 @@ export class PgConnection {
     return sql;
   }
 
-  /** Runs `fn` on the pool; a failure that is about the ledger becomes the exit-78 error naming it. */
+  /** Runs `fn` on the pool, within the call deadline; a failure that is about the ledger becomes the exit-78 error naming it. */
   async run<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {
-    const sql = await this.pool();
+    return this.bounded(async () => {
+      const sql = await this.pool();
+      try {
+        const result = await fn(sql);
+        this.reachability.reach();
+        return result;
+      } catch (error) {
+        throw this.fault(error);
+      }
+    });
+  }
+
+  /**
+   * `call` (connecting included), given up after the call deadline: Bun's client waits on a connection
+   * that stopped answering without closing (a partition, a frozen server) for as long as TCP lets it.
+   * On expiry the pool is dropped (its connections may all be dead; closing them makes the server roll
+   * back what they had open once it hears of it) and the call fails as unreachable, to be retried.
+   */
+  async bounded<T>(call: () => Promise<T>): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(this.expire()), this.deadlineMs);
+    });
     try {
-      const result = await fn(sql);
-      this.reachability.reach();
-      return result;
-    } catch (error) {
-      throw this.fault(error);
+      return await Promise.race([call(), expired]);
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  private expire(): LedgerUnavailableError {
+    const ready = this.ready;
+    this.ready = null;
+    void ready?.then((client) => client.sql.close({ timeout: 0 })).catch(() => {});
+    this.reachability.lose();
+    const seconds = Math.round(this.deadlineMs / 100) / 10;
+    return new LedgerUnavailableError(this.name, `no answer within ${seconds}s (the server or the network stopped answering)`, { unreachable: true });
   }
 
   /** `error` as the ledger error it stands for (78, host/port/database, no password), else itself. */
@@ -107,7 +141,7 @@ export class PgConnection {
 
   private async open(): Promise<PgClient> {
     const schema = this.schema;
-    const { client, first } = await connectPgWith(this.target, (sql) => readFirst(sql, schema, this.clock), { ...(this.options.max ? { max: this.options.max } : {}) });
+    const { client, first } = await connectPgWith(this.target, (sql) => readFirst(sql, schema, this.clock), { limits: this.limits, ...(this.options.max ? { max: this.options.max } : {}) });
     try {
       if (first.version === null && !this.options.create) {
         throw new UsageError(`nothing recorded yet: no ledger at ${this.name} (schema ${schema})`);
