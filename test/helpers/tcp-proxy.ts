@@ -19,6 +19,11 @@ export interface TcpProxy {
   forward(): void;
   drop(): void;
   blackhole(): void;
+  /**
+   * Forwards until li sends bytes containing `marker` (e.g. `COMMIT`), delivers them, then black-holes:
+   * the server acts on the request, its answer never arrives (a partition at the worst moment).
+   */
+  blackholeAfter(marker: string): void;
   /** `url` (a postgres:// URL of the server) pointed at the proxy instead. */
   via(url: string): string;
   close(): void;
@@ -56,6 +61,7 @@ function flush(side: Side): void {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   let mode: ProxyMode = "forward";
   let accepted = 0;
+  let armedMarker: Uint8Array | null = null;
   const links = new Set<Link>();
 
   const closeLink = (link: Link) => {
@@ -110,7 +116,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         }).catch(() => closeLink(link));
       },
       data(client, chunk) {
-        deliver(client.data.upstream, new Uint8Array(chunk));
+        const bytes = new Uint8Array(chunk);
+        deliver(client.data.upstream, bytes);
+        if (armedMarker && mode === "forward" && Buffer.from(bytes).includes(armedMarker)) {
+          armedMarker = null;
+          mode = "blackhole";
+        }
       },
       drain(client) {
         if (mode === "forward") flush(client.data.client);
@@ -134,6 +145,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     forward() {
       mode = "forward";
+      armedMarker = null;
       for (const link of [...links]) {
         flush(link.upstream);
         flush(link.client);
@@ -145,6 +157,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     blackhole() {
       mode = "blackhole";
+    },
+    blackholeAfter(marker: string) {
+      armedMarker = new TextEncoder().encode(marker);
     },
     via(url: string) {
       const u = new URL(url);

@@ -54,9 +54,14 @@ export type FinalWrite =
   /** `before` refused: nothing written. */
   | { result: "skipped" };
 
-/** Closes this leg's row (and stores its message); `force` also rewrites a row a sweep closed with its inference. */
-async function closeLeg(tx: Tx, r: FinalRecord, opts: { force?: boolean } = {}): Promise<void> {
-  if (r.message) await tx.insertMessage(r.message);
+/**
+ * Closes this leg's row (and stores its message); `force` also rewrites a row a sweep closed with its
+ * inference. `again`: the row may already hold this very record — a retry whose first attempt committed
+ * but never heard so (a PostgreSQL connection lost at COMMIT, §17) — so its message is not stored twice.
+ */
+async function closeLeg(tx: Tx, r: FinalRecord, opts: { force?: boolean; again?: boolean } = {}): Promise<void> {
+  const stored = r.message !== null && opts.again === true && (await tx.getLeg(r.legId))?.last_msg_id === r.message.id;
+  if (r.message && !stored) await tx.insertMessage(r.message);
   await tx.updateLeg(
     r.legId,
     {
@@ -97,19 +102,19 @@ export async function writeFinalRecord(ledger: Ledger, r: FinalRecord, o: FinalW
 async function writeInTransaction(tx: Tx, ctx: TransitionContext, r: FinalRecord, o: FinalWriteOptions): Promise<FinalWrite> {
   const row = await tx.sessionLegState(r.sessionId);
   if (!row) {
-    await closeLeg(tx, r);
+    await closeLeg(tx, r, { again: true });
     return { result: "leg_only", why: "gone" };
   }
   // Checked under the write lock: a resume may have taken over since the leg last looked.
   if (row.current_leg_id !== r.legId) {
-    await closeLeg(tx, r);
+    await closeLeg(tx, r, { again: true });
     return { result: "leg_only", why: "not_current" };
   }
   const ended = r.status !== "running";
   let late: { status: string; reasonCode: string | null } | null = null;
   if (isTerminal("session", row.status)) {
     if (!ended || !inferredAboutThisLeg(row, await tx.getLeg(r.legId))) {
-      await closeLeg(tx, r);
+      await closeLeg(tx, r, { again: true });
       return { result: "leg_only", why: "terminal" };
     }
     late = { status: row.status, reasonCode: row.status_reason_code };

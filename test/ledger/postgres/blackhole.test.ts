@@ -105,4 +105,40 @@ describePostgres("a black-holed connection to a PostgreSQL ledger (§17 item 1)"
     expect(fs.existsSync(path.join(l.home, "spool")) ? fs.readdirSync(path.join(l.home, "spool")) : []).toEqual([]);
     await expectInvariants(rows);
   });
+
+  test("the answer to the final write's COMMIT lost: li gives up on it, retries, finds its own outcome already there; one terminal transition, one message", async () => {
+    const { l, proxy, url } = await world();
+    const rows = l.rows();
+    const scratch = fs.mkdtempSync(path.join(l.home, "scratch-"));
+    const go = path.join(scratch, "go");
+    const notices = path.join(scratch, "notices");
+    // No heartbeat commits in between: the next COMMIT li sends is the final write's.
+    const env = liEnv(l.home, { LI_DB: url, ...SHORT, LI_TEST_HEARTBEAT_SECONDS: "3600" });
+    const script = `echo hello from the leg; while [ ! -e ${go} ]; do sleep 0.02; done`;
+    const leg = Bun.spawn([LI_BINARY, "agent", "--ledger-retry", "60s", "--notify", `${RECORD} ${notices}`, "--", "sh", "-c", script], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    let stderr = "";
+    const reading = (async () => {
+      for await (const chunk of leg.stderr) stderr += new TextDecoder().decode(chunk);
+    })();
+    const { session_id: id } = await legRecorded(rows);
+
+    proxy.blackholeAfter("COMMIT");
+    fs.writeFileSync(go, "");
+    await until("li to give up on the unanswered COMMIT and retry", () => stderr.includes("retrying the final write for up to 1m00s"));
+    // The server committed it: the outcome is there although li never heard so.
+    await until("the final write committed on the server", async () => (await rows.get<{ status: string }>("SELECT status FROM sessions WHERE id = ?", id))?.status === "completed");
+    proxy.forward();
+    const code = await leg.exited;
+    await reading;
+    expect(code).toBe(0);
+    expect(stderr).not.toContain("teardown step");
+    expect(stderr.trimEnd().split("\n").at(-1)).toMatch(new RegExp(`^li: completed \\(run\\.completed\\.ok\\) session ${id} `));
+    expect(await rows.all("SELECT previous_status, status FROM status_transitions WHERE entity_id = ? ORDER BY seq", id)).toEqual([
+      { previous_status: null, status: "running" },
+      { previous_status: "running", status: "completed" },
+    ]);
+    expect(await rows.all("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?", id)).toEqual([{ n: 1 }]);
+    expect(await rows.all("SELECT status, exit_code FROM legs WHERE session_id = ?", id)).toEqual([{ status: "completed", exit_code: 0 }]);
+    await expectInvariants(rows);
+  });
 });
