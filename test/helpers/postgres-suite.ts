@@ -20,11 +20,13 @@ if (onPostgres) {
   const cluster = postgresCluster();
   await asSuperuser((sql) => sql.unsafe(`CREATE DATABASE "${SUITE_DATABASE}"`));
   process.env[SUITE_DB_URL_VARIABLE] = cluster.url(SUITE_DATABASE);
-  // The cluster started seconds ago and tests backdate heartbeats by hours: a watcher would count their
-  // ages from the server's start (§17 item 5). Tests of that rule unset it (test/ledger/postgres/availability.test.ts).
-  process.env.LI_TEST_PG_STARTED_AT ??= "0";
   console.error(`\nLI_TEST_BACKEND=postgres: every ledger test runs on ${cluster.url(SUITE_DATABASE)}, one schema per test home.\n${sqliteOnlyReport()}\n`);
 }
+
+// On both backends (the PostgreSQL-specific suites run in the SQLite half too): every test cluster started
+// seconds ago and tests backdate heartbeats by hours, so a watcher would count their ages from the
+// server's start (§17 item 5). Tests of that rule unset it (test/ledger/postgres/availability.test.ts).
+process.env.LI_TEST_PG_STARTED_AT ??= "0";
 
 beforeEach(() => markTestStart());
 afterEach(() => closeTestHandles());
