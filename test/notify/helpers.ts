@@ -12,6 +12,8 @@ export const NOTIFY_FIXTURES = resolve(import.meta.dir, "fixtures");
 export const RECORD = join(NOTIFY_FIXTURES, "record");
 export const HANG = join(NOTIFY_FIXTURES, "hang");
 export const FAIL = join(NOTIFY_FIXTURES, "fail");
+/** Records each run's start and end (event, label, pid, parent pid): for "no two runs overlapped". */
+export const INTERVAL = join(NOTIFY_FIXTURES, "interval");
 export const HOST = "test-host";
 
 export interface NotifyWorld extends TempLedger {
