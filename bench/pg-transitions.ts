@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { resolvePaths } from "../src/ledger/location.ts";
 import { openLedger } from "../src/ledger/open.ts";
 import { asSuperuser, postgresCluster, stopPostgresCluster } from "../test/helpers/postgres.ts";
+import { nextSeqStatement } from "../src/ledger/rules/seq.ts";
 
 const N = Number(process.argv[2] ?? 2000);
 const ROUNDS = Number(process.argv[3] ?? 3);
@@ -89,8 +90,10 @@ async function measureRaw(depth: number): Promise<number> {
       );
       await tx.unsafe("SELECT pg_advisory_xact_lock($1, hashtext($2))", [0x6c69, `${schema}:seq`]);
       await tx.unsafe(
-        "INSERT INTO status_transitions (id, seq, entity_type, entity_id, previous_status, status, reason_code, reason_summary, evidence_refs, source, actor, created_at, metadata, terminal_event, leg_id) " +
-          "VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM status_transitions), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING seq",
+        // The seq from the high-water row, advanced in the same statement, as PgBackend assigns it.
+        `WITH next AS (${nextSeqStatement("GREATEST")}) ` +
+          "INSERT INTO status_transitions (id, seq, entity_type, entity_id, previous_status, status, reason_code, reason_summary, evidence_refs, source, actor, created_at, metadata, terminal_event, leg_id) " +
+          "VALUES ($1, (SELECT seq FROM next), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING seq",
         [crypto.randomUUID(), "invocation", id, row.status, "completed", "run.completed.ok", null, null, "executor", null, now, null, 1, null],
       );
     }),

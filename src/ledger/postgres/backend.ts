@@ -258,15 +258,15 @@ class PgTx implements Tx {
       await this.sql.unsafe("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_NAMESPACE, `${this.schema}:seq`]);
       this.seqLocked = true;
     }
-    // Never reused after a prune (rules/seq.ts): the high-water row advances in this transaction.
-    const [next] = await this.sql.unsafe(NEXT_SEQ);
-    const seq = num(next.seq)!;
-    await this.sql.unsafe(
-      "INSERT INTO status_transitions (id, seq, entity_type, entity_id, previous_status, status, reason_code, reason_summary, evidence_refs, source, actor, created_at, metadata, terminal_event, leg_id) " +
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-      [row.id, seq, row.entity_type, row.entity_id, row.previous_status, row.status, row.reason_code, row.reason_summary, row.evidence_refs, row.source, row.actor, row.created_at, row.metadata, row.terminal_event, row.leg_id ?? null],
+    // Never reused after a prune (rules/seq.ts): the high-water row advances in this statement, which
+    // stays one round trip (a data-modifying CTE runs once; its seq feeds the history row).
+    const [out] = await this.sql.unsafe(
+      `WITH next AS (${NEXT_SEQ}) ` +
+        "INSERT INTO status_transitions (id, seq, entity_type, entity_id, previous_status, status, reason_code, reason_summary, evidence_refs, source, actor, created_at, metadata, terminal_event, leg_id) " +
+        "VALUES ($1, (SELECT seq FROM next), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING seq",
+      [row.id, row.entity_type, row.entity_id, row.previous_status, row.status, row.reason_code, row.reason_summary, row.evidence_refs, row.source, row.actor, row.created_at, row.metadata, row.terminal_event, row.leg_id ?? null],
     );
-    return seq;
+    return num(out.seq)!;
   }
 
   async insertAdminEvent(row: AdminEventRow): Promise<void> {
