@@ -1,5 +1,5 @@
 // Many hosts, one ledger (SPEC §12.1, §9.1, §14): one machine plays two hosts through LI_HOST_ID / LI_HOST_NAME.
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fixture } from "../helpers/fixtures.ts";
@@ -7,7 +7,7 @@ import { tempDir } from "../helpers/ledger.ts";
 import { ledgerRows } from "../helpers/ledger-rows.ts";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { testSqliteOnly } from "../helpers/backends.ts";
-import { isAlive, NeverHappens, signalPid, until, untilGone, validPid } from "../helpers/until.ts";
+import { isAlive, killedAfterEachTest, NeverHappens, signalPid, until, untilGone, validPid } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 
 const HOST_A = { LI_HOST_ID: "host-a", LI_HOST_NAME: "alpha" };
@@ -17,16 +17,7 @@ type Host = typeof HOST_A;
 const on = (host: Host, home: string) => (args: string[]) => li(args, { home, env: host });
 
 /** Processes a test left running (a stopped supervisor, its command): killed whatever the outcome. */
-const leftRunning: Array<{ pid: number; group: boolean }> = [];
-afterEach(() => {
-  for (const { pid, group } of leftRunning.splice(0)) {
-    try {
-      if (isAlive(pid)) signalPid(pid, "SIGKILL", { group, what: "a process the test left running" });
-    } catch {
-      // Gone meanwhile (signalPid re-validates it).
-    }
-  }
-});
+const leftRunning = killedAfterEachTest();
 
 /** A detached leg on `host` running `forever`, once its supervisor recorded the command's markers. */
 async function liveLeg(home: string, host: Host, options: { notify?: string; env?: Record<string, string> } = {}): Promise<{ id: string; supervisor: number; command: number }> {

@@ -2,6 +2,7 @@
 // Never a fixed sleep that stands for "until X happened"; never a loop that gives up silently.
 // Also the one way a test names a process: a pid is validated (positive, ours) before anything signals it.
 
+import { afterEach } from "bun:test";
 import { readFileSync } from "node:fs";
 
 export interface UntilOptions {
@@ -172,4 +173,22 @@ export function overlapMs(intervals: Array<{ enteredAt: number; leftAt: number }
   const latestEntry = Math.max(...intervals.map((i) => i.enteredAt));
   const earliestExit = Math.min(...intervals.map((i) => i.leftAt));
   return earliestExit - latestEntry;
+}
+
+/**
+ * Processes a test file may leave running (a stopped supervisor, its command): push them on the list
+ * returned here and they are SIGKILLed after each test whatever its outcome (each re-validated first).
+ */
+export function killedAfterEachTest(): Array<{ pid: number; group: boolean }> {
+  const leftRunning: Array<{ pid: number; group: boolean }> = [];
+  afterEach(() => {
+    for (const { pid, group } of leftRunning.splice(0)) {
+      try {
+        if (isAlive(pid)) signalPid(pid, "SIGKILL", { group, what: "a process the test left running" });
+      } catch {
+        // Gone meanwhile (signalPid re-validates it).
+      }
+    }
+  });
+  return leftRunning;
 }

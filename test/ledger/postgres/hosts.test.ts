@@ -2,13 +2,13 @@
 // LI_HOST_ID: a host whose clock is 10 minutes off neither protects nor loses its legs (every time li
 // compares is the server's), and `li kill` from B stops a leg on A through LISTEN. Each test has its own schema.
 
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { li, type LiResult } from "../../helpers/cli.ts";
 import { fixture } from "../../helpers/fixtures.ts";
 import { tempDir } from "../../helpers/ledger.ts";
 import { asSuperuser, describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
-import { isAlive, signalPid, until, untilGone, validPid } from "../../helpers/until.ts";
+import { isAlive, killedAfterEachTest, signalPid, until, untilGone, validPid } from "../../helpers/until.ts";
 import { RECORD, recorded } from "../../notify/helpers.ts";
 
 const HOST_A = { LI_HOST_ID: "pg-host-a", LI_HOST_NAME: "alpha" };
@@ -16,16 +16,7 @@ const HOST_B = { LI_HOST_ID: "pg-host-b", LI_HOST_NAME: "beta" };
 const TEN_MINUTES = 600;
 
 /** Processes a test left running (a stopped supervisor, its command): killed whatever the outcome. */
-const leftRunning: Array<{ pid: number; group: boolean }> = [];
-afterEach(() => {
-  for (const { pid, group } of leftRunning.splice(0)) {
-    try {
-      if (isAlive(pid)) signalPid(pid, "SIGKILL", { group, what: "a process the test left running" });
-    } catch {
-      // Gone meanwhile (signalPid re-validates it).
-    }
-  }
-});
+const leftRunning = killedAfterEachTest();
 
 describePostgres("many hosts on one PostgreSQL ledger (§12.1, §12.2, §14)", () => {
   const db = usePostgresDatabase();
