@@ -18,6 +18,7 @@ export const FIXTURE_NAMES = [
   "grandchild-holds-pipes",
   "count-signals",
   "escalate",
+  "exec-chain",
   "read-stdin",
 ] as const;
 

@@ -98,12 +98,47 @@ function isDescendantOfUs(pid: number): boolean {
   return false;
 }
 
-function carriesOurToken(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(`${OWNER_VARIABLE}=${OWNER_TOKEN}`);
-  } catch {
-    return false;
+/** The kernel marks its own threads with PF_KTHREAD in /proc/PID/stat's flags: they have no environment at all. */
+const PF_KTHREAD = 0x00200000;
+/** How long an empty /proc/PID/environ may stay empty before the process counts as having none. */
+const EXEC_WINDOW_MS = 2_000;
+
+/**
+ * The process's environment as the kernel shows it, re-read while it reads empty. /proc/PID/environ is
+ * empty for a moment inside execve (the new image's environment is not mapped yet, or the file was
+ * opened on the image being replaced): measured here, a tight probe of `sh -c 'exec sleep 1'` read it
+ * empty in about half its reads until the exec finished. A fixture that writes its pid and then execs
+ * (`forever`: `exec sleep`), or a command whose pid li records as soon as it spawned, is often caught
+ * there under load; read once, our own process looked like a stranger. Every process this run starts
+ * carries the owner token, so an empty read is "not yet", never "ours": the check is as strict as before.
+ * The re-read stops when the process is gone or replaced (its start time changed: a recycled pid).
+ */
+function environOf(pid: number): string[] | null {
+  const first = statTail(pid)?.split(" ");
+  if (!first || (Number(first[6]) & PF_KTHREAD) !== 0) return null;
+  // Field 22 (start time): the same process throughout, not a recycled pid.
+  const startTime = first[19];
+  const stillRunning = () => {
+    const now = statTail(pid)?.split(" ");
+    return now !== undefined && now[19] === startTime && !["Z", "X", "x"].includes(now[0]!);
+  };
+  const deadline = Date.now() + EXEC_WINDOW_MS;
+  for (;;) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/environ`, "latin1");
+    } catch {
+      return null;
+    }
+    if (text.length > 0) return stillRunning() ? text.split("\0") : null;
+    // A zombie's environ is empty for good; so is one of a process that was replaced.
+    if (Date.now() >= deadline || !stillRunning()) return null;
+    Bun.sleepSync(1);
   }
+}
+
+function carriesOurToken(pid: number): boolean {
+  return environOf(pid)?.includes(`${OWNER_VARIABLE}=${OWNER_TOKEN}`) ?? false;
 }
 
 /** true when this test run started the process: it descends from us, or its environment carries our token. */

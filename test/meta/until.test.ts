@@ -1,9 +1,10 @@
 // The suite's waiting and pid helpers (test/helpers/until.ts, test/helpers/race.ts) do what the suite relies on.
 
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { assertEachOverlapped } from "../helpers/race.ts";
+import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { isAlive, isOurs, NeverHappens, overlapMs, pidFromFile, pidInFile, signalPid, until, untilGone, validPid } from "../helpers/until.ts";
 
@@ -72,6 +73,37 @@ describe("pids", () => {
       process.kill(stranger, "SIGKILL"); // the stranger this test just started without the token
     }
     await untilGone(ours);
+  });
+
+  test("an orphan of ours caught inside execve is still ours: an empty /proc/PID/environ means not yet, not a stranger", async () => {
+    const dir = tempDir();
+    const pidFile = join(dir, "pid");
+    const done = join(dir, "done");
+    // The shell exits at once, so the chain is reparented away from us and only its token names it ours.
+    await Bun.spawn(["sh", "-c", `${fixture("exec-chain")} 400 ${pidFile} ${done} >/dev/null 2>&1 & exit 0`], { env: process.env }).exited;
+    const pid = await pidFromFile(pidFile, "the chain's pid");
+    let emptyReads = 0;
+    let accepted = 0;
+    const refusals: string[] = [];
+    try {
+      await until("the exec chain to finish", () => {
+        // The raw read the helper used to trust: it proves this test probed inside the exec windows.
+        if (readFileSync(`/proc/${pid}/environ`, "latin1") === "") emptyReads++;
+        try {
+          validPid(pid, "the chain");
+          accepted++;
+        } catch (error) {
+          refusals.push((error as Error).message);
+        }
+        return existsSync(done);
+      }, { intervalMs: 0 });
+      expect(refusals).toEqual([]);
+      expect(emptyReads).toBeGreaterThan(0);
+      expect(accepted).toBeGreaterThan(0);
+    } finally {
+      signalPid(pid, "SIGKILL", { what: "the chain" });
+    }
+    await untilGone(pid);
   });
 
   test("signalPid with group refuses a pid that leads no group of its own", async () => {
