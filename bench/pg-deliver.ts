@@ -12,7 +12,7 @@ import { join, resolve } from "node:path";
 import { resolvePaths } from "../src/ledger/location.ts";
 import { openLedger } from "../src/ledger/open.ts";
 import { addHandler } from "../src/notify/consumers.ts";
-import { asSuperuser, postgresCluster, stopPostgresCluster } from "../test/helpers/postgres.ts";
+import { benchDatabase } from "./pg-database.ts";
 import { handlerSpawnFloorMs, quantile, r2, wallNs } from "./floor.ts";
 
 const N = Number(process.argv[2] ?? 300);
@@ -24,11 +24,8 @@ const HOSTS = [
   { id: "bench-c", kind: "schedule_run", reason: "run.cancelled.operator", status: "cancelled" },
 ] as const;
 
-const cluster = postgresCluster();
-const database = "bench_pg_deliver";
-await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-await asSuperuser((sql) => sql.unsafe(`CREATE DATABASE ${database}`));
-const url = cluster.url(database);
+const db = await benchDatabase("bench_pg_deliver");
+const url = db.url;
 const home = mkdtempSync(join(tmpdir(), "li-bench-pg-deliver-"));
 const marksOf = (host: string) => join(home, `started-${host}`);
 const ledger = openLedger(resolvePaths({ env: { LI_HOME: home, LI_DB: url } }), { create: true });
@@ -78,8 +75,7 @@ for (const host of HOSTS) {
 }
 // Measured once the watchers have stopped, so they never compete with it for the machine.
 const floor = await handlerSpawnFloorMs(join(home, "floor"), Math.min(N, 200));
-await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-stopPostgresCluster();
+await db.dispose();
 
 const p50 = quantile(all, 0.5);
 const floorP50 = quantile(floor, 0.5);

@@ -13,7 +13,7 @@ import { connectPg } from "../src/ledger/postgres/client.ts";
 import { migratePg } from "../src/ledger/postgres/migrate.ts";
 import { MIGRATIONS } from "../src/ledger/postgres/migrations.gen.ts";
 import { resolvePgTarget } from "../src/ledger/postgres/options.ts";
-import { asSuperuser, postgresCluster, stopPostgresCluster } from "../test/helpers/postgres.ts";
+import { benchDatabase } from "./pg-database.ts";
 import { compileFloor, quantile, r2 } from "./floor.ts";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "10" }, runs: { type: "string", default: "20" } } });
@@ -21,11 +21,8 @@ const N = Number(values.n);
 const RUNS = Number(values.runs);
 const median = (xs: number[]) => quantile(xs, 0.5);
 
-const cluster = postgresCluster();
-const database = "bench_migrate";
-await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-await asSuperuser((sql) => sql.unsafe(`CREATE DATABASE ${database}`));
-const url = cluster.url(database);
+const db = await benchDatabase("bench_migrate");
+const url = db.url;
 const dir = mkdtempSync(join(tmpdir(), "li-bench-pg-"));
 
 try {
@@ -99,7 +96,7 @@ try {
     ["compiled binary: spawn → connect + open → exit", binary],
     ["compiled hello-world spawn → exit (floor)", helloMs],
   ] as const;
-  console.log(`PostgreSQL ${cluster.binDir}, ${MIGRATIONS.length} migration(s), n=${N} schemas, ${RUNS} binary runs`);
+  console.log(`PostgreSQL ${db.cluster.binDir}, ${MIGRATIONS.length} migration(s), n=${N} schemas, ${RUNS} binary runs`);
   for (const [name, xs] of rows) console.log(`${name.padEnd(50)} p50 ${median([...xs]).toFixed(2)} ms  p95 ${quantile(xs, 0.95).toFixed(2)} ms`);
   console.log(
     JSON.stringify({
@@ -116,7 +113,6 @@ try {
     }),
   );
 } finally {
-  await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
   rmSync(dir, { recursive: true, force: true });
-  stopPostgresCluster();
+  await db.dispose();
 }

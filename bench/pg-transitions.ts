@@ -12,28 +12,25 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolvePaths } from "../src/ledger/location.ts";
 import { openLedger } from "../src/ledger/open.ts";
-import { asSuperuser, postgresCluster, stopPostgresCluster } from "../test/helpers/postgres.ts";
+import { benchDatabase } from "./pg-database.ts";
 import { nextSeqStatement } from "../src/ledger/rules/seq.ts";
 
 const N = Number(process.argv[2] ?? 2000);
 const ROUNDS = Number(process.argv[3] ?? 3);
 const DEPTHS = [1, 4] as const;
-const cluster = postgresCluster();
-const database = "bench_pg_transitions";
-await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-await asSuperuser((sql) => sql.unsafe(`CREATE DATABASE ${database}`));
+const db = await benchDatabase("bench_pg_transitions");
 const home = mkdtempSync(join(tmpdir(), "li-bench-pg-transitions-"));
 let schemas = 0;
 
 /** A fresh li schema (migrated by li itself) with `n` running invocations; returns its URL and their ids. */
 async function seeded(n: number): Promise<{ url: string; schema: string; ids: string[] }> {
   const schema = `b${++schemas}`;
-  const url = `${cluster.url(database)}&search_path=${schema}`;
+  const url = `${db.url}&search_path=${schema}`;
   const ledger = openLedger(resolvePaths({ env: { LI_HOME: home, LI_DB: url } }), { create: true });
   await ledger.backend.getEntity("invocation", "none"); // migrates
   ledger.close();
   const ids = Array.from({ length: n }, (_, i) => `inv-${i}`);
-  const sql = new SQL({ url: cluster.url(database), max: 1 });
+  const sql = new SQL({ url: db.url, max: 1 });
   const now = Date.now() / 1000;
   await sql.begin(async (tx) => {
     await tx.unsafe(`SET LOCAL search_path TO ${schema}`);
@@ -78,7 +75,7 @@ async function measureLi(depth: number): Promise<number> {
 /** The floor: the statements PgBackend runs for one guarded write, on a raw Bun SQL pool of the same size. */
 async function measureRaw(depth: number): Promise<number> {
   const { schema, ids } = await seeded(N);
-  const sql = new SQL({ url: cluster.url(database), max: 4, connection: { search_path: schema } });
+  const sql = new SQL({ url: db.url, max: 4, connection: { search_path: schema } });
   await sql`SELECT 1`;
   const rate = await drive(ids, depth, (id) =>
     sql.begin(async (tx) => {
@@ -109,8 +106,7 @@ for (let round = 0; round < ROUNDS; round++) {
     best.li.set(depth, Math.max(best.li.get(depth) ?? 0, await measureLi(depth)));
   }
 }
-await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-stopPostgresCluster();
+await db.dispose();
 
 console.log(`pg-transitions: ${N} guarded writes per run, PostgreSQL on loopback, best of ${ROUNDS} alternating rounds`);
 const result: Record<string, unknown> = { bench: "pg-transitions", n: N, rounds: ROUNDS };

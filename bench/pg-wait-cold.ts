@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { asSuperuser, postgresCluster, stopPostgresCluster } from "../test/helpers/postgres.ts";
+import { benchDatabase } from "./pg-database.ts";
 import { compileFloor, quantile, r2 } from "./floor.ts";
 
 const at = process.argv.indexOf("--runs");
@@ -23,10 +23,7 @@ const connectOnly = compileFloor(
   'import { SQL } from "bun";\nconst sql = new SQL({ url: process.env.BENCH_PG_URL, max: 1 });\nawait sql`SELECT 1`;\nawait sql.close();\nconsole.log("connected");\n',
 );
 
-const cluster = postgresCluster();
-const database = "bench_pg_wait_cold";
-await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-await asSuperuser((sql) => sql.unsafe(`CREATE DATABASE ${database}`));
+const db = await benchDatabase("bench_pg_wait_cold");
 
 const baseEnv = (): Record<string, string> => {
   const env: Record<string, string> = { NO_COLOR: "1" };
@@ -43,11 +40,11 @@ function recorded(name: string, extra: Record<string, string>): { env: Record<st
 }
 
 const sqlite = recorded("sqlite", {});
-const pg = recorded("postgres", { LI_DB: cluster.url(database) });
-const socketUrl = `postgres://postgres@${encodeURIComponent(cluster.socketDir)}:${cluster.port}/${database}`;
+const pg = recorded("postgres", { LI_DB: db.url });
+const socketUrl = `postgres://postgres@${encodeURIComponent(db.cluster.socketDir)}:${db.cluster.port}/${db.name}`;
 const cases = [
   { name: "hello-world", argv: [hello], env: baseEnv(), check: "hello" },
-  { name: "connect + SELECT 1 (Bun SQL)", argv: [connectOnly], env: { ...baseEnv(), BENCH_PG_URL: cluster.url(database) }, check: "connected" },
+  { name: "connect + SELECT 1 (Bun SQL)", argv: [connectOnly], env: { ...baseEnv(), BENCH_PG_URL: db.url }, check: "connected" },
   { name: "li wait, SQLite", argv: [LI, "wait", sqlite.id], env: sqlite.env, check: `${sqlite.id}\tstatus=completed` },
   { name: "li wait, PostgreSQL (loopback)", argv: [LI, "wait", pg.id], env: pg.env, check: `${pg.id}\tstatus=completed` },
   // The same ledger through the server's unix socket (a server on the same host): no TCP set-up.
@@ -63,8 +60,7 @@ for (let run = -3; run < RUNS; run++) {
     if (run >= 0) times.get(c.name)!.push(ms); // the first rounds only warm caches
   }
 }
-await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-stopPostgresCluster();
+await db.dispose();
 rmSync(work, { recursive: true, force: true });
 
 const median = (name: string) => quantile(times.get(name)!, 0.5);

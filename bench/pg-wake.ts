@@ -9,18 +9,15 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
-import { asSuperuser, postgresCluster, stopPostgresCluster } from "../test/helpers/postgres.ts";
+import { benchDatabase } from "./pg-database.ts";
 import { quantile, r2, r3 } from "./floor.ts";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "200" } } });
 const N = Number(values.n);
 const LI = join(import.meta.dir, "../dist/li");
 
-const cluster = postgresCluster();
-const database = "bench_wake";
-await asSuperuser((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-await asSuperuser((sql) => sql.unsafe(`CREATE DATABASE ${database}`));
-const url = cluster.url(database);
+const db = await benchDatabase("bench_wake");
+const url = db.url;
 const env = { ...process.env, LI_DB: url, NO_COLOR: "1" };
 const ledger = openLedger(resolvePaths({ env: { LI_DB: url, LI_HOME: "/nonexistent-li-home" } }), { create: true });
 
@@ -105,5 +102,5 @@ try {
   console.log(JSON.stringify(result));
 } finally {
   ledger.close();
-  stopPostgresCluster();
+  await db.dispose();
 }

@@ -13,6 +13,8 @@ export interface OpenedReads {
   wake(options?: WakeOptions): Promise<ChangeWake>;
   /** The ledger's clock for the ages views show: on PostgreSQL the server's once the first read returned. */
   now(): number;
+  /** Resolves once `now()` is the ledger's clock (PostgreSQL: connected, the server's clock measured): await it before a time taken ahead of any read. */
+  ready(): Promise<void>;
   close(): void;
 }
 
@@ -29,6 +31,7 @@ export function openReads(paths: Paths): OpenedReads {
     reads: new SqliteReads(db),
     wake: async (options) => (await import("./sqlite/wake.ts")).watchSqliteFile(path, options),
     now: hostClock,
+    ready: async () => {},
     close: () => db.close(),
   };
 }

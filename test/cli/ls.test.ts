@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fakeClock, tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
 import { finishSession, seedSession } from "../wait/seed.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { agentHome } from "../legs/agent-harness.ts";
@@ -102,6 +103,21 @@ describe("li ls", () => {
     expect(short[c.id]).toBe("99990000");
     // The short id is usable: li wait resolves it.
     expect((await li(["wait", "--timeout", "50ms", short[a.id]!], { home: t.paths.home })).stderr).not.toContain("ambiguous");
+  });
+
+  test("--since counts back from the ledger's clock, whatever this host's clock says (an hour ahead or behind)", async () => {
+    // On SQLite the ledger's clock is this host's (skewed alike for every command); on PostgreSQL it is the
+    // server's, so a cutoff on the skewed host clock would hide the fresh row (ahead) or show the old one (behind).
+    for (const skew of [HOUR, -HOUR]) {
+      const home = join(tempDir(), "home");
+      const env = { LI_TEST_CLOCK_SKEW: String(skew) };
+      for (const id of ["inv-fresh", "inv-old"]) expect((await li(["state", "create", "invocation", "--id", id], { home, env })).code).toBe(0);
+      // Ten minutes older than the fresh row, on whatever clock wrote both.
+      expect(await ledgerRows(home).run("UPDATE invocations SET updated_at = updated_at - 600 WHERE id = ?", "inv-old")).toBe(1);
+      const r = await li(["ls", "--json", "--since", "5m"], { home, env });
+      expect(r.code).toBe(0);
+      expect({ skew, ids: JSON.parse(r.stdout).entities.map((e: { id: string }) => e.id) }).toEqual({ skew, ids: ["inv-fresh"] });
+    }
   });
 
   test("piped output has no colour; a TTY gets colour unless NO_COLOR is set", async () => {

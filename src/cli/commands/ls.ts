@@ -93,6 +93,8 @@ export default command({
 
     const ledger = open();
     const reads = ledger.reads;
+    // The cutoff is on the ledger's clock, as updated_at is (on PostgreSQL the server's, known once connected).
+    if (sinceSeconds !== undefined) await ledger.ready();
     const rows = await reads.listRecent({
       kinds,
       limit,

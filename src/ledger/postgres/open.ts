@@ -22,5 +22,12 @@ export function openPgLedger(url: string, options: LedgerOptions & { create: boo
 /** The read path: a missing li schema is "nothing recorded yet" (exit 2) and is not created (§16). */
 export function openPgReads(url: string): OpenedReads {
   const conn = new PgConnection(resolvePgTarget(url), { create: false, max: 2 });
-  return { reads: new PgReads((fn) => conn.run(fn)), wake: async () => listenForChanges(conn.pool(), conn.schema), now: () => conn.clock.now(), close: () => conn.close() };
+  return {
+    reads: new PgReads((fn) => conn.run(fn)),
+    wake: async () => listenForChanges(conn.pool(), conn.schema),
+    now: () => conn.clock.now(),
+    // Connecting measures the server's clock (connection.ts); bounded and named as any read is.
+    ready: () => conn.run(async () => {}),
+    close: () => conn.close(),
+  };
 }
