@@ -259,7 +259,8 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     if (signal.aborted) break;
     // Read before the work: a commit during the pass (including the pass's own) wakes the next one.
     const generation = wake.generation;
-    if (await lockHeld()) {
+    const held = await lockHeld();
+    if (held) {
       await replayPass();
       if (clockMs() >= nextSweepAt) {
         await sweepPass();
@@ -270,7 +271,9 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
       report.passes++;
     } else if (report.ended === "lock_lost") break;
     if (config.once) break;
-    const waitMs = Math.max(0, Math.min(pollMs, nextSweepAt - clockMs()));
+    // A skipped pass (the lock could not be checked: the ledger is away) waits a whole poll: the sweep it
+    // owes is overdue, and waiting until then would be no wait at all, a loop failing as fast as it can.
+    const waitMs = held ? Math.max(0, Math.min(pollMs, nextSweepAt - clockMs())) : pollMs;
     await Promise.race([wake.changed(generation, waitMs), stopped]);
   }
   return report;

@@ -107,6 +107,23 @@ describe("the watch loop", () => {
     expect(lock.checks()).toBeGreaterThanOrEqual(2);
   });
 
+  test("a lock that keeps failing to be checked (the ledger away) is retried a whole poll apart, never in a tight loop, although the sweep it skips is overdue", async () => {
+    const w = world();
+    const away = () => new LedgerUnavailableError("postgres://db:5432/li", "no answer within 2s", { unreachable: true });
+    const lock = scriptedLock([away(), away(), away()]);
+    const base = pollingOnly();
+    const waitedMs: number[] = [];
+    const wake: ChangeWake = { ...base, get generation() { return base.generation; }, changed: (since, ms) => (waitedMs.push(ms), base.changed(since, ms)), close: () => base.close() };
+    const stop = new AbortController();
+    const running = runWatch({ ledger: w.ledger, wake, lock, log: w.log, signal: stop.signal, delivery: { hostId: HOST } }, config({ once: false, pollSeconds: 0.05, sweepIntervalSeconds: 30 }));
+    await until("a pass after the failed checks", async () => lock.checks() >= 4 && w.entries.length >= 3);
+    stop.abort();
+    const report = await running;
+    expect(w.entries.slice(0, 3).map((e) => [e.action, e.during])).toEqual([["error", "lock"], ["error", "lock"], ["error", "lock"]]);
+    expect(waitedMs.slice(0, 3)).toEqual([50, 50, 50]);
+    expect(report.sweeps).toBe(1);
+  });
+
   test("a lock another watcher of this host took while this one had lost it stops the watcher before any work", async () => {
     const w = world();
     await standing(w.ledger, "h", [RECORD, w.out]);

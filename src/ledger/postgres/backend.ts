@@ -202,10 +202,14 @@ export class PgBackend implements Backend {
 
   /** The per-host advisory lock on a reserved connection (watch-lock.ts); its failures are named as the ledger's. */
   async lockWatcher(hostId: string): Promise<WatcherLock> {
-    const lock = await this.conn.run((sql) => holdPgWatcherLock(sql, this.conn.schema, hostId, this.conn.name));
+    // The pool of the moment, not the one of today: a call past its deadline replaces the pool, and the
+    // lock is then taken again on the new one. Every check is bounded like any call: a black-holed lock
+    // connection must fail the watcher's pass, not hang it (§17).
+    const pool = () => this.conn.pool();
+    const lock = await this.conn.run(() => holdPgWatcherLock(pool, this.conn.schema, hostId, this.conn.name));
     return {
       path: lock.path,
-      ensureHeld: () => lock.ensureHeld().catch((error: unknown) => Promise.reject(this.conn.fault(error))),
+      ensureHeld: () => this.conn.run(() => lock.ensureHeld()),
       release: () => lock.release(),
     };
   }

@@ -14,9 +14,16 @@ export function watcherLockKey(schema: string, hostId: string): string {
   return `${schema}:watch:${hostId}`;
 }
 
+/**
+ * The pool the lock's connection comes from, asked each time: a call that outlived its deadline replaces
+ * the pool (connection.ts), so a lost lock is taken again on the pool of the moment, not on the closed
+ * one it was first taken on.
+ */
+export type LockPool = () => Promise<SQL>;
+
 /** Tries the lock on a fresh reserved connection: the connection when taken, null when another session holds it. */
-async function tryLock(sql: SQL, key: string): Promise<ReservedSQL | null> {
-  const reserved = await sql.reserve();
+async function tryLock(pool: LockPool, key: string): Promise<ReservedSQL | null> {
+  const reserved = await (await pool()).reserve();
   try {
     const [row] = await reserved`SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, hashtext(${key})) AS held`;
     if (row?.held === true) return reserved;
@@ -32,10 +39,10 @@ async function tryLock(sql: SQL, key: string): Promise<ReservedSQL | null> {
  * Takes the watcher lock of host `hostId` on `schema`, or throws LockHeldError at once when another
  * session holds it. `ledgerName` is the ledger as messages name it (postgres://HOST:PORT/DATABASE).
  */
-export async function holdPgWatcherLock(sql: SQL, schema: string, hostId: string, ledgerName: string): Promise<WatcherLock> {
+export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: string, ledgerName: string): Promise<WatcherLock> {
   const key = watcherLockKey(schema, hostId);
   const path = `${ledgerName} (advisory lock ${key})`;
-  let holder = await tryLock(sql, key);
+  let holder = await tryLock(pool, key);
   if (holder === null) throw new LockHeldError(path);
   let released = false;
   return {
@@ -56,7 +63,7 @@ export async function holdPgWatcherLock(sql: SQL, schema: string, hostId: string
           await dead.close().catch(() => {});
         }
       }
-      holder = await tryLock(sql, key);
+      holder = await tryLock(pool, key);
       if (holder === null) throw new WatcherLockLostError(path);
     },
     async release() {

@@ -173,25 +173,39 @@ describePostgres("wake-ups and the watcher lock on PostgreSQL (§14)", () => {
   test("one watcher per host: a second on the same host id is refused, another host id runs beside it, a released lock is free", async () => {
     const client = await ledger();
     const schema = client.target.schema;
-    const a = await holdPgWatcherLock(client.sql, schema, "host-a", client.name);
+    const a = await holdPgWatcherLock(async () => client.sql, schema, "host-a", client.name);
     expect(a.path).toContain("host-a");
     expect(a.path).not.toContain("@");
-    const refused = await holdPgWatcherLock(client.sql, schema, "host-a", client.name).catch((e: unknown) => e);
+    const refused = await holdPgWatcherLock(async () => client.sql, schema, "host-a", client.name).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(LockHeldError);
-    const b = await holdPgWatcherLock(client.sql, schema, "host-b", client.name);
+    const b = await holdPgWatcherLock(async () => client.sql, schema, "host-b", client.name);
     // The same host id on another schema is another ledger.
     const elsewhere = await ledger();
-    const c = await holdPgWatcherLock(elsewhere.sql, elsewhere.target.schema, "host-a", elsewhere.name);
+    const c = await holdPgWatcherLock(async () => elsewhere.sql, elsewhere.target.schema, "host-a", elsewhere.name);
     await a.ensureHeld();
     await a.release();
-    const again = await holdPgWatcherLock(client.sql, schema, "host-a", client.name);
+    const again = await holdPgWatcherLock(async () => client.sql, schema, "host-a", client.name);
     await Promise.all([again.release(), b.release(), c.release()]);
+  });
+
+  test("a lock whose pool was replaced (closed after a call outlived its deadline) is taken again on the new pool, not tried on the closed one", async () => {
+    const schema = freshSchema();
+    const first = await ledger(schema);
+    let current = first;
+    const lock = await holdPgWatcherLock(async () => current.sql, schema, "host-p", first.name);
+    await first.sql.close({ timeout: 0 }); // as a call past its deadline drops the pool (connection.ts)
+    current = await ledger(schema);
+    await lock.ensureHeld();
+    // Held by the new pool's session: another watcher of this host is refused.
+    const refused = await holdPgWatcherLock(async () => current.sql, schema, "host-p", current.name).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(LockHeldError);
+    await lock.release();
   });
 
   test("a lock whose session was killed is taken again when free, and refused when another watcher took it", async () => {
     const client = await ledger();
     const schema = client.target.schema;
-    const lock = await holdPgWatcherLock(client.sql, schema, "host-k", client.name);
+    const lock = await holdPgWatcherLock(async () => client.sql, schema, "host-k", client.name);
     // Waits until the holder's backend has exited (the timeout form of pg_terminate_backend), as a restart would.
     const killHolder = () =>
       asSuperuser(async (sql) => {
@@ -204,7 +218,7 @@ describePostgres("wake-ups and the watcher lock on PostgreSQL (§14)", () => {
     await lock.ensureHeld();
     await killHolder();
     // Another watcher of this host got in while this one's session was gone: this one must stop.
-    const other = await holdPgWatcherLock(client.sql, schema, "host-k", client.name);
+    const other = await holdPgWatcherLock(async () => client.sql, schema, "host-k", client.name);
     const lost = await lock.ensureHeld().catch((e: unknown) => e);
     expect(lost).toBeInstanceOf(WatcherLockLostError);
     await other.ensureHeld();
