@@ -12,6 +12,7 @@ import { reaper } from "../sweeps/reaper.ts";
 import { hostEnv, type SweepEnv } from "../sweeps/sweep.ts";
 import { ExitCode, LedgerUnavailableError } from "../util/errors.ts";
 import type { WatchLog } from "./log.ts";
+import { OutageLog } from "./outage.ts";
 import type { ReplayHooks } from "../spool/replay.ts";
 
 export interface WatchConfig {
@@ -108,12 +109,16 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   const intervalMs = config.sweepIntervalSeconds * 1000;
   const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, removed_run_dirs: 0, replayed: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
   const availability = new Availability(ledger);
+  const outage = new OutageLog(log, clockMs);
   const fail = (what: string, error: unknown) => {
     report.errors++;
-    // The backend names the ledger and the reason (disk full, read-only) for its own failures.
+    // The backend names the ledger and the reason (disk full, read-only) for its own failures. Every
+    // failure counts; an outage is logged when it starts and when it ends, not once per pass.
     if (error instanceof LedgerUnavailableError) {
       report.ledger_errors++;
       if (error.unreachable) availability.lost();
+      outage.failed(what, message(error));
+      return;
     }
     log({ action: "error", during: what, message: message(error) });
   };
@@ -136,7 +141,10 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
       for (const a of replayed.actions) log({ action: "replay", entry: a.entry_id, session_id: a.session_id, result: a.result, status: a.status });
       report.replayed += replayed.replayed;
       if (replayed.error) fail("replay", replayed.error);
-      else if (replayed.actions.length > 0) availability.reached();
+      else {
+        outage.succeeded("replay");
+        if (replayed.actions.length > 0) availability.reached();
+      }
     } catch (error) {
       fail("replay", error);
     }
@@ -148,6 +156,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
       try {
         pass = await deliverOnce(ledger, { limit: DELIVERY_LIMIT, ...deps.delivery });
         availability.reached();
+        outage.succeeded("deliver");
       } catch (error) {
         fail("deliver", error);
         return;
@@ -181,6 +190,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
         log({ action: "finalize_linked", session_id: a.session_id, linked_session_id: a.linked_session_id, linked_status: a.linked_status, status: a.status, reason: a.reason_code, applied: a.applied, ...(a.conflict ? { conflict: a.conflict } : {}) });
       }
       report.finalized += linked.finalized;
+      outage.succeeded("finalize_linked");
     } catch (error) {
       fail("finalize_linked", error);
     }
@@ -205,6 +215,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
         });
       }
       report.reaped += reaped.swept;
+      outage.succeeded("reap");
     } catch (error) {
       fail("reap", error);
     }
@@ -213,6 +224,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
       const orphans = await orphanRunDirs.runOnce(ledger, ledger.now(), orphanOptions, { runsRoot: deps.runsRoot ?? null });
       for (const dir of orphans.removed) log({ action: "remove_orphan_run_dir", path: dir });
       report.removed_run_dirs += orphans.removed.length;
+      outage.succeeded("orphan_run_dirs");
     } catch (error) {
       fail("orphan_run_dirs", error);
     }
@@ -235,6 +247,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
         log({ action: "prune", keep_days: pruned.keep_days, sessions: pruned.sessions, transitions: pruned.transitions, legs: pruned.legs, skipped_owed: pruned.skipped_owed, rolled_back: pruned.rolled_back });
       }
       report.pruned_sessions += pruned.sessions;
+      outage.succeeded("prune");
     } catch (error) {
       if (!(error instanceof StopRequested)) fail("prune", error);
     }
@@ -244,6 +257,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   async function lockHeld(): Promise<boolean> {
     try {
       await deps.lock?.ensureHeld();
+      outage.succeeded("lock");
       return true;
     } catch (error) {
       if (error instanceof WatcherLockLostError) {

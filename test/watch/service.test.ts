@@ -4,6 +4,7 @@ import { watchSqliteFile } from "../../src/ledger/sqlite/wake.ts";
 import { pollingOnly, type ChangeWake } from "../../src/ledger/wake.ts";
 import { WatcherLockLostError, type WatcherLock } from "../../src/ledger/watcher-lock.ts";
 import { LedgerUnavailableError } from "../../src/util/errors.ts";
+import type { Backend } from "../../src/ledger/backend.ts";
 import type { LogEntry } from "../../src/watch/log.ts";
 import { onceExitCode, runWatch, type WatchConfig } from "../../src/watch/service.ts";
 import { tempLedger } from "../helpers/ledger.ts";
@@ -116,10 +117,12 @@ describe("the watch loop", () => {
     const wake: ChangeWake = { ...base, get generation() { return base.generation; }, changed: (since, ms) => (waitedMs.push(ms), base.changed(since, ms)), close: () => base.close() };
     const stop = new AbortController();
     const running = runWatch({ ledger: w.ledger, wake, lock, log: w.log, signal: stop.signal, delivery: { hostId: HOST } }, config({ once: false, pollSeconds: 0.05, sweepIntervalSeconds: 30 }));
-    await until("a pass after the failed checks", async () => lock.checks() >= 4 && w.entries.length >= 3);
+    await until("a pass after the failed checks", async () => lock.checks() >= 4 && w.entries.some((e) => e.action === "ledger_back"));
     stop.abort();
     const report = await running;
-    expect(w.entries.slice(0, 3).map((e) => [e.action, e.during])).toEqual([["error", "lock"], ["error", "lock"], ["error", "lock"]]);
+    // The outage is logged once, and once when the lock is checked again; the three failures all count.
+    expect(w.entries.slice(0, 2).map((e) => [e.action, e.during ?? e.errors_not_logged])).toEqual([["error", "lock"], ["ledger_back", 2]]);
+    expect(report.errors).toBe(3);
     expect(waitedMs.slice(0, 3)).toEqual([50, 50, 50]);
     expect(report.sweeps).toBe(1);
   });
@@ -201,6 +204,48 @@ describe("the watch loop", () => {
 });
 
 describe("errors in a pass", () => {
+  test("an outage is logged once when it starts and once when every step runs again, however many passes meet it; every failure is still counted", async () => {
+    const w = world();
+    await phantom(w, "p");
+    // The ledger goes away: every write transaction (each delivery pass buries exhausted claims in one;
+    // the reaper checks with one that the ledger is back) fails as unreachable until `down` is false.
+    const backend = w.ledger.backend as Backend;
+    const real = backend.transaction.bind(backend);
+    let down = false;
+    (backend as { transaction: Backend["transaction"] }).transaction = ((fn: Parameters<Backend["transaction"]>[0]) =>
+      down ? Promise.reject(new LedgerUnavailableError(backend.location, "connection refused", { unreachable: true })) : real(fn)) as Backend["transaction"];
+    let clock = 0;
+    const stop = new AbortController();
+    const { wake, waits } = counted(pollingOnly());
+    const running = runWatch(
+      { ledger: w.ledger, wake, log: w.log, signal: stop.signal, delivery: { hostId: HOST }, clockMs: () => clock },
+      config({ once: false, pollSeconds: 0.01, sweepIntervalSeconds: 60, phantomGraceSeconds: 3600 }),
+    );
+    await until("the first pass (with its sweep) to end", () => waits() >= 1);
+    down = true;
+    let before = waits();
+    await until("five passes that meet the outage", () => waits() >= before + 5);
+    clock += 60_000; // a sweep falls due during the outage: its reaper meets it too
+    before = waits();
+    await until("five more passes", () => waits() >= before + 5);
+    expect(w.entries.filter((e) => e.action === "error")).toEqual([{ action: "error", during: "deliver", message: `ledger ${backend.location}: connection refused` }]);
+
+    down = false;
+    before = waits();
+    await until("passes after the outage", () => waits() >= before + 3);
+    // Delivery runs again, but the reaper has not: the outage is not over until it has.
+    expect(w.entries.some((e) => e.action === "ledger_back")).toBe(false);
+    clock += 60_000;
+    await until("the end of the outage", () => w.entries.some((e) => e.action === "ledger_back"));
+    stop.abort();
+    const report = await running;
+    expect(report.ledger_errors).toBeGreaterThanOrEqual(11);
+    expect(report.errors).toBe(report.ledger_errors);
+    expect(w.entries.filter((e) => e.action === "error")).toHaveLength(1);
+    expect(w.entries.filter((e) => e.action === "ledger_back")).toEqual([{ action: "ledger_back", down_seconds: 120, errors_not_logged: report.ledger_errors - 1 }]);
+    expect(w.entries.findIndex((e) => e.action === "ledger_back")).toBeGreaterThan(w.entries.findIndex((e) => e.action === "error"));
+  });
+
   testSqliteOnly("ledger-file")("a ledger that refuses the pass's writes is counted as a ledger error: --once exits 78; any other error is 1", async () => {
     const w = world();
     await phantom(w, "s");
