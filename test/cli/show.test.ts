@@ -6,7 +6,7 @@ import { hostname } from "node:os";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { agentHome, rows } from "../legs/agent-harness.ts";
-import { tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
+import { fakeClock, tempDir, tempLedger, type TempLedger } from "../helpers/ledger.ts";
 import { existsSync } from "node:fs";
 import { finishSession, seedSession } from "../wait/seed.ts";
 
@@ -85,6 +85,27 @@ describe("li show", () => {
     const amb = await li(["show", "inv-show"], { home: t.paths.home });
     expect(amb.code).toBe(2);
     expect(amb.stderr).toContain("ambiguous");
+  });
+});
+
+describe("li show: admin events", () => {
+  test("admin events that share a timestamp come back in one stable order, by id, whatever order they were written in", async () => {
+    // A clock that never moves, and ids that count down: each audit row sorts before the one written ahead of it.
+    let next = 1000;
+    const t = tempLedger({ now: fakeClock(1_800_000_000).now, newId: () => `id-${next--}` });
+    open.push(t);
+    await t.ledger.createEntity("invocation", { id: "inv-audited" });
+    await t.ledger.updateStatus("invocation", "inv-audited", { newStatus: "completed", reasonCode: "run.completed.ok" });
+    // Leaving a terminal status is refused, and each refusal is audited at the same clock reading.
+    for (let i = 0; i < 3; i++) await expect(t.ledger.updateStatus("invocation", "inv-audited", { newStatus: "running", reasonCode: "run.started.ok" })).rejects.toThrow();
+    const written = (await t.rows().all<{ id: string; created_at: number }>("SELECT id, created_at FROM admin_events WHERE entity_id = ?", "inv-audited")).map((r) => r.id);
+    expect(new Set((await t.rows().all<{ created_at: number }>("SELECT created_at FROM admin_events")).map((r) => r.created_at)).size).toBe(1);
+    const byId = [...written].sort();
+    expect((await t.ledger.backend.listAdminEvents("invocation", "inv-audited")).map((r) => r.id)).toEqual(byId);
+    for (let read = 0; read < 2; read++) {
+      const shown = JSON.parse((await li(["show", "--json", "inv-audited"], { home: t.paths.home })).stdout) as { admin_events: { id: string }[] };
+      expect(shown.admin_events.map((e) => e.id)).toEqual(byId);
+    }
   });
 });
 

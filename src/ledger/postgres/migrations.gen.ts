@@ -119,5 +119,13 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE TABLE \"seq_high_water\" (\n\t\"id\" integer PRIMARY KEY NOT NULL,\n\t\"seq\" bigint NOT NULL,\n\tCONSTRAINT \"seq_high_water_one_row_check\" CHECK (\"seq_high_water\".\"id\" = 1)\n);",
       "-- Seeded from the history as it stands, so a ledger pruned before this migration still never reuses a seq above it.\nINSERT INTO seq_high_water (id, seq) SELECT 1, COALESCE(MAX(seq), 0) FROM status_transitions;"
     ]
+  },
+  {
+    "name": "0007_admin_events_order",
+    "hash": "2b589278badd0b43fe2095fe0c5597ca08115b9d4c337d7355b54c68764cc08a",
+    "statements": [
+      "DROP INDEX \"admin_events_entity_idx\";",
+      "CREATE INDEX \"admin_events_entity_idx\" ON \"admin_events\" USING btree (\"entity_type\",\"entity_id\",\"created_at\",\"id\");"
+    ]
   }
 ];

@@ -98,7 +98,8 @@ export class PgReads implements LedgerReads {
   }
 
   adminEventsOf(kind: EntityKind, id: string): Promise<AdminEventRow[]> {
-    return this.query<AdminEventRow>("SELECT * FROM admin_events WHERE entity_type = $1 AND entity_id = $2 ORDER BY created_at", [kind, id]);
+    // The id breaks a tie of timestamps, compared bytewise as on SQLite whatever the database's collation.
+    return this.query<AdminEventRow>('SELECT * FROM admin_events WHERE entity_type = $1 AND entity_id = $2 ORDER BY created_at, id COLLATE "C"', [kind, id]);
   }
 
   legsOf(sessionId: string): Promise<LegRow[]> {

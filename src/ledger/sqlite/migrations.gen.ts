@@ -117,5 +117,13 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE TABLE `seq_high_water` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`seq` integer NOT NULL,\n\tCONSTRAINT \"seq_high_water_one_row_check\" CHECK(\"seq_high_water\".\"id\" = 1)\n);",
       "-- Seeded from the history as it stands, so a ledger pruned before this migration still never reuses a seq above it.\nINSERT INTO seq_high_water (id, seq) SELECT 1, COALESCE(MAX(seq), 0) FROM status_transitions;"
     ]
+  },
+  {
+    "name": "0006_admin_events_order",
+    "hash": "5376eb5677c0363702e13508582b78b51aa9390a08cb42f0fd4cc63e1d28df56",
+    "statements": [
+      "DROP INDEX `admin_events_entity_idx`;",
+      "CREATE INDEX `admin_events_entity_idx` ON `admin_events` (`entity_type`,`entity_id`,`created_at`,`id`);"
+    ]
   }
 ];

@@ -88,7 +88,8 @@ export class SqliteReads implements LedgerReads {
   }
 
   adminEventsOf(kind: EntityKind, id: string): AdminEventRow[] {
-    return this.q("SELECT * FROM admin_events WHERE entity_type = ? AND entity_id = ? ORDER BY created_at").all(kind, id) as unknown as AdminEventRow[];
+    // The id breaks a tie of timestamps (a rejection and its retry at one clock reading), from the index.
+    return this.q("SELECT * FROM admin_events WHERE entity_type = ? AND entity_id = ? ORDER BY created_at, id").all(kind, id) as unknown as AdminEventRow[];
   }
 
   legsOf(sessionId: string): LegRow[] {

@@ -233,7 +233,7 @@ export const adminEvents = sqliteTable(
     payload: text("payload"),
     created_at: real("created_at").notNull(),
   },
-  (t) => [index("admin_events_entity_idx").on(t.entity_type, t.entity_id, t.created_at), index("admin_events_type_idx").on(t.event_type)],
+  (t) => [index("admin_events_entity_idx").on(t.entity_type, t.entity_id, t.created_at, t.id), index("admin_events_type_idx").on(t.event_type)],
 );
 
 export const terminalCallbacks = sqliteTable(
