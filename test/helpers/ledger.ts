@@ -1,19 +1,16 @@
 // Test helpers: a temporary ledger on the suite's backend with a controllable clock and ids, and its rows
 // by hand (test/helpers/ledger-rows.ts) for before/after checks.
 
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Ledger, type LedgerOptions } from "../../src/ledger/ledger.ts";
 import { openLedger } from "../../src/ledger/open.ts";
 import type { Paths } from "../../src/ledger/location.ts";
 import { onPostgres, pathsForHome } from "./backends.ts";
 import { ledgerRows, type LedgerRows, type Row } from "./ledger-rows.ts";
+import { tempDir } from "./temp-dirs.ts";
 import { closeAfterTest } from "./test-handles.ts";
 
-export function tempDir(prefix = "li-test-"): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
+export { tempDir };
 
 /** A clock that only moves when told to. */
 export function fakeClock(start = 1_800_000_000): { now: () => number; advance: (s: number) => void; set: (t: number) => void } {

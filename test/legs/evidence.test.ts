@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { checkCompletionEvidence, hasEvidence, type CompletionEvidence } from "../../src/legs/evidence.ts";
+import { tempDir as scratchDir } from "../helpers/temp-dirs.ts";
 import { pidInFile, untilGone } from "../helpers/until.ts";
 
 const GIT_ENV = {
@@ -14,9 +14,7 @@ const GIT_ENV = {
   GIT_CONFIG_NOSYSTEM: "1",
 };
 
-function tempDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), "li-evidence-"));
-}
+const tempDir = (): string => scratchDir("li-evidence-");
 
 function git(cwd: string, ...args: string[]): string {
   const run = Bun.spawnSync(["git", ...args], { cwd, env: GIT_ENV, stdin: "ignore" });

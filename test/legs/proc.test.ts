@@ -19,6 +19,7 @@ import {
   type SignalSender,
 } from "../../src/legs/proc.ts";
 import { fixture } from "../helpers/fixtures.ts";
+import { tempDir as scratchDir } from "../helpers/temp-dirs.ts";
 import { pidFromFile, until, validPid } from "../helpers/until.ts";
 
 const started: Subprocess[] = [];
@@ -39,9 +40,7 @@ afterEach(() => {
   }
 });
 
-function tempDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), "li-proc-"));
-}
+const tempDir = (): string => scratchDir("li-proc-");
 
 /** A /proc tree with one stat file, as the kernel writes it. */
 function fakeProc(pid: number | "self", stat: string): string {
