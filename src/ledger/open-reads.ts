@@ -22,7 +22,7 @@ export interface OpenedReads {
 export function openReads(paths: Paths): OpenedReads {
   if (paths.ledger.kind === "postgres") {
     // Loaded only for a postgres:// location, so SQLite's cold path pays nothing for it.
-    const { openPgReads } = require("./postgres/open.ts") as typeof import("./postgres/open.ts");
+    const { openPgReads } = require("./postgres/open-reads.ts") as typeof import("./postgres/open-reads.ts");
     return openPgReads(paths.ledger.url);
   }
   const path = paths.ledger.path;

@@ -62,8 +62,22 @@ function tlsOption(target: PgTarget): Bun.SQL.PostgresOrMySQLOptions["tls"] {
   };
 }
 
+/** How a pool is shaped: its size and whether it names (prepares) its statements. */
+export interface PoolShape {
+  limits?: SessionLimits;
+  /** Connections in the pool: Bun opens them all on the first query. */
+  max?: number;
+  /**
+   * Named prepared statements (the default): a statement's first use costs a round trip of its own
+   * (Parse, then Bind), its later uses none. A one-shot read command runs each statement once, so it
+   * sends them unnamed: one round trip each.
+   */
+  prepare?: boolean;
+}
+
 /** The options handed to Bun: every field set, so no environment variable Bun reads can change them. */
-export function clientOptions(target: PgTarget, limits: SessionLimits = DEFAULT_LIMITS, max = 4): Bun.SQL.PostgresOrMySQLOptions {
+export function clientOptions(target: PgTarget, shape: PoolShape = {}): Bun.SQL.PostgresOrMySQLOptions {
+  const limits = shape.limits ?? DEFAULT_LIMITS;
   const connection: Record<string, string> = {
     search_path: quoteIdent(target.schema),
     statement_timeout: String(Math.floor(limits.statementTimeoutMs)),
@@ -85,7 +99,8 @@ export function clientOptions(target: PgTarget, limits: SessionLimits = DEFAULT_
     tls: tlsOption(target),
     connectionTimeout: target.connectTimeoutSeconds,
     connection,
-    max,
+    max: shape.max ?? 4,
+    prepare: shape.prepare ?? true,
     idleTimeout: 0,
     bigint: false,
   };
@@ -95,7 +110,7 @@ export function clientOptions(target: PgTarget, limits: SessionLimits = DEFAULT_
  * Connects (one round trip, so a wrong host or password fails here, named) and returns the pool. A
  * failure is a LedgerUnavailableError (78) naming host, port and database, its reason scrubbed of the password.
  */
-export async function connectPg(target: PgTarget, options: { limits?: SessionLimits; max?: number } = {}): Promise<PgClient> {
+export async function connectPg(target: PgTarget, options: PoolShape = {}): Promise<PgClient> {
   return (await connectPgWith(target, (sql) => sql`SELECT 1`, options)).client;
 }
 
@@ -107,10 +122,10 @@ export async function connectPg(target: PgTarget, options: { limits?: SessionLim
 export async function connectPgWith<T>(
   target: PgTarget,
   first: (sql: SQL) => Promise<T>,
-  options: { limits?: SessionLimits; max?: number } = {},
+  options: PoolShape = {},
 ): Promise<{ client: PgClient; first: T }> {
   const name = targetName(target);
-  const sql = new SQL(clientOptions(target, options.limits, options.max));
+  const sql = new SQL(clientOptions(target, options));
   let answer: T;
   try {
     answer = await first(sql);

@@ -1,0 +1,18 @@
+// Opens a PostgreSQL ledger for reading only (`li wait`, `li show`, `li ls`): the connection and the read
+// queries, never the write path (backend.ts and what it loads). src/ledger/open-reads.ts loads this
+// module only for a postgres:// location.
+
+import type { OpenedReads } from "../open-reads.ts";
+import { PgConnection } from "./connection.ts";
+import { resolvePgTarget } from "./options.ts";
+import { PgReads } from "./reads.ts";
+import { listenForChanges } from "./wake.ts";
+
+/**
+ * A missing li schema is "nothing recorded yet" (exit 2) and is not created (§16). One connection (a
+ * LISTEN takes its own), its statements unnamed: a read command runs each once (client.ts PoolShape).
+ */
+export function openPgReads(url: string): OpenedReads {
+  const conn = new PgConnection(resolvePgTarget(url), { create: false, shape: { max: 1, prepare: false } });
+  return { reads: new PgReads((fn) => conn.run(fn)), wake: async () => listenForChanges(conn.pool(), conn.schema), now: () => conn.clock.now(), close: () => conn.close() };
+}
