@@ -65,7 +65,8 @@ async function drive(ids: string[], depth: number, one: (id: string) => Promise<
 
 async function measureLi(depth: number): Promise<number> {
   const { url, ids } = await seeded(N);
-  const ledger = openLedger(resolvePaths({ env: { LI_HOME: home, LI_DB: url } }), { create: false });
+  // The floor's pool size (a leg's default is 2).
+  const ledger = openLedger(resolvePaths({ env: { LI_HOME: home, LI_DB: url } }), { create: false, connections: 4 });
   await ledger.backend.getEntity("invocation", ids[0]!); // connected before the clock starts
   const rate = await drive(ids, depth, (id) => ledger.updateStatus("invocation", id, { newStatus: "completed", reasonCode: "run.completed.ok", expectedStatuses: ["running"] }));
   ledger.close();

@@ -8,6 +8,12 @@ import { openSqlite } from "./sqlite/open.ts";
 export interface OpenLedgerOptions extends LedgerOptions {
   /** false for read-only commands: a missing ledger is "nothing recorded yet" and is not created. */
   create: boolean;
+  /**
+   * PostgreSQL: the pool's connections (Bun opens them all on first use; a LISTEN takes one more). A
+   * fleet runs many legs against one server, so the default is 2: a leg's heartbeat may overlap its
+   * teardown, nothing more. Ignored on SQLite.
+   */
+  connections?: number;
 }
 
 export function openLedger(paths: Paths, options: OpenLedgerOptions): Ledger {
@@ -16,7 +22,7 @@ export function openLedger(paths: Paths, options: OpenLedgerOptions): Ledger {
     const { openPgLedger } = require("./postgres/open.ts") as typeof import("./postgres/open.ts");
     return openPgLedger(paths.ledger.url, options);
   }
-  const { create, ...ledgerOptions } = options;
+  const { create, connections: _, ...ledgerOptions } = options;
   const path = paths.ledger.path;
   const ownedDirs = path.startsWith(paths.home + "/") ? [paths.home] : [];
   const db = openSqlite(path, { create, ownedDirs });

@@ -6,7 +6,7 @@
 
 import type { SQL } from "bun";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
-import { callDeadlineMs, connectPgWith, quoteIdent, sessionLimits, type PgClient, type SessionLimits } from "./client.ts";
+import { callDeadlineMs, connectPgWith, quoteIdent, sessionLimits, type PgClient, type PoolShape, type SessionLimits } from "./client.ts";
 import { Reachability } from "./availability.ts";
 import { ServerClock, SERVER_NOW_SQL, SESSION_START_SQL } from "./clock.ts";
 import { asPgLedgerError } from "./errors.ts";
@@ -27,8 +27,8 @@ interface FirstAnswer {
 export interface PgConnectionOptions {
   /** false for read-only commands: a missing li schema is "nothing recorded yet" and is not created. */
   create: boolean;
-  /** Connections in the pool (a leg's heartbeat and its teardown may overlap). */
-  max?: number;
+  /** Connections in the pool (a leg's heartbeat and its teardown may overlap) and statement naming (client.ts). */
+  shape?: Omit<PoolShape, "limits">;
   /** This host's clock in Unix seconds (default util/host-clock.ts); tests skew it. */
   hostClock?: () => number;
 }
@@ -141,7 +141,7 @@ export class PgConnection {
 
   private async open(): Promise<PgClient> {
     const schema = this.schema;
-    const { client, first } = await connectPgWith(this.target, (sql) => readFirst(sql, schema, this.clock), { limits: this.limits, ...(this.options.max ? { max: this.options.max } : {}) });
+    const { client, first } = await connectPgWith(this.target, (sql) => readFirst(sql, schema, this.clock), { ...this.options.shape, limits: this.limits });
     try {
       if (first.version === null && !this.options.create) {
         throw new UsageError(`nothing recorded yet: no ledger at ${this.name} (schema ${schema})`);

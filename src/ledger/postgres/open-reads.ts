@@ -14,5 +14,12 @@ import { listenForChanges } from "./wake.ts";
  */
 export function openPgReads(url: string): OpenedReads {
   const conn = new PgConnection(resolvePgTarget(url), { create: false, shape: { max: 1, prepare: false } });
-  return { reads: new PgReads((fn) => conn.run(fn)), wake: async () => listenForChanges(conn.pool(), conn.schema), now: () => conn.clock.now(), close: () => conn.close() };
+  return {
+    reads: new PgReads((fn) => conn.run(fn)),
+    wake: async () => listenForChanges(conn.pool(), conn.schema),
+    now: () => conn.clock.now(),
+    // Connecting measures the server's clock (connection.ts); bounded and named as any read is.
+    ready: () => conn.run(async () => {}),
+    close: () => conn.close(),
+  };
 }
