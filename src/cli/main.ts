@@ -9,7 +9,8 @@ import { commandHelp, groupHelp } from "./help.ts";
 import { writeErr, writeNote, writeOut } from "./io.ts";
 import { stripAnsi } from "./output.ts";
 import { parseArgs } from "./parse-args.ts";
-import { isGroup, TREE, type Command, type Group } from "./tree.ts";
+import { splitArgv, walk } from "./route.ts";
+import { isGroup } from "./tree.ts";
 import { versionText } from "./version.ts";
 
 export { commandPaths, TREE } from "./tree.ts";
@@ -54,24 +55,6 @@ function rejectUnknownFlags(tokens: string[], args: LiArgs, where: string): void
   }
 }
 
-/** Pulls the global `--db` out of the tokens before `--`. */
-function takeGlobalDb(tokens: string[]): string[] {
-  const rest: string[] = [];
-  for (let i = 0; i < tokens.length; i++) {
-    const token = tokens[i]!;
-    if (token === "--db") {
-      const value = tokens[++i];
-      if (value === undefined || value === "") throw new UsageError("flag --db needs a path or a postgres:// URL");
-      cliContext.dbFlag = value;
-    } else if (token.startsWith("--db=")) {
-      const value = token.slice(5);
-      if (!value) throw new UsageError("flag --db needs a path or a postgres:// URL");
-      cliContext.dbFlag = value;
-    } else rest.push(token);
-  }
-  return rest;
-}
-
 /**
  * The ledger opener for a command's declared need, imported only then: the read path never loads the
  * write path (drizzle, zod), and `none` loads neither.
@@ -109,37 +92,25 @@ async function execute(command: LiCommand, where: string, rest: string[], passth
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const dashdash = argv.indexOf("--");
-  const own = dashdash === -1 ? argv : argv.slice(0, dashdash);
-  const passthrough = dashdash === -1 ? null : argv.slice(dashdash + 1);
-  const tokens = takeGlobalDb(own);
-  const wantsHelp = tokens.includes("--help") || tokens.includes("-h");
-
-  let node: Command | Group = TREE;
-  const path: string[] = [];
-  let i = 0;
-  while (isGroup(node)) {
+  const { tokens, passthrough, dbFlag, wantsHelp } = splitArgv(argv);
+  cliContext.dbFlag = dbFlag;
+  const { node, path, next: i } = walk(tokens);
+  if (isGroup(node)) {
     const word = tokens[i];
-    if (word === undefined || word.startsWith("-")) {
-      if (path.length === 0 && (word === "--version" || word === "-V")) {
-        const json = tokens.slice(i + 1);
-        if (json.length > 1 || (json.length === 1 && json[0] !== "--json")) throw new UsageError(`unknown flag ${json.find((t) => t !== "--json")} for 'li --version'`);
-        writeOut(versionText(json.length === 1));
-        return ExitCode.ok;
-      }
-      const fallback = node.fallback ? await node.fallback.load() : null;
-      if (wantsHelp || word === undefined) {
-        writeOut(groupHelp(path, node, fallback));
-        return word === undefined && !wantsHelp ? ExitCode.usage : ExitCode.ok;
-      }
-      if (fallback) return execute(fallback, `li ${path.join(" ")}`, tokens.slice(i), passthrough);
-      throw new UsageError(`unknown flag ${word} for '${["li", ...path].join(" ")}' (see ${["li", ...path].join(" ")} --help)`);
+    if (word !== undefined && !word.startsWith("-")) throw new UsageError(`unknown command '${[...path, word].join(" ")}' (see ${["li", ...path].join(" ")} --help)`);
+    if (path.length === 0 && (word === "--version" || word === "-V")) {
+      const json = tokens.slice(i + 1);
+      if (json.length > 1 || (json.length === 1 && json[0] !== "--json")) throw new UsageError(`unknown flag ${json.find((t) => t !== "--json")} for 'li --version'`);
+      writeOut(versionText(json.length === 1));
+      return ExitCode.ok;
     }
-    const next: Command | Group | undefined = node.commands[word];
-    if (!next) throw new UsageError(`unknown command '${[...path, word].join(" ")}' (see ${["li", ...path].join(" ")} --help)`);
-    path.push(word);
-    node = next;
-    i++;
+    const fallback = node.fallback ? await node.fallback.load() : null;
+    if (wantsHelp || word === undefined) {
+      writeOut(groupHelp(path, node, fallback));
+      return word === undefined && !wantsHelp ? ExitCode.usage : ExitCode.ok;
+    }
+    if (fallback) return execute(fallback, `li ${path.join(" ")}`, tokens.slice(i), passthrough);
+    throw new UsageError(`unknown flag ${word} for '${["li", ...path].join(" ")}' (see ${["li", ...path].join(" ")} --help)`);
   }
   const command = await node.load();
   const where = `li ${path.join(" ")}`;

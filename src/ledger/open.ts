@@ -9,9 +9,8 @@ export interface OpenLedgerOptions extends LedgerOptions {
   /** false for read-only commands: a missing ledger is "nothing recorded yet" and is not created. */
   create: boolean;
   /**
-   * PostgreSQL: the pool's connections (Bun opens them all on first use; a LISTEN takes one more). A
-   * fleet runs many legs against one server, so the default is 2: a leg's heartbeat may overlap its
-   * teardown, nothing more. Ignored on SQLite.
+   * PostgreSQL: the pool's connections, when not a command's (postgres/early.ts POOL_SHAPES: 2 for
+   * writes). Ignored on SQLite.
    */
   connections?: number;
 }

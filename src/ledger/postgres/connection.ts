@@ -15,13 +15,27 @@ import { MIGRATIONS } from "./migrations.gen.ts";
 import { targetName, type PgTarget } from "./options.ts";
 
 /** What the first round trip learns: the version row (null: no li schema yet) and the server's clock. */
-interface FirstAnswer {
+export interface FirstAnswer {
   version: number | null;
   serverNow: number | null;
   /** When the server began the session this round trip opened (its clock). */
   sessionStart: number | null;
   sent: number;
   received: number;
+}
+
+/** A connected pool and its first round trip's answer: what opening a ledger starts with. */
+export interface Handshake {
+  client: PgClient;
+  first: FirstAnswer;
+}
+
+/**
+ * Connects and reads the version row and the server's clock in the same round trip. Nothing is created
+ * or migrated yet: that is PgConnection's open, once a command is past its validation.
+ */
+export function handshake(target: PgTarget, shape: PoolShape, clock: ServerClock): Promise<Handshake> {
+  return connectPgWith(target, (sql) => readFirst(sql, target.schema, clock), shape);
 }
 
 export interface PgConnectionOptions {
@@ -31,6 +45,8 @@ export interface PgConnectionOptions {
   shape?: Omit<PoolShape, "limits">;
   /** This host's clock in Unix seconds (default util/host-clock.ts); tests skew it. */
   hostClock?: () => number;
+  /** A handshake already under way for this target and shape (early.ts), taken by the first open. */
+  handshake?: Promise<Handshake>;
 }
 
 export class PgConnection {
@@ -45,6 +61,7 @@ export class PgConnection {
   readonly deadlineMs: number;
   private measuring = false;
   private closed = false;
+  private early: Promise<Handshake> | undefined;
 
   constructor(
     readonly target: PgTarget,
@@ -55,6 +72,7 @@ export class PgConnection {
     this.reachability = new Reachability(() => this.clock.now());
     this.limits = sessionLimits();
     this.deadlineMs = callDeadlineMs(this.limits, target.connectTimeoutSeconds);
+    this.early = options.handshake;
   }
 
   get schema(): string {
@@ -137,11 +155,17 @@ export class PgConnection {
     const ready = this.ready;
     this.ready = null;
     void ready?.then((client) => client.close()).catch(() => {});
+    // A handshake taken over but never used (the command ended before its first query).
+    const early = this.early;
+    this.early = undefined;
+    void early?.then(({ client }) => client.close()).catch(() => {});
   }
 
   private async open(): Promise<PgClient> {
     const schema = this.schema;
-    const { client, first } = await connectPgWith(this.target, (sql) => readFirst(sql, schema, this.clock), { ...this.options.shape, limits: this.limits });
+    const early = this.early;
+    this.early = undefined;
+    const { client, first } = await (early ?? handshake(this.target, { ...this.options.shape, limits: this.limits }, this.clock));
     try {
       if (first.version === null && !this.options.create) {
         throw new UsageError(`nothing recorded yet: no ledger at ${this.name} (schema ${schema})`);

@@ -4,16 +4,15 @@
 
 import type { OpenedReads } from "../open-reads.ts";
 import { PgConnection } from "./connection.ts";
+import { adoptEarly, POOL_SHAPES } from "./early.ts";
 import { resolvePgTarget } from "./options.ts";
 import { PgReads } from "./reads.ts";
 import { listenForChanges } from "./wake.ts";
 
-/**
- * A missing li schema is "nothing recorded yet" (exit 2) and is not created (§16). One connection (a
- * LISTEN takes its own), its statements unnamed: a read command runs each once (client.ts PoolShape).
- */
+/** A missing li schema is "nothing recorded yet" (exit 2) and is not created (§16). The pool: early.ts POOL_SHAPES. */
 export function openPgReads(url: string): OpenedReads {
-  const conn = new PgConnection(resolvePgTarget(url), { create: false, shape: { max: 1, prepare: false } });
+  const handshake = adoptEarly(url, "reads");
+  const conn = new PgConnection(resolvePgTarget(url), { create: false, shape: POOL_SHAPES.reads, ...(handshake ? { handshake } : {}) });
   return {
     reads: new PgReads((fn) => conn.run(fn)),
     wake: async () => listenForChanges(conn.pool(), conn.schema),

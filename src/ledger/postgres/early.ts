@@ -1,0 +1,55 @@
+// A PostgreSQL ledger's session, opened while the rest of li loads (src/ledger/early-open.ts): a cold
+// command on PostgreSQL spends most of its time waiting for the server (a new backend, its
+// authentication, the first query's catalog reads), and loading li's modules is CPU work that can
+// happen meanwhile. Only the handshake (connection.ts) runs early; the command's own open takes it
+// over (a missing schema, a migration, every failure is handled there as if it had connected itself).
+
+import { sessionLimits, type PoolShape } from "./client.ts";
+import { ServerClock } from "./clock.ts";
+import { handshake, type Handshake } from "./connection.ts";
+import { resolvePgTarget } from "./options.ts";
+
+/** What a command does with its ledger, as far as its connections are concerned. */
+export type PoolUse = "reads" | "writes";
+
+/**
+ * The pool each use opens (client.ts PoolShape). Reads: one connection (a LISTEN takes its own), each
+ * statement sent unnamed since a read command runs it once. Writes: two (a leg's heartbeat may overlap
+ * its teardown; a fleet runs many legs against one server, and Bun opens a pool's every connection at once).
+ */
+export const POOL_SHAPES: Readonly<Record<PoolUse, Omit<PoolShape, "limits">>> = Object.freeze({
+  reads: Object.freeze({ max: 1, prepare: false }),
+  writes: Object.freeze({ max: 2 }),
+});
+
+const started = new Map<string, Promise<Handshake>>();
+const keyOf = (url: string, use: PoolUse) => `${use} ${url}`;
+
+/** Starts the handshake for `url`; anything wrong with the URL or the settings is left to the command's own open to report. */
+export function startEarly(url: string, use: PoolUse): void {
+  const key = keyOf(url, use);
+  if (started.has(key)) return;
+  let shake: Promise<Handshake>;
+  try {
+    shake = handshake(resolvePgTarget(url), { ...POOL_SHAPES[use], limits: sessionLimits() }, new ServerClock());
+  } catch {
+    return;
+  }
+  // Its failure belongs to the command that takes it over (or to nobody: closeUnadopted).
+  shake.catch(() => {});
+  started.set(key, shake);
+}
+
+/** The handshake started for `url` and `use`, taken over by the caller (once). */
+export function adoptEarly(url: string, use: PoolUse): Promise<Handshake> | undefined {
+  const key = keyOf(url, use);
+  const shake = started.get(key);
+  started.delete(key);
+  return shake;
+}
+
+/** Closes what no command took over (it failed its validation, or never opened the ledger). */
+export function closeUnadopted(): void {
+  for (const shake of started.values()) void shake.then(({ client }) => client.sql.close({ timeout: 0 })).catch(() => {});
+  started.clear();
+}

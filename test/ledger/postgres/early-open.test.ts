@@ -1,0 +1,95 @@
+// Opening a PostgreSQL ledger early (src/cli/early-ledger.ts, src/ledger/postgres/early.ts): the entry
+// point starts the session before li's modules load, and the command takes it over. Counted through a
+// loopback proxy (test/helpers/tcp-proxy.ts), a command opens no more sessions than its pool holds — the
+// early one is the one it uses — and a command refused by its validation creates nothing on the server
+// and still exits (an early session nobody took over must not keep the process alive).
+
+import { afterAll, expect, test } from "bun:test";
+import { LI_BINARY, li, liEnv } from "../../helpers/cli.ts";
+import { asSuperuser, describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
+import { pgTestLedger, type PgTestLedger } from "../../helpers/pg-ledger.ts";
+import { startTcpProxy, type TcpProxy } from "../../helpers/tcp-proxy.ts";
+import { expectInvariants } from "../../legs/late-fixtures.ts";
+
+describePostgres("a PostgreSQL ledger opened while li loads", () => {
+  const db = usePostgresDatabase();
+  const opened: Array<PgTestLedger | TcpProxy> = [];
+  afterAll(async () => {
+    for (const o of opened.splice(0)) await o.close();
+  });
+
+  /** A ledger of its own, reached through a proxy that counts the sessions li opens. */
+  const world = async () => {
+    const l = await pgTestLedger(db);
+    const target = new URL(l.url);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+    opened.push(l, proxy);
+    return { l, proxy, env: { LI_DB: proxy.via(l.url) } };
+  };
+
+  /** Sessions `run` opened through the proxy; a session is counted when the proxy accepts it. */
+  const sessionsOpenedBy = async (proxy: TcpProxy, run: () => Promise<unknown>) => {
+    const before = proxy.accepted;
+    await run();
+    return proxy.accepted - before;
+  };
+
+  test("li wait, li show and li ls each open one session, and the line is the one the ledger holds", async () => {
+    const { l, proxy, env } = await world();
+    const made = await li(["agent", "--json", "--", "true"], { home: l.home, env });
+    expect(made.code).toBe(0);
+    const id = (JSON.parse(made.stdout) as { session_id: string }).session_id;
+
+    let waited = { code: -1, stdout: "", stderr: "" };
+    expect(await sessionsOpenedBy(proxy, async () => (waited = await li(["wait", id], { home: l.home, env })))).toBe(1);
+    expect(waited.code).toBe(0);
+    expect(waited.stdout).toStartWith(`${id}\tstatus=completed\treason=run.completed.ok\t`);
+
+    let shown = { code: -1, stdout: "", stderr: "" };
+    expect(await sessionsOpenedBy(proxy, async () => (shown = await li(["show", "--json", id], { home: l.home, env })))).toBe(1);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(id);
+    expect(shown.stdout).toContain('"completed"');
+
+    let listed = { code: -1, stdout: "", stderr: "" };
+    expect(await sessionsOpenedBy(proxy, async () => (listed = await li(["ls", "--json"], { home: l.home, env })))).toBe(1);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(id);
+    await expectInvariants(l.rows());
+  });
+
+  test("li agent opens its pool of two and one LISTEN: the early session is one of the two", async () => {
+    const { l, proxy, env } = await world();
+    let made = { code: -1, stdout: "", stderr: "" };
+    const sessions = await sessionsOpenedBy(proxy, async () => (made = await li(["agent", "--json", "--", "true"], { home: l.home, env })));
+    expect(made.code).toBe(0);
+    expect(JSON.parse(made.stdout)).toMatchObject({ status: "completed", persisted: true });
+    expect(sessions).toBe(3);
+    await expectInvariants(l.rows());
+  });
+
+  test("a command refused by its validation creates no schema on a fresh database, and exits", async () => {
+    const schema = `early_fresh_${process.pid}`;
+    const url = `${db.url}&search_path=${schema}`;
+    const home = (await pgTestLedger(db).then((l) => (opened.push(l), l))).home;
+    for (const args of [["agent", "--no-such-flag", "--", "true"], ["wait", "--timeout", "soon", "abc"], ["state", "set-status"]]) {
+      // Spawned directly: li() would wait for it all the same, but a hang shows here as the test's timeout.
+      const proc = Bun.spawn([LI_BINARY, ...args], { env: liEnv(home, { LI_DB: url }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+      const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+      expect({ args, code }).toEqual({ args, code: 2 });
+      expect(stderr.trim().split("\n")).toHaveLength(1);
+    }
+    const [row] = await asSuperuser(async (sql) => [...(await sql`SELECT count(*)::int AS n FROM information_schema.schemata WHERE schema_name = ${schema}`)], db.name);
+    expect(row.n).toBe(0);
+  });
+
+  test("a server that refuses the early session: the command's own open reports it, once, as unavailable (78)", async () => {
+    const { l, proxy, env } = await world();
+    proxy.drop();
+    const shown = await li(["show", "00000000-0000-0000-0000-000000000000"], { home: l.home, env: { LI_DB: `${env.LI_DB}&connect_timeout=1` } });
+    proxy.forward();
+    expect(shown.code).toBe(78);
+    expect(shown.stderr.trim().split("\n")).toHaveLength(1);
+    expect(shown.stderr).toMatch(/^li: ledger postgres:\/\/127\.0\.0\.1:\d+\/\S+: /);
+  });
+});
