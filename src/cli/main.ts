@@ -3,17 +3,19 @@
 
 import { ExitCode, UsageError } from "../util/errors.ts";
 import type { LedgerNeed, LiArgs, LiCommand } from "./command.ts";
-import { exitFor } from "./exit.ts";
 import { cliContext } from "./globals.ts";
-import { commandHelp, groupHelp } from "./help.ts";
 import { writeErr, writeNote, writeOut } from "./io.ts";
-import { stripAnsi } from "./output.ts";
 import { parseArgs } from "./parse-args.ts";
 import { splitArgv, walk } from "./route.ts";
 import { isGroup } from "./tree.ts";
 import { versionText } from "./version.ts";
 
 export { commandPaths, TREE } from "./tree.ts";
+
+// `--help` and the error path load their modules when they happen: every command's start-up pays for
+// what it runs, not for the help renderer or the error mapping (and the ledger adapters' classifiers
+// behind it), docs/benchmarks.md "startup".
+const help = () => import("./help.ts");
 
 /**
  * The spellings a command accepts: each flag's declared (kebab-case) name, its one-letter alias,
@@ -106,7 +108,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     const fallback = node.fallback ? await node.fallback.load() : null;
     if (wantsHelp || word === undefined) {
-      writeOut(groupHelp(path, node, fallback));
+      writeOut((await help()).groupHelp(path, node, fallback));
       return word === undefined && !wantsHelp ? ExitCode.usage : ExitCode.ok;
     }
     if (fallback) return execute(fallback, `li ${path.join(" ")}`, tokens.slice(i), passthrough);
@@ -115,7 +117,7 @@ export async function main(argv: string[]): Promise<number> {
   const command = await node.load();
   const where = `li ${path.join(" ")}`;
   if (wantsHelp) {
-    writeOut(commandHelp(where, command));
+    writeOut((await help()).commandHelp(where, command));
     return ExitCode.ok;
   }
   return execute(command, where, tokens.slice(i), passthrough);
@@ -123,6 +125,9 @@ export async function main(argv: string[]): Promise<number> {
 
 /** Maps an error to its documented exit code and one line on stderr; never a stack trace for users. */
 export function reportError(error: unknown): number {
+  // Synchronous, so a failure anywhere still reports through here; loaded only now (see `help` above).
+  const { exitFor } = require("./exit.ts") as typeof import("./exit.ts");
+  const { stripAnsi } = require("./output.ts") as typeof import("./output.ts");
   const { exit, message } = exitFor(error);
   // The whole message on one line, escaped: it may quote the user's own value (an id, a path, a flag's argument).
   writeNote(stripAnsi(message).trimEnd());

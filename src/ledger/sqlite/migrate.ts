@@ -3,8 +3,16 @@
 
 import type { Database } from "bun:sqlite";
 import { LedgerUnavailableError } from "../../util/errors.ts";
-import { MIGRATIONS } from "./migrations.gen.ts";
+import type { EmbeddedMigration } from "../embedded-migration.ts";
 import { notALiLedger } from "./errors.ts";
+import { SCHEMA_VERSION } from "./schema-version.gen.ts";
+
+/** The embedded migrations' SQL (~13 KB of text), loaded only by an open that finds the ledger behind this li. */
+function embeddedMigrations(): readonly EmbeddedMigration[] {
+  const { MIGRATIONS } = require("./migrations.gen.ts") as typeof import("./migrations.gen.ts");
+  if (MIGRATIONS.length !== SCHEMA_VERSION) throw new Error(`schema-version.gen.ts says ${SCHEMA_VERSION}, migrations.gen.ts has ${MIGRATIONS.length}: run bun scripts/embed-migrations.ts`);
+  return MIGRATIONS;
+}
 
 const BUSY = /SQLITE_BUSY|database is locked/i;
 
@@ -64,14 +72,17 @@ export function assertLiLedger(db: Database, path: string, version: number): voi
 /**
  * Applies embedded migrations. `user_version` counts the applied ones, so an up-to-date ledger costs
  * one read; otherwise BEGIN IMMEDIATE, re-read, apply, commit — safe when many processes open a new file.
+ * `checkedVersion`: the version the caller read and passed through `assertLiLedger` on this connection,
+ * so neither is read twice.
  */
-export function migrate(db: Database, path: string): void {
+export function migrate(db: Database, path: string, checkedVersion?: number): void {
   const version = () => userVersion(db);
-  const known = MIGRATIONS.length;
-  const seen = version();
+  const known = SCHEMA_VERSION;
+  const seen = checkedVersion ?? version();
   if (seen > known) throw writtenByNewerLi(path, seen, known);
-  assertLiLedger(db, path, seen);
+  if (checkedVersion === undefined) assertLiLedger(db, path, seen);
   if (seen === known) return;
+  const MIGRATIONS = embeddedMigrations();
   const needsForeignKeysOff = MIGRATIONS.slice(seen).some((m) => m.statements.some((s) => /PRAGMA\s+foreign_keys\s*=\s*OFF/i.test(s)));
   // SQLite ignores PRAGMA foreign_keys inside a transaction: switch it outside, check before COMMIT.
   if (needsForeignKeysOff) db.run("PRAGMA foreign_keys = OFF");

@@ -7,7 +7,7 @@ import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { explained } from "./cantopen.ts";
 import { EMPTY_FILE } from "./errors.ts";
 import { applyPragmas, assertLiLedger, defaultBusyTimeoutMs, migrate, tableNames } from "./migrate.ts";
-import { MIGRATIONS } from "./migrations.gen.ts";
+import { SCHEMA_VERSION } from "./schema-version.gen.ts";
 
 /** A missing file is "nothing recorded yet" (exit 2) and is never created (§16); anything else is exit 78. */
 export function openSqliteForReads(path: string, busyTimeoutMs = defaultBusyTimeoutMs()): Database {
@@ -21,14 +21,14 @@ export function openSqliteForReads(path: string, busyTimeoutMs = defaultBusyTime
     db.run(`PRAGMA busy_timeout = ${Math.floor(busyTimeoutMs)}`);
     const version = db.query<{ user_version: number }, []>("PRAGMA user_version").get()?.user_version ?? 0;
     // Before anything that could write (WAL mode changes the header): someone else's file stays as it was.
-    if (version <= MIGRATIONS.length) assertLiLedger(db, path, version);
+    if (version <= SCHEMA_VERSION) assertLiLedger(db, path, version);
     if (version === 0 && tableNames(db).length === 0) {
       // A zero-length (or empty) file: there is nothing to read, and a reader never writes li's schema into it.
       throw new LedgerUnavailableError(path, EMPTY_FILE);
-    } else if (version !== MIGRATIONS.length) {
+    } else if (version !== SCHEMA_VERSION) {
       // An older ledger: brought up to date as any writer would; a newer one is refused by migrate.
       applyPragmas(db, busyTimeoutMs);
-      migrate(db, path);
+      migrate(db, path, version);
     }
     return db;
   } catch (error) {

@@ -60,7 +60,7 @@ export function openSqlite(path: string, opts: OpenSqliteOptions): Database {
     // Only a command that creates ledgers may turn an empty file into one (§16: the others never create it).
     if (!opts.create && version === 0 && tableNames(db).length === 0) throw new LedgerUnavailableError(path, EMPTY_FILE);
     applyPragmas(db, busyTimeoutMs);
-    migrate(db, path);
+    migrate(db, path, version);
   } catch (error) {
     db.close();
     throw explained(error, path) ?? new LedgerUnavailableError(path, (error as Error).message);

@@ -1,0 +1,102 @@
+// The start-up path, pinned: what a command loads before it does anything is most of what it costs
+// (docs/benchmarks.md "startup", "wait-cold", "agent"). The bundle is built the way scripts/build.ts
+// splits it; a chunk's static imports load with it, a dynamic import() or require() only when reached.
+// Each list below names modules that used to sit on a start-up path for nothing.
+
+import { beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "../..");
+
+interface Chunk {
+  /** The source modules bundled into it (bun's `// src/…` markers). */
+  modules: string[];
+  /** Chunks it imports statically: loaded with it. */
+  imports: string[];
+  /** Built-in modules it imports statically (`node:fs`, `bun:sqlite`). */
+  builtins: string[];
+}
+
+let chunks: Map<string, Chunk>;
+let outdir: string;
+
+beforeAll(async () => {
+  outdir = mkdtempSync(join(tmpdir(), "li-startup-graph-"));
+  const built = await Bun.build({ entrypoints: [join(ROOT, "src/cli.ts")], outdir, splitting: true, format: "esm", target: "bun" });
+  if (!built.success) throw new Error(built.logs.map(String).join("\n"));
+  chunks = new Map();
+  for (const name of readdirSync(outdir)) {
+    const text = readFileSync(join(outdir, name), "utf8");
+    const statics = [...text.matchAll(/^(?:import\s*["']([^"']+)["']|\}?\s*from\s*["']([^"']+)["'])/gm)].map((m) => (m[1] ?? m[2])!);
+    chunks.set(name, {
+      modules: [...text.matchAll(/^\/\/ (src\/\S+)$/gm)].map((m) => m[1]!),
+      imports: statics.filter((s) => s.startsWith("./")).map((s) => s.slice(2)),
+      builtins: statics.filter((s) => !s.startsWith(".")),
+    });
+  }
+  return () => rmSync(outdir, { recursive: true, force: true });
+});
+
+/** The chunk a dynamic import of `module` (a path under src/) starts from. */
+function chunkOf(module: string): string {
+  for (const [name, chunk] of chunks) if (chunk.modules.at(-1) === module) return name;
+  throw new Error(`no chunk ends with ${module}`);
+}
+
+/** Every source module and built-in loaded with `entries`, following static imports only. */
+function loadedWith(...entries: string[]): { modules: Set<string>; builtins: Set<string> } {
+  const modules = new Set<string>();
+  const builtins = new Set<string>();
+  const seen = new Set<string>();
+  const walk = (name: string) => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    const chunk = chunks.get(name);
+    if (!chunk) throw new Error(`no chunk ${name}`);
+    chunk.modules.forEach((m) => modules.add(m));
+    chunk.builtins.forEach((b) => builtins.add(b));
+    chunk.imports.forEach(walk);
+  };
+  entries.forEach(walk);
+  return { modules, builtins };
+}
+
+describe("the start-up graph", () => {
+  test("the reader of the bundle sees static imports, and a module behind a dynamic import is not loaded with its importer", () => {
+    const entry = loadedWith("cli.js");
+    expect(entry.modules).toContain("src/cli/main.ts");
+    expect(entry.modules).toContain("src/cli/tree.ts");
+    // tree.ts imports every command with import(): none of them comes with the entry.
+    expect(entry.modules).not.toContain("src/cli/commands/wait.ts");
+    expect(loadedWith(chunkOf("src/cli/commands/wait.ts")).modules).toContain("src/cli/commands/wait.ts");
+  });
+
+  test("every command's entry leaves the help renderer and the error mapping (and the adapters' classifiers) until they are needed", () => {
+    const { modules } = loadedWith("cli.js");
+    for (const lazy of ["src/cli/help.ts", "src/cli/exit.ts", "src/ledger/failures.ts", "src/ledger/sqlite/errors.ts", "src/ledger/postgres/redact.ts", "src/cli/output.ts"]) {
+      expect(modules).not.toContain(lazy);
+    }
+  });
+
+  test("li wait on SQLite loads no migration SQL, no write path and no node:* module of its own", () => {
+    const { modules, builtins } = loadedWith("cli.js", chunkOf("src/cli/commands/wait.ts"), chunkOf("src/ledger/open-reads.ts"));
+    expect(modules).toContain("src/ledger/sqlite/open-read.ts");
+    expect(modules).toContain("src/ledger/sqlite/schema-version.gen.ts");
+    for (const lazy of ["src/ledger/sqlite/migrations.gen.ts", "src/ledger/transition.ts", "src/ledger/ledger.ts"]) expect(modules).not.toContain(lazy);
+    expect([...builtins].filter((b) => b.startsWith("node:"))).toEqual([]);
+  });
+
+  test("a writer's open loads the migration SQL only when the ledger is behind", () => {
+    const { modules } = loadedWith("cli.js", chunkOf("src/cli/context.ts"));
+    expect(modules).toContain("src/ledger/sqlite/migrate.ts");
+    expect(modules).not.toContain("src/ledger/sqlite/migrations.gen.ts");
+  });
+});
+
+test("the schema version an open compares with is the number of embedded migrations (both generated together)", async () => {
+  const { SCHEMA_VERSION } = await import("../../src/ledger/sqlite/schema-version.gen.ts");
+  const { MIGRATIONS } = await import("../../src/ledger/sqlite/migrations.gen.ts");
+  expect(SCHEMA_VERSION).toBe(MIGRATIONS.length);
+});
