@@ -1,18 +1,17 @@
 // `li agent` as a service: allocates the run, validates the contract against it, runs legs (auto-resume), returns the outcome.
 
 import fs from "node:fs";
-import { validateContract } from "../contracts/artifacts.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { ExitCode, UsageError, type LedgerUnavailableError } from "../util/errors.ts";
 import { hostClock } from "../util/host-clock.ts";
 import { randomId } from "../util/ids.ts";
-import { checkCompletionEvidence, type CompletionEvidence, type EvidenceOptions } from "./evidence.ts";
+import type { CompletionEvidence, EvidenceOptions } from "./evidence.ts";
 import { runLeg, type LegHooks, type LegIo, type LegOptions } from "./leg.ts";
 import type { LegNotifier } from "./notify.ts";
 import { liExitCode } from "./outcome.ts";
 import { processIdentity } from "./proc.ts";
 import type { AgentRequest } from "./request.ts";
-import { resolveResume, type ResumeHooks, type ResumeTarget } from "./resume.ts";
+import type { ResumeHooks, ResumeTarget } from "./resume.ts";
 import { allocateRun, takeRunId, type RunDir } from "./rundir.ts";
 import type { AlsoInSetup, LegIds, LegPlan } from "./setup.ts";
 import { LiSignalTrap } from "./signals.ts";
@@ -72,8 +71,10 @@ export async function allocateFirstRun(req: AgentRequest, deps: AgentDeps, inher
   }
   const saveDir = req.saveDir ?? inherited?.artifactRoot ?? undefined;
   const run = allocateRun({ runsRoot: deps.runsRoot, saveDir, runId, env: {}, tolerateUnwritable: true, ...(deps.now ? { now: deps.now() } : {}) });
+  const contract = inherited ? inherited.contract : req.contract;
   try {
-    validateContract(inherited ? inherited.contract : req.contract, run.artifactRoot);
+    // The contract module loads only for a leg that has a contract (an absent one is always valid).
+    if (contract !== null) (await import("../contracts/artifacts.ts")).validateContract(contract, run.artifactRoot);
   } catch (error) {
     fs.rmSync(run.stateRoot, { recursive: true, force: true });
     throw error;
@@ -99,7 +100,7 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
   // ledger that cannot be reached fails the setup below, as it would without this (§8.4).
   await deps.ledger?.ready().catch(() => {});
   const newId = deps.newId ?? randomId;
-  const resume: ResumeTarget | null = req.resume !== null ? await resolveResume(deps.ledger, deps.runsRoot, req.resume, deps.resumeHooks) : null;
+  const resume: ResumeTarget | null = req.resume !== null ? await (await import("./resume.ts")).resolveResume(deps.ledger, deps.runsRoot, req.resume, deps.resumeHooks) : null;
   let run = await allocateFirstRun(req, deps, resume ? { contract: resume.contract, artifactRoot: resume.artifactRoot } : undefined);
   if (resume && resume.sessionId === null) deps.io.log(`resume: branch ${resume.branchId} has no session any more; it continues under a new session`);
   let sessionId = resume?.sessionId ?? newId();
@@ -144,7 +145,7 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
       providerExitCodes: PROVIDER_FAILURE_EXIT_CODES,
       now,
       newId,
-      checkEvidence: deps.checkEvidence ?? checkCompletionEvidence,
+      checkEvidence: deps.checkEvidence ?? checkCompletionEvidenceLazily,
       afterCommit: [...(deps.afterCommit ?? []), ...(deps.notifier ? [deps.notifier.afterCommit(plan, deps.ledger)] : [])],
       ...(deps.killGraceMs !== undefined ? { killGraceMs: deps.killGraceMs } : {}),
       ...(deps.drainGraceMs !== undefined ? { drainGraceMs: deps.drainGraceMs } : {}),
@@ -180,4 +181,9 @@ function composeSetup(deps: AgentDeps, now: () => number): AlsoInSetup | undefin
     await extra?.(tx, ids);
     await notifier.register(tx, ids, now());
   };
+}
+
+/** The evidence gate's git probe, loaded only by a leg whose teardown runs the gate. */
+async function checkCompletionEvidenceLazily(cwd: string, options: EvidenceOptions): Promise<CompletionEvidence> {
+  return (await import("./evidence.ts")).checkCompletionEvidence(cwd, options);
 }

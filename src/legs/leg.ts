@@ -2,7 +2,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { isWithin } from "../contracts/artifacts.ts";
+import { isWithin } from "../contracts/containment.ts";
 import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { CompletionEvidence, EvidenceOptions } from "./evidence.ts";
@@ -13,7 +13,7 @@ import { startHeartbeat } from "./heartbeat.ts";
 import { watchKillRequest } from "./kill-request.ts";
 import { commandExitCode, naturalTermination, type Termination } from "./outcome.ts";
 import { readStartTicks } from "./proc.ts";
-import { setupResume, type ResumeSetup } from "./resume.ts";
+import type { ResumeSetup } from "./resume.ts";
 import { newSessionRows, nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegIds, type LegPlan } from "./setup.ts";
 import { armDeadline, GroupTerminator, LI_SIGNALS, LiSignalTrap } from "./signals.ts";
 import { spawnCommand, SpawnError, type SpawnedCommand } from "./spawn.ts";
@@ -119,7 +119,7 @@ async function openRecord(ledger: Ledger, plan: LegPlan, mode: LegMode, o: LegOp
     }
     if (mode === "continue") return { ledger, resumed: null, stopped: await setupContinuation(ledger, plan, o.alsoInSetup) };
     const previous = plan.sessionId;
-    const resumed = await setupResume(ledger, plan, o.newId, o.alsoInSetup);
+    const resumed = await (await import("./resume.ts")).setupResume(ledger, plan, o.newId, o.alsoInSetup);
     if (resumed === "created") o.io.log(`resume: session ${previous} no longer exists; branch ${plan.branchId} continues under the new session ${plan.sessionId}`);
     if (resumed === "lost_race") o.io.log(`resume: session ${plan.sessionId} was changed by another process during setup; this leg runs, but is not its current leg`);
     return { ledger, resumed, stopped: null };

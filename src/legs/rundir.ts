@@ -3,7 +3,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { isContained } from "../contracts/artifacts.ts";
+import { isContained } from "../contracts/containment.ts";
 import { UsageError } from "../util/errors.ts";
 import { assertSafeId, isSafeId } from "../util/ids.ts";
 import { writeFileAtomic } from "../util/atomic-file.ts";

@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { isContained } from "../../src/contracts/containment.ts";
 import {
-  isContained,
   resolveContract,
   validateContract,
   verifyContract,

@@ -88,6 +88,15 @@ describe("the start-up graph", () => {
     expect([...builtins].filter((b) => b.startsWith("node:"))).toEqual([]);
   });
 
+  test("li agent loads, before its command starts, neither the detach, resume, evidence and contract modules nor --json's and the error path's", () => {
+    const { modules } = loadedWith("cli.js", chunkOf("src/cli/commands/agent.ts"), chunkOf("src/cli/context.ts"));
+    expect(modules).toContain("src/legs/leg.ts");
+    expect(modules).toContain("src/contracts/containment.ts");
+    for (const lazy of ["src/legs/detach.ts", "src/legs/resume.ts", "src/legs/evidence.ts", "src/contracts/artifacts.ts", "src/cli/output.ts", "src/cli/exit.ts", "src/legs/teardown/run.ts"]) {
+      expect(modules).not.toContain(lazy);
+    }
+  });
+
   test("a writer's open loads the migration SQL only when the ledger is behind", () => {
     const { modules } = loadedWith("cli.js", chunkOf("src/cli/context.ts"));
     expect(modules).toContain("src/ledger/sqlite/migrate.ts");

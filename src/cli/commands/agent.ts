@@ -5,7 +5,6 @@ import { command } from "../command.ts";
 import { ExitCode, LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
 import { runAgent, type AgentDeps, type AgentOutcome } from "../../legs/agent.ts";
-import { openReadyChannel, startDetached, writeReady, type ReadyChannel } from "../../legs/detach.ts";
 import { SUPERVISOR_ENV } from "../../legs/env.ts";
 import { PersistenceSetupError, type LegIo } from "../../legs/leg.ts";
 import { LegNotifier } from "../../legs/notify.ts";
@@ -22,9 +21,7 @@ import { anySettingsFile } from "../../settings/lookup.ts";
 import type { Settings } from "../../settings/settings.ts";
 import { cliPaths } from "../paths.ts";
 import { cliContext } from "../globals.ts";
-import { writeJson } from "../output.ts";
 import { isTerminal, writeAll } from "../fd.ts";
-import { exitFor } from "../exit.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 import { repeatedFlag } from "../repeated-flag.ts";
 
@@ -85,7 +82,7 @@ export default command({
     const readyValue = process.env[SUPERVISOR_ENV];
     delete process.env[SUPERVISOR_ENV];
     // Checked before anything else: the variable can only name the socket li's own parent handed over.
-    if (readyValue) return supervise(args, passthrough, openReadyChannel(readyValue), open);
+    if (readyValue) return supervise(args, passthrough, readyValue, open);
     // LI_HOST_ID / LI_HOST_NAME name this host in the leg's row: a bad value (or a bad test setting) is refused before anything is allocated or recorded.
     hostOverrides();
     heartbeatMsFromEnv(process.env);
@@ -96,12 +93,12 @@ export default command({
     if (req.detach) {
       // The supervisor's warnings go to its log: a bad --notify is worth saying here, where someone reads it.
       if (req.notify !== null) (await LegNotifier.load({ notifyFlag: req.notify, settings: null, log: note })).resolve({ sessionId: "", branchId: "" });
-      const report = await startDetached(process.argv.slice(2), process.env);
+      const report = await (await import("../../legs/detach.ts")).startDetached(process.argv.slice(2), process.env);
       if (!report.ok) {
         note(report.message);
         return report.exit;
       }
-      if (req.json) writeJson({ session_id: report.session_id, branch_id: report.branch_id, run_id: report.run_id });
+      if (req.json) (await import("../output.ts")).writeJson({ session_id: report.session_id, branch_id: report.branch_id, run_id: report.run_id });
       else writeOut(`${report.session_id}\n`);
       return 0;
     }
@@ -124,7 +121,7 @@ export default command({
     if (result.ledgerError) cliContext.ledgerFailed = true;
     note(summaryLine(outcome));
     if (req.json) {
-      writeJson({
+      (await import("../output.ts")).writeJson({
         session_id: plan.sessionId,
         branch_id: plan.branchId,
         run_id: plan.runId,
@@ -244,7 +241,10 @@ function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit
 }
 
 /** The supervising li of a detached leg: commits setup, reports through the ready file, then runs the leg. */
-async function supervise(args: AgentArgs, passthrough: string[] | null, ready: ReadyChannel, open: () => Ledger): Promise<number> {
+async function supervise(args: AgentArgs, passthrough: string[] | null, readyValue: string, open: () => Ledger): Promise<number> {
+  // Loaded here, as the detaching parent loads it: a foreground leg never needs it.
+  const { openReadyChannel, writeReady } = await import("../../legs/detach.ts");
+  const ready = openReadyChannel(readyValue);
   let logFile: string | null = null;
   const log = (line: string) => {
     try {
@@ -286,7 +286,7 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, ready: R
     return outcome.exit;
   } catch (error) {
     if (error instanceof PersistenceSetupError) return fail(ExitCode.unavailable, error.message);
-    const { exit, message } = exitFor(error);
+    const { exit, message } = (await import("../exit.ts")).exitFor(error);
     return fail(exit, message);
   }
 }
