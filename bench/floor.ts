@@ -24,7 +24,7 @@ export function compileFloor(dir: string, name: string, source: string): string 
   const entry = join(dir, `${name}.ts`);
   const out = join(dir, name);
   writeFileSync(entry, source);
-  const flags = ["--compile", "--bytecode", "--splitting", "--minify-syntax", "--minify-whitespace", "--format=esm", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig"];
+  const flags = ["--compile", "--bytecode", "--compile-jit-policy=1000", "--splitting", "--minify-syntax", "--minify-whitespace", "--format=esm", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig"];
   const built = Bun.spawnSync([process.execPath, "build", ...flags, entry, "--outfile", out], { stdout: "ignore", stderr: "pipe" });
   if (built.exitCode !== 0) throw new Error(`could not compile the floor ${name}: ${built.stderr.toString()}`);
   return out;

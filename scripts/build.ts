@@ -13,11 +13,18 @@ export async function buildCommit(): Promise<string> {
   return head.stdout.toString().trim() + (dirty.stdout.toString().trim() ? "-dirty" : "");
 }
 
+/**
+ * JavaScriptCore's tier-up thresholds ×1000 from the start: li's commands live for milliseconds, and
+ * compiling their run-once start-up code cost a leg ~2 ms of CPU (docs/benchmarks.md). Processes that
+ * stay on return to the normal policy once started (src/util/jit.ts).
+ */
+export const JIT_POLICY = 1000;
+
 /** Compiles src/cli.ts for one bun target (`bun-linux-arm64`, …; null = this machine) into `outfile`. */
 export async function compile(outfile: string, target: { bun: string | null; name: string }, commit: string): Promise<void> {
   const targetFlag = target.bun === null ? [] : [`--target=${target.bun}`];
   const defines = [`--define=LI_BUILD_COMMIT=${JSON.stringify(commit)}`, `--define=LI_BUILD_TARGET=${JSON.stringify(target.name)}`];
-  await $`bun build --compile ${targetFlag} --bytecode --splitting --minify-syntax --minify-whitespace --format=esm --no-compile-autoload-dotenv --no-compile-autoload-bunfig ${defines} ${join(ROOT, "src/cli.ts")} --outfile ${outfile}`.quiet();
+  await $`bun build --compile ${targetFlag} --bytecode --compile-jit-policy=${JIT_POLICY} --splitting --minify-syntax --minify-whitespace --format=esm --no-compile-autoload-dotenv --no-compile-autoload-bunfig ${defines} ${join(ROOT, "src/cli.ts")} --outfile ${outfile}`.quiet();
 }
 
 if (import.meta.main) {

@@ -22,6 +22,7 @@ import type { SpooledSetup } from "../spool/entry.ts";
 import { retryLockWaitMs, retryUnreachable } from "./ledger-retry.ts";
 import { formatDuration } from "../util/duration.ts";
 import type { LedgerUnavailableError } from "../util/errors.ts";
+import { startUpDone } from "../util/jit.ts";
 
 /** Where a leg's live output and li's own notes go. */
 export interface LegIo {
@@ -237,6 +238,8 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
       await o.hooks?.afterSpawn?.(plan, pid);
       commandMarkers = { pid, startTicks: readStartTicks(pid) };
       if (ledger) await recordCommandMarkers(ledger, plan.legId, commandMarkers).catch(() => {});
+      // The supervisor stays for as long as the command runs: from here on its hot paths (the output pumps) may be compiled.
+      startUpDone();
       const exit = await child.exited;
       disarm();
       await terminator.settle();

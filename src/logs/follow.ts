@@ -9,6 +9,7 @@ import { isTerminal } from "../lifecycle/policy.ts";
 import { LedgerUnavailableError } from "../util/errors.ts";
 import { streamFiles } from "./locate.ts";
 import { LogFileError, StreamReader } from "./read.ts";
+import { startUpDone } from "../util/jit.ts";
 
 export interface FollowOptions {
   reads: LedgerReads;
@@ -34,6 +35,7 @@ export type FollowEnd = "done" | "interrupted";
 
 /** Follows until the session is terminal (or gone: `done` too, the caller reads its state) or the signal aborts. */
 export async function followSession(o: FollowOptions): Promise<FollowEnd> {
+  startUpDone(); // -f streams until the leg ends
   let leg = o.leg;
   let reader = o.reader;
   const refused = new Set<string>();

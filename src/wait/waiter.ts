@@ -8,6 +8,7 @@ import { resolveIn, WAIT_LOOKUP_ORDER, type LookupMatch } from "../ledger/resolv
 import { LedgerUnavailableError } from "../util/errors.ts";
 import { armTimer } from "../util/timer.ts";
 import { toOutcome, type WaitOutcome } from "./line.ts";
+import { startUpDone } from "../util/jit.ts";
 
 export interface WaitTarget {
   kind: EntityKind;
@@ -125,6 +126,7 @@ export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes:
   }
 
   async function watchPending(wake: ChangeWake): Promise<{ outcomes: WaitOutcome[]; end: WaitEnd }> {
+    startUpDone(); // li wait stays until its targets end
     let generation = wake.generation;
     // null: not read yet, or the ledger stopped answering (then the next look re-checks whatever woke it).
     let version: number | null = null;

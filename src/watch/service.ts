@@ -14,6 +14,7 @@ import { ExitCode, LedgerUnavailableError } from "../util/errors.ts";
 import type { WatchLog } from "./log.ts";
 import { OutageLog } from "./outage.ts";
 import type { ReplayHooks } from "../spool/replay.ts";
+import { startUpDone } from "../util/jit.ts";
 
 export interface WatchConfig {
   /** One pass of everything, then return. */
@@ -102,6 +103,7 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
  * Nothing is restored on start: what is owed is simply found by the delivery engine.
  */
 export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<WatchReport> {
+  startUpDone(); // a service: its passes are compiled as usual
   const { ledger, wake, log, signal } = deps;
   const clockMs = deps.clockMs ?? (() => performance.now());
   const env = deps.sweepEnv ?? hostEnv();
