@@ -4,7 +4,8 @@
 // only connects with Bun's SQL client and runs `SELECT 1` (the driver's floor: what any PostgreSQL
 // command pays before li does anything). Target: PostgreSQL ≤ 2× SQLite.
 // Each ledger holds one session recorded by `li agent -- true` (the wait resolves its full id).
-// Usage: bun bench/pg-wait-cold.ts [--runs 40]   (build dist/li first; needs PostgreSQL's server programs)
+// Usage: bun bench/pg-wait-cold.ts [--runs 40] [--baseline OTHER_LI]   (build dist/li first; needs PostgreSQL's server programs)
+// --baseline adds OTHER_LI (e.g. a build of an older commit) waiting on two ledgers it recorded itself.
 
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,9 +33,9 @@ const baseEnv = (): Record<string, string> => {
 };
 
 /** A ledger with one finished session; returns the env that names it and the session id. */
-function recorded(name: string, extra: Record<string, string>): { env: Record<string, string>; id: string } {
+function recorded(name: string, extra: Record<string, string>, li = LI): { env: Record<string, string>; id: string } {
   const env = { ...baseEnv(), LI_HOME: join(work, name), ...extra };
-  const made = Bun.spawnSync([LI, "agent", "--json", "--", "true"], { env, stdout: "pipe", stderr: "pipe" });
+  const made = Bun.spawnSync([li, "agent", "--json", "--", "true"], { env, stdout: "pipe", stderr: "pipe" });
   if (made.exitCode !== 0) throw new Error(`${name}: li agent failed: ${made.stderr.toString()}`);
   return { env, id: (JSON.parse(made.stdout.toString()) as { session_id: string }).session_id };
 }
@@ -50,6 +51,16 @@ const cases = [
   // The same ledger through the server's unix socket (a server on the same host): no TCP set-up.
   { name: "li wait, PostgreSQL (unix socket)", argv: [LI, "wait", pg.id], env: { ...pg.env, LI_DB: socketUrl }, check: `${pg.id}\tstatus=completed` },
 ];
+const baselineAt = process.argv.indexOf("--baseline");
+const baseline = baselineAt >= 0 ? process.argv[baselineAt + 1]! : null;
+if (baseline) {
+  // Ledgers of its own (an older li may not read a newer schema): another home, another PostgreSQL schema.
+  const own = { sqlite: recorded("baseline-sqlite", {}, baseline), pg: recorded("baseline-postgres", { LI_DB: `${db.url}&search_path=li_baseline` }, baseline) };
+  cases.push(
+    { name: "baseline li wait, SQLite", argv: [baseline, "wait", own.sqlite.id], env: own.sqlite.env, check: `${own.sqlite.id}\tstatus=completed` },
+    { name: "baseline li wait, PostgreSQL", argv: [baseline, "wait", own.pg.id], env: own.pg.env, check: `${own.pg.id}\tstatus=completed` },
+  );
+}
 const times = new Map<string, number[]>(cases.map((c) => [c.name, []]));
 for (let run = -3; run < RUNS; run++) {
   for (const c of cases) {
@@ -64,11 +75,13 @@ await db.dispose();
 rmSync(work, { recursive: true, force: true });
 
 const median = (name: string) => quantile(times.get(name)!, 0.5);
-for (const c of cases) console.log(`${c.name.padEnd(32)} median ${median(c.name).toFixed(2)} ms, p95 ${quantile(times.get(c.name)!, 0.95).toFixed(2)} ms`);
+for (const c of cases) console.log(`${c.name.padEnd(34)} median ${median(c.name).toFixed(2)} ms, p95 ${quantile(times.get(c.name)!, 0.95).toFixed(2)} ms`);
 const ratio = median("li wait, PostgreSQL (loopback)") / median("li wait, SQLite");
 const overConnect = median("li wait, PostgreSQL (loopback)") / median("connect + SELECT 1 (Bun SQL)");
 const socketRatio = median("li wait, PostgreSQL (unix socket)") / median("li wait, SQLite");
 console.log(`PostgreSQL / SQLite = ${ratio.toFixed(2)}× (target ≤ 2.0×); over a unix socket ${socketRatio.toFixed(2)}×; SQLite / hello-world = ${(median("li wait, SQLite") / median("hello-world")).toFixed(2)}×; PostgreSQL / connect floor = ${overConnect.toFixed(2)}×`);
+const baselineRatio = baseline ? median("baseline li wait, PostgreSQL") / median("baseline li wait, SQLite") : null;
+if (baselineRatio !== null) console.log(`baseline: PostgreSQL / SQLite = ${baselineRatio.toFixed(2)}×`);
 console.log(
   JSON.stringify({
     bench: "pg-wait-cold",
@@ -77,5 +90,6 @@ console.log(
     pg_vs_sqlite: r2(ratio),
     pg_vs_connect_floor: r2(overConnect),
     pg_socket_vs_sqlite: r2(socketRatio),
+    ...(baselineRatio === null ? {} : { baseline_pg_vs_sqlite: r2(baselineRatio) }),
   }),
 );
