@@ -12,6 +12,8 @@ import { openLedger } from "../../src/ledger/open.ts";
 import type { Ledger, LedgerOptions } from "../../src/ledger/ledger.ts";
 import { tempDir } from "./ledger.ts";
 import type { PgDatabase } from "./postgres.ts";
+import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
+import { closeAfterTest } from "./test-handles.ts";
 
 export interface PgTestLedger {
   /** The ledger's URL: the file's database with this ledger's schema as its search_path. */
@@ -71,4 +73,17 @@ export async function pgTestLedger(db: PgDatabase, options: LedgerOptions = {}):
       await raw.close();
     },
   };
+}
+
+/**
+ * A ledger of its own reached through a loopback proxy in front of its server (tcp-proxy.ts), so a test
+ * can cut the link or count the sessions li opens; both are closed after the test (test-handles.ts).
+ */
+export async function pgLedgerBehindProxy(db: PgDatabase): Promise<{ l: PgTestLedger; proxy: TcpProxy; url: string }> {
+  const l = await pgTestLedger(db);
+  closeAfterTest(() => l.close());
+  const target = new URL(l.url);
+  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+  closeAfterTest(() => proxy.close());
+  return { l, proxy, url: proxy.via(l.url) };
 }

@@ -3,13 +3,12 @@
 // black-holes: a call gives up within its deadline as unreachable, li retries, and a leg's final write
 // lands once when the link heals; `li wait --timeout` is honoured meanwhile. Ledger invariants checked.
 
-import { afterAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { LI_BINARY, li, liEnv } from "../../helpers/cli.ts";
 import { describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
-import { pgTestLedger, type PgTestLedger } from "../../helpers/pg-ledger.ts";
-import { startTcpProxy, type TcpProxy } from "../../helpers/tcp-proxy.ts";
+import { pgLedgerBehindProxy } from "../../helpers/pg-ledger.ts";
 import { until } from "../../helpers/until.ts";
 import { RECORD, recorded } from "../../notify/helpers.ts";
 import { expectInvariants, legRecorded, waitsFor } from "../../legs/late-fixtures.ts";
@@ -20,20 +19,12 @@ import { STATEMENT_TIMEOUT_ENV } from "../../../src/ledger/postgres/client.ts";
 
 /** Short limits, so a black-holed call expires in about two seconds: 500 ms statement + 500 ms grace + 1 s connect. */
 const SHORT = { [STATEMENT_TIMEOUT_ENV]: "500" };
-const viaProxy = (proxy: TcpProxy, url: string) => `${proxy.via(url)}&connect_timeout=1`;
 
 describePostgres("a black-holed connection to a PostgreSQL ledger (§17 item 1)", () => {
   const db = usePostgresDatabase();
-  const opened: Array<PgTestLedger | TcpProxy> = [];
-  afterAll(async () => {
-    for (const o of opened.splice(0)) await o.close();
-  });
   const world = async () => {
-    const l = await pgTestLedger(db);
-    const target = new URL(l.url);
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
-    opened.push(l, proxy);
-    return { l, proxy, url: viaProxy(proxy, l.url) };
+    const { l, proxy, url } = await pgLedgerBehindProxy(db);
+    return { l, proxy, url: `${url}&connect_timeout=1` };
   };
 
   test("the proxy forwards, drops and black-holes: a call on a black-holed link fails within its deadline as unreachable, and the next one after forward() is answered", async () => {

@@ -4,27 +4,21 @@
 // early one is the one it uses — and a command refused by its validation creates nothing on the server
 // and still exits (an early session nobody took over must not keep the process alive).
 
-import { afterAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { LI_BINARY, li, liEnv } from "../../helpers/cli.ts";
 import { asSuperuser, describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
-import { pgTestLedger, type PgTestLedger } from "../../helpers/pg-ledger.ts";
-import { startTcpProxy, type TcpProxy } from "../../helpers/tcp-proxy.ts";
+import { pgLedgerBehindProxy } from "../../helpers/pg-ledger.ts";
+import { tempDir } from "../../helpers/ledger.ts";
+import type { TcpProxy } from "../../helpers/tcp-proxy.ts";
 import { expectInvariants } from "../../legs/late-fixtures.ts";
 
 describePostgres("a PostgreSQL ledger opened while li loads", () => {
   const db = usePostgresDatabase();
-  const opened: Array<PgTestLedger | TcpProxy> = [];
-  afterAll(async () => {
-    for (const o of opened.splice(0)) await o.close();
-  });
 
   /** A ledger of its own, reached through a proxy that counts the sessions li opens. */
   const world = async () => {
-    const l = await pgTestLedger(db);
-    const target = new URL(l.url);
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
-    opened.push(l, proxy);
-    return { l, proxy, env: { LI_DB: proxy.via(l.url) } };
+    const { l, proxy, url } = await pgLedgerBehindProxy(db);
+    return { l, proxy, env: { LI_DB: url } };
   };
 
   /** Sessions `run` opened through the proxy; a session is counted when the proxy accepts it. */
@@ -71,7 +65,7 @@ describePostgres("a PostgreSQL ledger opened while li loads", () => {
   test("a command refused by its validation creates no schema on a fresh database, and exits", async () => {
     const schema = `early_fresh_${process.pid}`;
     const url = `${db.url}&search_path=${schema}`;
-    const home = (await pgTestLedger(db).then((l) => (opened.push(l), l))).home;
+    const home = tempDir("li-pg-early-");
     for (const args of [["agent", "--no-such-flag", "--", "true"], ["wait", "--timeout", "soon", "abc"], ["state", "set-status"]]) {
       // Spawned directly: li() would wait for it all the same, but a hang shows here as the test's timeout.
       const proc = Bun.spawn([LI_BINARY, ...args], { env: liEnv(home, { LI_DB: url }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
