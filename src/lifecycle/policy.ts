@@ -178,17 +178,31 @@ export function buildPolicy(kind: string, spec: PolicySpec): Policy {
   });
 }
 
-/** Builds the whole registry; frozen so nothing can change it after start-up. */
+/** Builds every policy at once (the tests' check of the declarations); frozen so nothing can change it. */
 export function buildRegistry(specs: Record<string, PolicySpec>): Readonly<Record<string, Policy>> {
   const registry: Record<string, Policy> = {};
   for (const [kind, spec] of Object.entries(specs)) registry[kind] = buildPolicy(kind, spec);
   return Object.freeze(registry);
 }
 
-export const POLICIES = buildRegistry(POLICY_SPECS) as Readonly<Record<EntityKind, Policy>>;
+/**
+ * The registry, frozen. Each kind's policy is built and validated the first time it is read, so a command
+ * pays for the kinds it uses: building all of them cost every command ~0.5 ms of start-up
+ * (docs/benchmarks.md). The declarations are constant; test/lifecycle/policy.test.ts builds every one.
+ */
+export const POLICIES = lazyRegistry(POLICY_SPECS) as Readonly<Record<EntityKind, Policy>>;
+
+function lazyRegistry(specs: Record<string, PolicySpec>): Readonly<Record<string, Policy>> {
+  const registry: Record<string, Policy> = {};
+  for (const [kind, spec] of Object.entries(specs)) {
+    let built: Policy | undefined;
+    Object.defineProperty(registry, kind, { enumerable: true, get: () => (built ??= buildPolicy(kind, spec)) });
+  }
+  return Object.freeze(registry);
+}
 
 export const ENTITY_KINDS = Object.freeze(Object.keys(POLICY_SPECS) as EntityKind[]);
-export const EXECUTION_KINDS = Object.freeze(ENTITY_KINDS.filter((k) => POLICIES[k].execution));
+export const EXECUTION_KINDS = Object.freeze(ENTITY_KINDS.filter((k) => POLICY_SPECS[k].execution));
 
 /** Kinds `li wait` can wait on (ADR-0064 D2: show and team are not wait targets). */
 export const WAITABLE_KINDS = Object.freeze(["session", "invocation", "play", "schedule_run"] as const satisfies readonly EntityKind[]);
@@ -215,7 +229,7 @@ export function isTerminal(kind: EntityKind, status: string | null): boolean {
   return status !== null && POLICIES[kind].terminal.has(status);
 }
 
-export const SESSION_TERMINAL_STATUSES: readonly string[] = Object.freeze([...POLICIES.session.terminal]);
+export const SESSION_TERMINAL_STATUSES: readonly string[] = Object.freeze([...POLICY_SPECS.session.terminal]);
 
 /** Success for machine aggregation (ADR-0064 D2/D6). */
 export const SUCCESS_STATUS: Readonly<Record<EntityKind, string | null>> = Object.freeze({

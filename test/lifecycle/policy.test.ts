@@ -38,6 +38,14 @@ describe("the policy registry", () => {
     expect(() => buildRegistry({ ok: good, bad: { ...good, terminal: ["x"] } })).toThrow(PolicyError);
   });
 
+  test("a kind's policy is built once, when first read, and is the same object from then on", () => {
+    for (const kind of ENTITY_KINDS) {
+      const first = POLICIES[kind];
+      expect(POLICIES[kind]).toBe(first);
+      expect(first).toEqual(buildPolicy(kind, POLICY_SPECS[kind]));
+    }
+  });
+
   test("the registry cannot be changed after it is built", () => {
     expect(Object.isFrozen(POLICIES)).toBe(true);
     expect(Object.isFrozen(POLICIES.session)).toBe(true);
