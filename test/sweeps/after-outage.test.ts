@@ -16,6 +16,7 @@ import { until } from "../helpers/until.ts";
 import type { LogEntry } from "../../src/watch/log.ts";
 import { Database } from "bun:sqlite";
 import { testSqliteOnly } from "../helpers/backends.ts";
+import { expectInvariants } from "../legs/late-fixtures.ts";
 
 const NOW = 1_800_000_000;
 const GRACE = 600; // the default heartbeat grace for a leg of another host
@@ -30,7 +31,7 @@ const statusOf = async (ledger: Parameters<typeof query>[0], id: string) => (awa
 describe("a heartbeat's age after an outage (§17)", () => {
   test("the reaper counts a stale heartbeat from the moment the ledger was regained, and reaps it once the grace passed since then", async () => {
     const clock = fakeClock(NOW);
-    const { ledger } = tempLedger({ now: clock.now });
+    const { ledger, rows } = tempLedger({ now: clock.now });
     await remoteLeg(ledger, "stale", 20 * 60);
     const env = hostEnv();
 
@@ -43,17 +44,19 @@ describe("a heartbeat's age after an outage (§17)", () => {
     const later = await reaper.runOnce(ledger, NOW, reaper.validate({}), { ...env, reachableSince: NOW - GRACE - 1 });
     expect(later.swept).toBe(1);
     expect(await statusOf(ledger, "stale")).toBe("failed");
+    await expectInvariants(rows());
   });
 
   test("without an outage the same leg is reaped (the seam changes nothing on a healthy ledger)", async () => {
-    const { ledger } = tempLedger({ now: fakeClock(NOW).now });
+    const { ledger, rows } = tempLedger({ now: fakeClock(NOW).now });
     await remoteLeg(ledger, "stale", 20 * 60);
     expect((await reaper.runOnce(ledger, NOW, reaper.validate({}), hostEnv())).swept).toBe(1);
+    await expectInvariants(rows());
   });
 
   test("a watcher cut off from the ledger does not reap, after it reconnects, legs whose heartbeats could not be written", async () => {
     const clock = fakeClock(NOW);
-    const { ledger } = tempLedger({ now: clock.now });
+    const { ledger, rows } = tempLedger({ now: clock.now });
     await remoteLeg(ledger, "remote", 5 * 60);
     // The ledger goes away for the watcher's first passes (a disk that is full, a lock held elsewhere).
     const backend = ledger.backend as Backend;
@@ -82,6 +85,7 @@ describe("a heartbeat's age after an outage (§17)", () => {
     expect(await statusOf(ledger, "remote")).toBe("running");
     expect(report.reaped).toBe(0);
     expect(entries.find((e) => e.action === "ledger_regained")).toMatchObject({ heartbeat_ages_from: NOW + 600 });
+    await expectInvariants(rows());
   });
 });
 
@@ -131,5 +135,6 @@ describe("a leg's heartbeat during an outage (§17)", () => {
       if (held) holder.run("COMMIT");
       holder.close();
     }
+    await expectInvariants(t.rows());
   });
 });

@@ -13,6 +13,8 @@ import { tempDir } from "../../helpers/ledger.ts";
 import { describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { spoolWholeLegs } from "../../spool/entries.ts";
 import { until } from "../../helpers/until.ts";
+import { ledgerRowsOnPostgres } from "../../helpers/ledger-rows.ts";
+import { expectInvariants } from "../../legs/late-fixtures.ts";
 
 describePostgres("replaying the spool into a PostgreSQL ledger (§17)", () => {
   const db = usePostgresDatabase();
@@ -20,7 +22,8 @@ describePostgres("replaying the spool into a PostgreSQL ledger (§17)", () => {
   afterAll(() => opened.forEach((l) => l.close()));
 
   test("two replayers of one spool at once (one of them between an entry's commit and its unlink): every entry applies once — one session, one terminal transition, one spool_replays row each", async () => {
-    const env = { LI_HOME: tempDir(), LI_DB: db.url, LI_PG_SCHEMA: "replay" };
+    // The schema travels in the URL: openLedger resolves LI_PG_SCHEMA from the process environment, not from env.
+    const env = { LI_HOME: tempDir(), LI_DB: `${db.url}&search_path=replay` };
     const first = openLedger(resolvePaths({ env }), { create: true });
     const second = openLedger(resolvePaths({ env }), { create: true });
     opened.push(first, second);
@@ -68,5 +71,11 @@ describePostgres("replaying the spool into a PostgreSQL ledger (§17)", () => {
     });
     expect(replays).toBe([...a.actions, ...b.actions].length);
     expect([...a.actions, ...b.actions].filter((x) => x.result === "applied")).toHaveLength(ids.length);
+    const rows = ledgerRowsOnPostgres(db.url, "replay");
+    try {
+      await expectInvariants(rows);
+    } finally {
+      await rows.close();
+    }
   });
 });

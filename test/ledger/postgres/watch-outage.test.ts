@@ -2,27 +2,20 @@
 // over, not once per pass. The watcher talks to the server through a loopback proxy
 // (test/helpers/tcp-proxy.ts) that the test makes drop every connection, then forward again.
 
-import { afterAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { LI_BINARY, liEnv } from "../../helpers/cli.ts";
 import { describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
-import { pgTestLedger, type PgTestLedger } from "../../helpers/pg-ledger.ts";
-import { startTcpProxy, type TcpProxy } from "../../helpers/tcp-proxy.ts";
+import { pgLedgerBehindProxy } from "../../helpers/pg-ledger.ts";
+import { expectInvariants } from "../../legs/late-fixtures.ts";
 import { until } from "../../helpers/until.ts";
 import { STATEMENT_TIMEOUT_ENV } from "../../../src/ledger/postgres/client.ts";
 
 describePostgres("li watch during a PostgreSQL outage (§17)", () => {
   const db = usePostgresDatabase();
-  const opened: Array<PgTestLedger | TcpProxy> = [];
-  afterAll(async () => {
-    for (const o of opened.splice(0)) await o.close();
-  });
 
   test("a watcher cut off from the server logs the outage once, stays up, and logs once that the ledger is back; every failed pass is counted in its totals", async () => {
-    const l = await pgTestLedger(db);
-    const target = new URL(l.url);
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
-    opened.push(l, proxy);
-    const env = liEnv(l.home, { LI_DB: `${proxy.via(l.url)}&connect_timeout=1`, [STATEMENT_TIMEOUT_ENV]: "500" });
+    const { l, proxy, url } = await pgLedgerBehindProxy(db);
+    const env = liEnv(l.home, { LI_DB: `${url}&connect_timeout=1`, [STATEMENT_TIMEOUT_ENV]: "500" });
     const watcher = Bun.spawn([LI_BINARY, "watch", "--log-format", "json", "--sweep-interval", "1s"], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     const lines: Record<string, unknown>[] = [];
     const reading = (async () => {
@@ -64,5 +57,6 @@ describePostgres("li watch during a PostgreSQL outage (§17)", () => {
     } finally {
       if (watcher.exitCode === null) watcher.kill("SIGKILL");
     }
+    await expectInvariants(l.rows());
   });
 });
