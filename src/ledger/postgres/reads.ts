@@ -3,7 +3,7 @@
 // converted to li's types (rows.ts) before it leaves.
 
 import type { SQL } from "bun";
-import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
+import { ENTITY_KINDS, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { LedgerReads, LookupKind, RecentFilter } from "../reads.ts";
 import type { AdminEventRow, BranchRow, CallbackRow, DeliveryRow, EntityRow, LegRow, RecentRow, TransitionRow, WaitState } from "../rows.ts";
 import { idColumn, longestSharedPrefix, mergeRecent, neighboursStatement, recentKinds, recentStatement, waitStateOf, waitStateStatement, type ViewStatement } from "../rules/views.ts";
@@ -19,14 +19,29 @@ import { num, transitionRow } from "./row-numbers.ts";
 const upperBound = (prefix: string) => prefix + "\u{10FFFF}";
 
 type Row = Record<string, unknown>;
+const isEntityKind = (kind: LookupKind): kind is EntityKind => (ENTITY_KINDS as readonly string[]).includes(kind);
 const str = (value: unknown): string | null => (value as string | null | undefined) ?? null;
 
 export class PgReads implements LedgerReads {
+  /**
+   * The wait state the last call, an exists() of an entity, read along: `li wait ID` looks its target
+   * up and checks it at once, each a round trip to the server, so the lookup reads the state too and
+   * the check right after takes it. Any other read forgets it: a state is only as fresh as the call
+   * just before.
+   */
+  private lookedUp: { kind: EntityKind; id: string; state: WaitState } | null = null;
+
   /** `sql` gives the pool (connected on first use) and maps a failure to the ledger error it stands for. */
   constructor(private readonly run: <T>(fn: (sql: SQL) => Promise<T>) => Promise<T>) {}
 
+  /** Every read goes through here: it forgets what the last lookup read along. */
+  private read<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {
+    this.lookedUp = null;
+    return this.run(fn);
+  }
+
   private query<T = Row>(text: string, params: unknown[] = []): Promise<T[]> {
-    return this.run(async (sql): Promise<T[]> => [...(await sql.unsafe(text, params))]);
+    return this.read(async (sql): Promise<T[]> => [...(await sql.unsafe(text, params))]);
   }
 
   private statement<T = Row>(built: ViewStatement): Promise<T[]> {
@@ -34,6 +49,11 @@ export class PgReads implements LedgerReads {
   }
 
   async exists(kind: LookupKind, id: string): Promise<boolean> {
+    if (isEntityKind(kind)) {
+      const [row] = await this.statement(waitStateStatement(PG_VIEWS, kind, id));
+      if (row) this.lookedUp = { kind, id, state: waitStateOf(row, num) };
+      return row !== undefined;
+    }
     const { table, column } = idColumn(kind);
     return (await this.query(`SELECT 1 AS x FROM ${table} WHERE ${column} = $1`, [id])).length > 0;
   }
@@ -51,6 +71,11 @@ export class PgReads implements LedgerReads {
   }
 
   async waitState(kind: EntityKind, id: string): Promise<WaitState | null> {
+    const looked = this.lookedUp;
+    if (looked && looked.kind === kind && looked.id === id) {
+      this.lookedUp = null;
+      return looked.state;
+    }
     // The target and the session behind it in one round trip.
     const [row] = await this.statement(waitStateStatement(PG_VIEWS, kind, id));
     return row ? waitStateOf(row, num) : null;
@@ -103,10 +128,10 @@ export class PgReads implements LedgerReads {
   }
 
   legsOf(sessionId: string): Promise<LegRow[]> {
-    return this.run((sql) => legStore.listLegs(sql, sessionId));
+    return this.read((sql) => legStore.listLegs(sql, sessionId));
   }
 
   branchesOf(sessionId: string): Promise<BranchRow[]> {
-    return this.run((sql) => legStore.listBranches(sql, sessionId));
+    return this.read((sql) => legStore.listBranches(sql, sessionId));
   }
 }
