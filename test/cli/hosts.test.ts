@@ -9,6 +9,7 @@ import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { testSqliteOnly } from "../helpers/backends.ts";
 import { isAlive, killedAfterEachTest, NeverHappens, signalPid, until, untilGone, validPid } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
+import { detachedLeg } from "../legs/late-fixtures.ts";
 
 const HOST_A = { LI_HOST_ID: "host-a", LI_HOST_NAME: "alpha" };
 const HOST_B = { LI_HOST_ID: "host-b", LI_HOST_NAME: "beta" };
@@ -22,18 +23,7 @@ const leftRunning = killedAfterEachTest();
 /** A detached leg on `host` running `forever`, once its supervisor recorded the command's markers. */
 async function liveLeg(home: string, host: Host, options: { notify?: string; env?: Record<string, string> } = {}): Promise<{ id: string; supervisor: number; command: number }> {
   const notify = options.notify === undefined ? [] : ["--notify", options.notify];
-  const started = await li(["agent", "--detach", ...notify, "--", fixture("forever")], { home, env: { ...host, ...options.env } });
-  expect(started.code).toBe(0);
-  const id = started.stdout.trim();
-  const rows = ledgerRows(home);
-  const leg = await until(`the command markers of session ${id}`, async () => {
-    const row = await rows.get<{ pid: number; command_pid: number | null }>("SELECT pid, command_pid FROM legs WHERE session_id = ?", id);
-    return row?.command_pid != null ? row : null;
-  });
-  const supervisor = validPid(leg.pid, "the supervisor");
-  const command = validPid(leg.command_pid, "the command");
-  leftRunning.push({ pid: command, group: true }, { pid: supervisor, group: false });
-  return { id, supervisor, command };
+  return detachedLeg(ledgerRows(home), liEnv(home, { ...host, ...options.env }), leftRunning, notify);
 }
 
 const sessionOf = async (home: string, id: string) =>

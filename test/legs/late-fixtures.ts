@@ -19,11 +19,16 @@ export function legRecorded(db: LedgerRows): Promise<{ session_id: string; id: s
 }
 
 /**
- * A detached leg running `forever` with `env` (its LI_HOME, ledger and host), once its supervisor
- * recorded the command's markers. Both processes go on `leftRunning` (killedAfterEachTest).
+ * A detached leg running `forever` with `env` (its LI_HOME, ledger and host) and li agent's `flags`, once
+ * its supervisor recorded the command's markers. Both processes go on `leftRunning` (killedAfterEachTest).
  */
-export async function detachedLeg(db: LedgerRows, env: Record<string, string>, leftRunning: Array<{ pid: number; group: boolean }>): Promise<{ id: string; supervisor: number; command: number }> {
-  const started = await li(["agent", "--detach", "--", fixture("forever")], { env });
+export async function detachedLeg(
+  db: LedgerRows,
+  env: Record<string, string | undefined>,
+  leftRunning: Array<{ pid: number; group: boolean }>,
+  flags: string[] = [],
+): Promise<{ id: string; supervisor: number; command: number }> {
+  const started = await li(["agent", "--detach", ...flags, "--", fixture("forever")], { env });
   if (started.code !== 0) throw new Error(`li agent --detach exited ${started.code}: ${started.stderr}`);
   const id = started.stdout.trim();
   const leg = await until(`the command markers of session ${id}`, async () => {

@@ -29,23 +29,19 @@ describePostgres("the PostgreSQL server stopped while a leg runs (§17)", () => 
   afterAll(async () => {
     for (const l of opened.splice(0)) await l.close();
   });
-
-  test("back within --ledger-retry: the command runs on through failed heartbeats, the final write waits for the server, and the outcome lands once with the leg's own end time; one notice, nothing spooled", async () => {
+  /** A ledger of its own, and in its home the file `go` that ends the leg's command and the file its handler records notices in. */
+  const world = async () => {
     const l = await pgTestLedger(db);
     opened.push(l);
-    const before = l.rows();
     const scratch = fs.mkdtempSync(path.join(l.home, "scratch-"));
-    const go = path.join(scratch, "go");
-    const notices = path.join(scratch, "notices");
+    return { l, go: path.join(scratch, "go"), notices: path.join(scratch, "notices") };
+  };
+
+  test("back within --ledger-retry: the command runs on through failed heartbeats, the final write waits for the server, and the outcome lands once with the leg's own end time; one notice, nothing spooled", async () => {
+    const { l, go, notices } = await world();
+    const before = l.rows();
     // Heartbeats every second, so some fail while the server is down: the warning is said once, not per beat.
-    const env = liEnv(l.home, { ...l.env, LI_TEST_HEARTBEAT_SECONDS: "1" });
-    const leg = Bun.spawn([LI_BINARY, "agent", "--ledger-retry", "60s", "--notify", `${RECORD} ${notices}`, "--", ...waitsFor(go, 3)], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-    let stderr = "";
-    let exited = false;
-    const reading = (async () => {
-      for await (const chunk of leg.stderr) stderr += new TextDecoder().decode(chunk);
-    })();
-    void leg.exited.then(() => (exited = true));
+    const leg = background(["agent", "--ledger-retry", "60s", "--notify", `${RECORD} ${notices}`, "--", ...waitsFor(go, 3)], liEnv(l.home, { ...l.env, LI_TEST_HEARTBEAT_SECONDS: "1" }));
     const { session_id: id, id: legId } = await legRecorded(before);
     await before.close();
 
@@ -53,8 +49,8 @@ describePostgres("the PostgreSQL server stopped while a leg runs (§17)", () => 
     await restartPostgresServer(async () => {
       /** `said` on li's stderr while li agent still runs (it must not exit while the server is down). */
       const whileRunning = (said: string) => () => {
-        if (stderr.includes(said)) return true;
-        if (exited) throw new NeverHappens(`li agent exited while the server was down:\n${stderr}`);
+        if (leg.seen.stderr.includes(said)) return true;
+        if (leg.seen.exited) throw new NeverHappens(`li agent exited while the server was down:\n${leg.seen.stderr}`);
         return false;
       };
       // The command is not stopped because the ledger is gone: its heartbeat fails and it runs on.
@@ -62,13 +58,12 @@ describePostgres("the PostgreSQL server stopped while a leg runs (§17)", () => 
       wroteGoAt = Date.now() / 1000;
       fs.writeFileSync(go, "");
       await until("li to retry the final write while the server is down", whileRunning("retrying the final write for up to 1m00s"));
-      expect(exited).toBe(false);
+      expect(leg.seen.exited).toBe(false);
     });
     const backAt = await serverStartedAt();
 
-    const code = await leg.exited;
-    await reading;
-    expect(code).toBe(1); // the command's own exit 3, as li agent maps a failed command
+    expect(await leg.done).toBe(1); // the command's own exit 3, as li agent maps a failed command
+    const stderr = leg.seen.stderr;
     const said = stderr.trimEnd().split("\n");
     expect(said.filter((line) => line.includes("heartbeat failed"))).toHaveLength(1);
     expect(said.filter((line) => line.includes("retrying the final write"))).toHaveLength(1);
@@ -84,9 +79,9 @@ describePostgres("the PostgreSQL server stopped while a leg runs (§17)", () => 
     expect(await rows.all("SELECT status, exit_code FROM legs WHERE id = ?", legId)).toEqual([{ status: "failed", exit_code: 3 }]);
     // The leg's own end (before the server came back), not the moment the write finally landed.
     const session = (await rows.get<{ ended_at: number }>("SELECT ended_at FROM sessions WHERE id = ?", id))!;
-    const leg_ = (await rows.get<{ ended_at: number }>("SELECT ended_at FROM legs WHERE id = ?", legId))!;
+    const legRow = (await rows.get<{ ended_at: number }>("SELECT ended_at FROM legs WHERE id = ?", legId))!;
     const written = (await rows.get<{ created_at: number }>("SELECT created_at FROM status_transitions WHERE entity_id = ? AND terminal_event = 1", id))!;
-    expect(leg_.ended_at).toBe(session.ended_at);
+    expect(legRow.ended_at).toBe(session.ended_at);
     expect(session.ended_at).toBeGreaterThanOrEqual(wroteGoAt - 1);
     expect(session.ended_at).toBeLessThan(backAt);
     expect(written.created_at).toBeGreaterThanOrEqual(backAt);
@@ -100,12 +95,8 @@ describePostgres("the PostgreSQL server stopped while a leg runs (§17)", () => 
     await expectInvariants(rows);
   });
   test("away past --ledger-retry: the outcome is spooled and li exits by the command's outcome; li wait started during the outage waits, and once the server is back a real li watch replays it: one terminal transition with the leg's end time, one notice, an empty spool, the waiter prints the outcome", async () => {
-    const l = await pgTestLedger(db);
-    opened.push(l);
+    const { l, go, notices } = await world();
     const before = l.rows();
-    const scratch = fs.mkdtempSync(path.join(l.home, "scratch-"));
-    const go = path.join(scratch, "go");
-    const notices = path.join(scratch, "notices");
     const spool = path.join(l.home, "spool");
     const spoolFiles = () => (fs.existsSync(spool) ? fs.readdirSync(spool).sort() : []);
     const leg = background(["agent", "--ledger-retry", "3s", "--notify", `${RECORD} ${notices}`, "--", ...waitsFor(go, 0)], liEnv(l.home, l.env));
