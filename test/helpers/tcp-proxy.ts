@@ -4,7 +4,10 @@
 // - drop: every connection is closed at once, and new ones are closed as they arrive (a refused, reset link);
 // - blackhole: nothing flows and nothing is closed — new connections are accepted and held, bytes
 //   are kept back, a close is kept back too (a partition: the peer just stops answering). forward()
-//   then delivers what was kept back, in order, as a healed link's retransmissions would.
+//   then delivers what was kept back, in order, as a healed link's retransmissions would;
+// - sever: a partition that outlasted TCP. The connections open now are forgotten: li's side of each is
+//   closed (its kernel gave up), the server's side stays open and never hears of it (its session lives
+//   on, holding its locks, as a server without keepalives keeps it for hours). New connections forward.
 
 import type { Socket, TCPSocketListener } from "bun";
 
@@ -24,6 +27,8 @@ export interface TcpProxy {
    * the server acts on the request, its answer never arrives (a partition at the worst moment).
    */
   blackholeAfter(marker: string): void;
+  /** Forgets every connection open now (see the top of the file) and forwards new ones. */
+  sever(): void;
   /** `url` (a postgres:// URL of the server) pointed at the proxy instead. */
   via(url: string): string;
   close(): void;
@@ -40,6 +45,8 @@ interface Link {
   client: Side;
   upstream: Side;
   closed: boolean;
+  /** Forgotten by sever(): nothing more passes either way, and the server's side is never closed. */
+  severed: boolean;
 }
 
 function flush(side: Side): void {
@@ -63,16 +70,19 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   let accepted = 0;
   let armedMarker: Uint8Array | null = null;
   const links = new Set<Link>();
+  /** Server sides sever() left open: closed only with the proxy. */
+  const severed = new Set<Link>();
 
   const closeLink = (link: Link) => {
-    if (link.closed) return;
+    if (link.closed || link.severed) return;
     link.closed = true;
     links.delete(link);
     link.client.socket?.end();
     link.upstream.socket?.end();
   };
   /** Bytes (or a close) bound for `to`: sent now when forwarding, kept back in a blackhole. */
-  const deliver = (to: Side, chunk: Uint8Array | null) => {
+  const deliver = (link: Link, to: Side, chunk: Uint8Array | null) => {
+    if (link.severed) return;
     if (chunk) to.pending.push(chunk);
     else to.closeAfterPending = true;
     if (mode === "forward") flush(to);
@@ -84,7 +94,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     socket: {
       open(client) {
         accepted++;
-        const link: Link = { client: { socket: client, pending: [], closeAfterPending: false }, upstream: { socket: null, pending: [], closeAfterPending: false }, closed: false };
+        const link: Link = { client: { socket: client, pending: [], closeAfterPending: false }, upstream: { socket: null, pending: [], closeAfterPending: false }, closed: false, severed: false };
         client.data = link;
         if (mode === "drop") {
           client.end();
@@ -101,13 +111,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
               if (mode === "forward") flush(link.upstream);
             },
             data(_upstream, chunk) {
-              deliver(link.client, new Uint8Array(chunk));
+              deliver(link, link.client, new Uint8Array(chunk));
             },
             drain() {
               if (mode === "forward") flush(link.upstream);
             },
             close() {
-              deliver(link.client, null);
+              deliver(link, link.client, null);
             },
             error() {
               closeLink(link);
@@ -117,7 +127,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       },
       data(client, chunk) {
         const bytes = new Uint8Array(chunk);
-        deliver(client.data.upstream, bytes);
+        deliver(client.data, client.data.upstream, bytes);
         if (armedMarker && mode === "forward" && Buffer.from(bytes).includes(armedMarker)) {
           armedMarker = null;
           mode = "blackhole";
@@ -127,7 +137,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         if (mode === "forward") flush(client.data.client);
       },
       close(client) {
-        if (client.data) deliver(client.data.upstream, null);
+        if (client.data) deliver(client.data, client.data.upstream, null);
       },
       error(client) {
         if (client.data) closeLink(client.data);
@@ -161,6 +171,18 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     blackholeAfter(marker: string) {
       armedMarker = new TextEncoder().encode(marker);
     },
+    sever() {
+      mode = "forward";
+      armedMarker = null;
+      for (const link of [...links]) {
+        links.delete(link);
+        link.severed = true;
+        link.client.pending = [];
+        link.upstream.pending = [];
+        severed.add(link);
+        link.client.socket?.end();
+      }
+    },
     via(url: string) {
       const u = new URL(url);
       u.hostname = "127.0.0.1";
@@ -169,6 +191,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     close() {
       for (const link of [...links]) closeLink(link);
+      for (const link of [...severed]) link.upstream.socket?.end();
+      severed.clear();
       listener.stop(true);
     },
   };

@@ -3,7 +3,8 @@
 // reserved connection for the watcher's life: the server drops it when that session ends (exit,
 // kill -9, a dropped connection), so a dead watcher leaves no stale lock. A dropped connection also
 // means the lock is gone while the watcher lives on: `ensureHeld` (before every pass) notices, takes
-// it again when nobody else did, and refuses to go on when another watcher on this host did.
+// it again when nobody else did (ending first its own former session if the server still keeps it),
+// and refuses to go on when another watcher on this host did.
 
 import type { ReservedSQL, SQL } from "bun";
 import { LockHeldError, WatcherLockLostError, type WatcherLock } from "../watcher-lock.ts";
@@ -21,12 +22,25 @@ export function watcherLockKey(schema: string, hostId: string): string {
  */
 export type LockPool = () => Promise<SQL>;
 
-/** Tries the lock on a fresh reserved connection: the connection when taken, null when another session holds it. */
-async function tryLock(pool: LockPool, key: string): Promise<ReservedSQL | null> {
+/** A server session, as the server names it: its pid and start (together unique; a pid alone is reused). */
+interface Session {
+  pid: number;
+  started: string;
+}
+
+interface Holder {
+  conn: ReservedSQL;
+  session: Session;
+}
+
+/** Tries the lock on a fresh reserved connection: the connection and its session when taken, null when another session holds it. */
+async function tryLock(pool: LockPool, key: string): Promise<Holder | null> {
   const reserved = await (await pool()).reserve();
   try {
-    const [row] = await reserved`SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, hashtext(${key})) AS held`;
-    if (row?.held === true) return reserved;
+    const [row] = await reserved`
+      SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, hashtext(${key})) AS held, pg_backend_pid() AS pid,
+             (SELECT backend_start::text FROM pg_catalog.pg_stat_activity WHERE pid = pg_backend_pid()) AS started`;
+    if (row?.held === true) return { conn: reserved, session: { pid: Number(row.pid), started: String(row.started) } };
   } catch (error) {
     await reserved.close().catch(() => {});
     throw error;
@@ -34,6 +48,24 @@ async function tryLock(pool: LockPool, key: string): Promise<ReservedSQL | null>
   await reserved.release();
   return null;
 }
+
+/**
+ * Ends `ghost`, this watcher's own former lock session, when it still holds the lock: after a partition
+ * that outlasted TCP the client has given that session up, but a server without keepalives keeps it, and
+ * its lock, for hours. Only that exact session (pid and start) is ended; true when it was and is gone.
+ */
+async function endGhost(pool: LockPool, key: string, ghost: Session): Promise<boolean> {
+  const sql = await pool();
+  const [row] = await sql`
+    SELECT pg_terminate_backend(l.pid, ${GHOST_EXIT_WAIT_MS}) AS ended
+    FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+    WHERE l.locktype = 'advisory' AND l.granted AND l.classid = ${LOCK_NAMESPACE}::int::oid AND l.objid = hashtext(${key})::oid AND l.objsubid = 2
+      AND l.pid = ${ghost.pid} AND a.backend_start::text = ${ghost.started}`;
+  return row?.ended === true;
+}
+
+/** How long the server is given to end a ghost session before the lock is tried again. */
+const GHOST_EXIT_WAIT_MS = 5000;
 
 /**
  * Takes the watcher lock of host `hostId` on `schema`, or throws LockHeldError at once when another
@@ -44,6 +76,8 @@ export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: 
   const path = `${ledgerName} (advisory lock ${key})`;
   let holder = await tryLock(pool, key);
   if (holder === null) throw new LockHeldError(path);
+  /** The session that held the lock for this watcher until its connection died: maybe a ghost on the server. */
+  let former: Session | null = null;
   let released = false;
   return {
     path,
@@ -52,7 +86,7 @@ export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: 
       if (holder !== null) {
         try {
           // Asks the server, not the client: a session that was replaced under the same handle would not hold it.
-          const [row] = await holder`
+          const [row] = await holder.conn`
             SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
                            AND classid = ${LOCK_NAMESPACE}::int::oid AND objid = hashtext(${key})::oid AND objsubid = 2) AS mine`;
           if (row?.mine === true) return;
@@ -60,16 +94,20 @@ export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: 
         } catch {
           const dead = holder;
           holder = null;
-          await dead.close().catch(() => {});
+          former = dead.session;
+          await dead.conn.close().catch(() => {});
         }
       }
       holder = await tryLock(pool, key);
+      // Held by our own former session (the server never heard our side close): end it and try again.
+      if (holder === null && former !== null && (await endGhost(pool, key, former))) holder = await tryLock(pool, key);
       if (holder === null) throw new WatcherLockLostError(path);
+      former = null;
     },
     async release() {
       if (released) return;
       released = true;
-      const h = holder;
+      const h = holder?.conn ?? null;
       holder = null;
       if (h === null) return;
       // Unlocking explicitly returns a clean session to the pool; closing it would drop the lock too.

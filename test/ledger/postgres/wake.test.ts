@@ -12,6 +12,7 @@ import { listenForChanges, listenForKillRequest, noticeFor } from "../../../src/
 import { holdPgWatcherLock } from "../../../src/ledger/postgres/watch-lock.ts";
 import { LockHeldError, WatcherLockLostError } from "../../../src/ledger/watcher-lock.ts";
 import { asSuperuser, describePostgres, restartPostgresServer, usePostgresDatabase } from "../../helpers/postgres.ts";
+import { startTcpProxy } from "../../helpers/tcp-proxy.ts";
 import { until } from "../../helpers/until.ts";
 
 let schemaCounter = 0;
@@ -200,6 +201,34 @@ describePostgres("wake-ups and the watcher lock on PostgreSQL (§14)", () => {
     const refused = await holdPgWatcherLock(async () => current.sql, schema, "host-p", current.name).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(LockHeldError);
     await lock.release();
+  });
+
+  test("a lock the server still keeps for a session whose link was severed (a partition that outlasted TCP) is taken back: that exact session is ended, the lock held anew", async () => {
+    const schema = freshSchema();
+    await ledger(schema);
+    const target = new URL(db.url);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+    try {
+      const client = await connectPg(resolvePgTarget(`${proxy.via(db.url)}&search_path=${schema}`));
+      clients.push(client);
+      const lock = await holdPgWatcherLock(async () => client.sql, schema, "host-g", client.name);
+      const holders = () =>
+        asSuperuser(async (sql) => (await sql`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = hashtext(${`${schema}:watch:host-g`})::oid`).map((r: { pid: number }) => r.pid));
+      const [ghost] = await holders();
+      proxy.sever();
+      // Our side of the lock's connection is gone; the server's session lives on, holding the lock.
+      expect(await holders()).toEqual([ghost]);
+      await lock.ensureHeld();
+      const [now] = await holders();
+      expect(now).not.toBe(ghost);
+      expect(await asSuperuser(async (sql) => (await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${ghost!}`)[0].n)).toBe(0);
+      // Held for real: another watcher of this host is refused.
+      const refused = await holdPgWatcherLock(async () => client.sql, schema, "host-g", client.name).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(LockHeldError);
+      await lock.release();
+    } finally {
+      proxy.close();
+    }
   });
 
   test("a lock whose session was killed is taken again when free, and refused when another watcher took it", async () => {

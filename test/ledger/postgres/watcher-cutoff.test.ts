@@ -5,7 +5,8 @@
 // (past the 10-minute grace), and the live legs' own beats (every second) then write fresh ones, as they
 // would through any outage of the watcher alone. The watcher's clock runs an hour ahead and host A's an
 // hour behind: on PostgreSQL every age is on the server's clock.
-// After the link heals the watcher counts no heartbeat age from before its regain (and so reaps no leg of
+// After the link heals (severed: the server still keeps the watcher's old sessions, its lock's among them)
+// the watcher takes its lock back and counts no heartbeat age from before its regain (so reaps no leg of
 // another host by heartbeat for a grace after it), reaps the leg of its own host that really died
 // meanwhile (its supervisor probed dead), and none of the live legs; a watcher of host B that never lost
 // the ledger reaps the other host's dead leg, so the first one's restraint is the regain rule, not
@@ -108,8 +109,10 @@ describePostgres("a watcher cut off from a PostgreSQL ledger past the heartbeat 
     }
     expect(await reaperRows()).toEqual([]);
 
+    // The link comes back after a partition longer than TCP holds out: the watcher's old connections are
+    // gone on its side, while the server still keeps their sessions, its lock's among them.
     const healedAt = Date.now() / 1000;
-    proxy.forward();
+    proxy.sever();
     const regained = await until("the watcher to regain the ledger", () => logged().find((e) => e.action === "ledger_regained"));
     // On the ledger's (the server's) clock, not the watcher's own, an hour ahead.
     expect(regained.heartbeat_ages_from as number).toBeGreaterThanOrEqual(healedAt - 1);
