@@ -14,23 +14,23 @@ import { expectInvariants } from "../../legs/late-fixtures.ts";
 describePostgres("a lookup that reads its target's wait state along (PostgreSQL)", () => {
   const db = usePostgresDatabase();
 
-  /** PgReads on the ledger, counting the round trips it makes. */
-  const countingReads = (url: string) => {
-    const conn = new PgConnection(resolvePgTarget(url, {}), { create: false });
+  /** A ledger with one running invocation, and PgReads on it counting the round trips it makes. */
+  const world = async () => {
+    const l = await pgTestLedger(db);
+    closeAfterTest(() => l.close());
+    const { id } = await l.ledger.createEntity("invocation");
+    const conn = new PgConnection(resolvePgTarget(l.url, {}), { create: false });
     closeAfterTest(() => conn.close());
     const counted = { calls: 0 };
     const reads = new PgReads((fn) => {
       counted.calls++;
       return conn.run(fn);
     });
-    return { reads, counted };
+    return { l, id, reads, counted };
   };
 
   test("exists then waitState of the same target is one round trip; the state is the server's", async () => {
-    const l = await pgTestLedger(db);
-    closeAfterTest(() => l.close());
-    const { id } = await l.ledger.createEntity("invocation");
-    const { reads, counted } = countingReads(l.url);
+    const { l, id, reads, counted } = await world();
 
     expect(await reads.exists("invocation", id)).toBe(true);
     expect(await reads.waitState("invocation", id)).toEqual({ status: "running", reason: expect.any(String), artifactDir: null, exitCode: null });
@@ -44,10 +44,7 @@ describePostgres("a lookup that reads its target's wait state along (PostgreSQL)
   });
 
   test("any other read between the lookup and the check forgets what the lookup read", async () => {
-    const l = await pgTestLedger(db);
-    closeAfterTest(() => l.close());
-    const { id } = await l.ledger.createEntity("invocation");
-    const { reads, counted } = countingReads(l.url);
+    const { l, id, reads, counted } = await world();
 
     expect(await reads.exists("invocation", id)).toBe(true);
     await l.ledger.updateStatus("invocation", id, { newStatus: "failed", reasonCode: "run.failed.exit_nonzero", expectedStatuses: ["running"] });
