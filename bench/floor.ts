@@ -45,3 +45,23 @@ export async function handlerSpawnFloorMs(marks: string, n: number): Promise<num
   }
   return ms;
 }
+
+/** Reads stdout lines of a child as they arrive. */
+export function lineReader(stream: ReadableStream<Uint8Array>) {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  return async function next(): Promise<string | null> {
+    for (;;) {
+      const nl = buffer.indexOf("\n");
+      if (nl >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        return line;
+      }
+      const { value, done } = await reader.read();
+      if (done) return null;
+      buffer += decoder.decode(value, { stream: true });
+    }
+  };
+}

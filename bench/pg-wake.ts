@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
 import { benchDatabase } from "./pg-database.ts";
-import { quantile, r2, r3 } from "./floor.ts";
+import { lineReader, quantile, r2, r3 } from "./floor.ts";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "200" } } });
 const N = Number(values.n);
@@ -20,26 +20,6 @@ const db = await benchDatabase("bench_wake");
 const url = db.url;
 const env = { ...process.env, LI_DB: url, NO_COLOR: "1" };
 const ledger = openLedger(resolvePaths({ env: { LI_DB: url, LI_HOME: "/nonexistent-li-home" } }), { create: true });
-
-/** Reads stdout lines of a child as they arrive. */
-function lineReader(stream: ReadableStream<Uint8Array>) {
-  const reader = stream.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  return async function next(): Promise<string | null> {
-    for (;;) {
-      const nl = buffer.indexOf("\n");
-      if (nl >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        return line;
-      }
-      const { value, done } = await reader.read();
-      if (done) return null;
-      buffer += decoder.decode(value, { stream: true });
-    }
-  };
-}
 
 const stats = (ms: number[]) => ({ n: ms.length, p50_ms: r3(quantile(ms, 0.5)), p95_ms: r3(quantile(ms, 0.95)), max_ms: r3(Math.max(...ms)) });
 

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
-import { r2 } from "./floor.ts";
+import { lineReader, r2 } from "./floor.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -24,26 +24,6 @@ const env = { ...process.env, LI_HOME: home, NO_COLOR: "1" };
 const ledger: Ledger = openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: true });
 await ledger.createEntity("invocation", { id: "sentinel", status: "running" });
 await ledger.updateStatus("invocation", "sentinel", { newStatus: "completed", reasonCode: "run.completed.ok" });
-
-/** Reads stdout lines of a child as they arrive. */
-function lineReader(stream: ReadableStream<Uint8Array>) {
-  const reader = stream.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  return async function next(): Promise<string | null> {
-    for (;;) {
-      const nl = buffer.indexOf("\n");
-      if (nl >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        return line;
-      }
-      const { value, done } = await reader.read();
-      if (done) return null;
-      buffer += decoder.decode(value, { stream: true });
-    }
-  };
-}
 
 let counter = 0;
 /** One wait: the sentinel line proves li wait is blocked; after `delayMs` commit the target and time the line. */
