@@ -2,10 +2,14 @@
 // with a split of where the time goes: start-up, spawn and capture, the database (setup + teardown).
 // Usage: bun bench/agent.ts [RUNS=40] [--baseline OTHER_LI]   (needs dist/li: npm run build)
 // --baseline adds `OTHER_LI agent -- true` (e.g. a build of an older commit) to the same rounds, on its own LI_HOME.
+// Floors in the same rounds (agent-floors.ts): a compiled hello-world; a compiled program doing a durable
+// leg's irreducible work in one process (open the ledger, commit, spawn, commit, close); and a compiled
+// client of a resident process that holds the ledger open (the shape li does not have).
 
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { agentFloors } from "./agent-floors.ts";
 
 const baselineAt = process.argv.indexOf("--baseline");
 const baseline = baselineAt >= 0 ? process.argv[baselineAt + 1]! : null;
@@ -16,6 +20,8 @@ const env: Record<string, string> = { ...(process.env as Record<string, string>)
 const trueBin = Bun.which("true") ?? "/bin/true";
 
 const baselineEnv = { ...env, LI_HOME: join(dir, "baseline-home") };
+const floors = await agentFloors(dir, trueBin);
+Object.assign(env, floors.env);
 
 function run(argv: string[]): number {
   const t0 = performance.now();
@@ -36,6 +42,9 @@ const cases: Case[] = [
   { name: "li --version (start-up)", steps: [[li, "--version"]] },
   { name: "li agent --no-persist -- true", steps: [[li, "agent", "--no-persist", "--", trueBin]] },
   { name: "li agent -- true", steps: [[li, "agent", "--", trueBin]] },
+  { name: "floor: hello-world", steps: [[floors.hello]] },
+  { name: "floor: one-process leg", steps: [[floors.oneProcess]] },
+  { name: "floor: resident-process client", steps: [[floors.residentClient]] },
 ];
 if (baseline) cases.push({ name: "baseline agent -- true", steps: [[baseline, "agent", "--", trueBin]] });
 const tsp = Bun.which("tsp");
@@ -70,6 +79,12 @@ for (const [name, ms] of Object.entries(m)) console.log(`  ${name.padEnd(32)} ${
 console.log(`  first leg on a fresh LI_HOME (creates and migrates the ledger): ${firstLeg.toFixed(2)} ms`);
 console.log(`where the time goes (medians): start-up ${startup.toFixed(2)} ms; spawn, capture, run dir and manifest ${(noPersist - startup).toFixed(2)} ms; database (open, setup, teardown) ${(agent - noPersist).toFixed(2)} ms`);
 console.log(`li agent -- true costs ${(agent - bare).toFixed(2)} ms more than bare true (target ≤ 12 ms)`);
+const oneProcess = m["floor: one-process leg"]!;
+const resident = m["floor: resident-process client"]!;
+console.log(
+  `floors, same rounds: a one-process durable leg costs ${(oneProcess - bare).toFixed(2)} ms more than bare true, leaving li's own code ${(bare + 12 - oneProcess).toFixed(2)} ms under the target ` +
+    `(it takes ${(agent - oneProcess).toFixed(2)}); a client of a resident ledger process costs ${(resident - bare).toFixed(2)} ms more than bare true`,
+);
 if (baseline) console.log(`the baseline (${baseline}) costs ${(m["baseline agent -- true"]! - bare).toFixed(2)} ms more than bare true`);
 console.log(
   JSON.stringify({
@@ -82,8 +97,13 @@ console.log(
     agent_overhead_ms: Number((agent - bare).toFixed(2)),
     agent_ratio: Number((agent / bare).toFixed(2)),
     agent_no_persist_ratio: Number((noPersist / bare).toFixed(2)),
+    floor_hello_ms: Number(m["floor: hello-world"]!.toFixed(2)),
+    floor_one_process_overhead_ms: Number((oneProcess - bare).toFixed(2)),
+    floor_resident_client_overhead_ms: Number((resident - bare).toFixed(2)),
     ...(baseline ? { baseline_overhead_ms: Number((m["baseline agent -- true"]! - bare).toFixed(2)) } : {}),
     ...(m["tsp -f true"] !== undefined ? { tsp_ms: Number(m["tsp -f true"].toFixed(2)), tsp_ratio: Number((m["tsp -f true"] / bare).toFixed(2)) } : {}),
     ...(m["nq true && nq -w"] !== undefined ? { nq_ms: Number(m["nq true && nq -w"].toFixed(2)), nq_ratio: Number((m["nq true && nq -w"] / bare).toFixed(2)) } : {}),
   }),
 );
+floors.stop();
+rmSync(dir, { recursive: true, force: true });
