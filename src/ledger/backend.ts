@@ -32,6 +32,11 @@ export interface Tx extends SweepWrites {
   insertLeg(row: LegRow): Awaitable<void>;
   /** Sets leg bookkeeping columns; with `onlyOpen`, only while the leg has no `ended_at`. Returns rows changed. */
   updateLeg(id: string, patch: LegPatch, opts?: { onlyOpen?: boolean }): Awaitable<number>;
+  /**
+   * Sets an open leg's heartbeat_at to `at` unless it already holds a later one (an older beat that
+   * commits last must not move it backwards, §8.5); returns rows changed (0 for a closed leg or an older beat).
+   */
+  refreshHeartbeat(legId: string, at: number): Awaitable<number>;
   getLeg(id: string): Awaitable<LegRow | null>;
   /** The next `legs.seq` for a session (1 for its first leg). */
   nextLegSeq(sessionId: string): Awaitable<number>;

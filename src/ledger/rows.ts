@@ -117,7 +117,8 @@ export interface SessionLegState {
 }
 
 /** Leg columns that may change after insert (never `status` of the session: that is the guarded write's). */
-export type LegPatch = Partial<Omit<LegRow, "id" | "session_id" | "seq" | "run_id">>;
+/** What updateLeg may set: heartbeat_at only goes forward, through Tx.refreshHeartbeat. */
+export type LegPatch = Partial<Omit<LegRow, "id" | "session_id" | "seq" | "run_id" | "heartbeat_at">>;
 
 /** A handler bound to one leg's session, or a named one over many entities (§9); the schema checks this list. */
 export const CALLBACK_SCOPES = ["leg", "standing"] as const;

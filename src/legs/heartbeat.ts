@@ -35,26 +35,45 @@ export interface HeartbeatOptions {
   log?: (line: string) => void;
   /** After each beat that landed (the kill-request fallback looks at the leg's row then). */
   afterBeat?: () => unknown;
+  /** Calls `tick` every `intervalMs` until the returned function is called; tests tick by hand. */
+  every?: (intervalMs: number, tick: () => void) => () => void;
+}
+
+/** setInterval, not keeping the process alive for its own sake. */
+function everyInterval(intervalMs: number, tick: () => void): () => void {
+  const timer = setInterval(tick, intervalMs);
+  timer.unref?.();
+  return () => clearInterval(timer);
 }
 
 /**
  * Starts the heartbeat; returns a stop function. A failed beat is retried at the next interval, never
  * fatal to the leg: the command runs on whatever the ledger does (§17). The first failure warns once;
  * a beat that lands again after failures says so once too, so the log shows the outage's extent.
+ *
+ * A tick while the previous beat is still in flight is no beat: a beat outlasts the interval when the
+ * ledger is away (PostgreSQL waits out each call's deadline; SQLite waits for another process's lock),
+ * and starting beats anyway would pile one more pending transaction (and connection attempt) up per
+ * tick. The write itself never lowers heartbeat_at either (Tx.refreshHeartbeat), whatever commits last.
  */
 export function startHeartbeat(backend: Backend, legId: string, options: HeartbeatOptions): () => void {
   let failing = false;
   let warned = false;
+  let inFlight = false;
   const beat = () => {
+    if (inFlight) return;
+    inFlight = true;
     // The beat's time is when it fires, not when its transaction gets a connection (later on PostgreSQL).
     const at = options.now();
-    backend.transaction((tx) => tx.updateLeg(legId, { heartbeat_at: at }, { onlyOpen: true }), { lockWaitMs: HEARTBEAT_LOCK_WAIT_MS }).then(
+    backend.transaction((tx) => tx.refreshHeartbeat(legId, at), { lockWaitMs: HEARTBEAT_LOCK_WAIT_MS }).then(
       () => {
+        inFlight = false;
         if (failing && warned) options.log?.("heartbeat: the ledger takes heartbeats again");
         failing = false;
         options.afterBeat?.();
       },
       (error: unknown) => {
+        inFlight = false;
         failing = true;
         if (warned) return;
         warned = true;
@@ -62,7 +81,5 @@ export function startHeartbeat(backend: Backend, legId: string, options: Heartbe
       },
     );
   };
-  const timer = setInterval(beat, options.intervalMs ?? HEARTBEAT_INTERVAL_MS);
-  timer.unref?.();
-  return () => clearInterval(timer);
+  return (options.every ?? everyInterval)(options.intervalMs ?? HEARTBEAT_INTERVAL_MS, beat);
 }

@@ -96,12 +96,30 @@ describe("leg bookkeeping", () => {
     expect(await t.ledger.backend.getLeg("leg-1")).toMatchObject({ command_pid: null, command_start_ticks: null });
   });
 
+  test("a heartbeat never moves heartbeat_at backwards: an older beat written after a newer one leaves the newer", async () => {
+    const t = tempLedger();
+    await setupNewSession(t.ledger, planFor());
+    const beat = (at: number) => t.ledger.backend.transaction((tx) => tx.refreshHeartbeat("leg-1", at));
+    const heartbeat = async () => (await t.ledger.backend.getLeg("leg-1"))!.heartbeat_at;
+    expect(await beat(1_800_000_030.5)).toBe(1);
+    expect(await heartbeat()).toBe(1_800_000_030.5);
+    // The beat of 15 s earlier commits last (it waited longer for the lock or the connection).
+    expect(await beat(1_800_000_015.25)).toBe(0);
+    expect(await heartbeat()).toBe(1_800_000_030.5);
+    expect(await beat(1_800_000_045)).toBe(1);
+    expect(await heartbeat()).toBe(1_800_000_045);
+    // A closed leg takes no beat at all.
+    await t.ledger.backend.transaction((tx) => tx.updateLeg("leg-1", { ended_at: 1_800_000_050 }));
+    expect(await beat(1_800_000_060)).toBe(0);
+    expect(await heartbeat()).toBe(1_800_000_045);
+  });
+
   test("the heartbeat refreshes heartbeat_at on its interval, and stops", async () => {
     const t = tempLedger();
     await setupNewSession(t.ledger, planFor());
     // Each beat asks the clock once, so `beats` counts the beats started. On PostgreSQL a beat's round trip
-    // can outlast the 10 ms interval under load: beats then overlap, may commit out of order, and one may
-    // give up on the lock. So the test follows every beat's write to its end through the backend it hands in.
+    // can outlast the 10 ms interval under load (the ticks meanwhile start nothing), and one may give up
+    // on the lock. So the test follows every beat's write to its end through the backend it hands in.
     let beats = 0;
     const backend = t.ledger.backend;
     const writing = new Set<Promise<unknown>>();

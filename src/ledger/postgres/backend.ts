@@ -319,6 +319,10 @@ class PgTx implements Tx {
     return legStore.updateLeg(this.sql, id, patch, opts);
   }
 
+  refreshHeartbeat(legId: string, at: number): Promise<number> {
+    return legStore.refreshHeartbeat(this.sql, legId, at);
+  }
+
   getLeg(id: string): Promise<LegRow | null> {
     return legStore.getLeg(this.sql, id);
   }

@@ -6,13 +6,13 @@ import type { SQL } from "bun";
 import type { BranchRow, LegPatch, LegRow, MessageRow, SessionLegState } from "../rows.ts";
 import { legRow, num } from "./row-numbers.ts";
 
-/** Columns of `legs` a patch may set: never id, session_id, seq or run_id. */
+/** Columns of `legs` a patch may set: never id, session_id, seq or run_id, nor heartbeat_at (refreshHeartbeat). */
 const LEG_PATCH_COLUMNS: ReadonlySet<string> = new Set([
   "state_root", "artifact_root", "command", "cwd", "pid", "pid_start_ticks", "boot_id", "host_id", "host_name", "command_pid",
-  "command_start_ticks", "started_at", "heartbeat_at", "kill_requested_at", "ended_at", "status", "reason_code",
+  "command_start_ticks", "started_at", "kill_requested_at", "ended_at", "status", "reason_code",
   "exit_code", "deferred", "first_msg_id", "last_msg_id",
 ]);
-const LEG_COLUMNS = ["id", "session_id", "seq", "run_id", ...LEG_PATCH_COLUMNS] as const;
+const LEG_COLUMNS = ["id", "session_id", "seq", "run_id", "heartbeat_at", ...LEG_PATCH_COLUMNS] as const;
 const BRANCH_COLUMNS = ["id", "session_id", "name", "metadata", "created_at", "updated_at"] as const;
 const MESSAGE_COLUMNS = ["id", "session_id", "branch_id", "leg_id", "role", "content", "truncated", "created_at"] as const;
 
@@ -38,6 +38,15 @@ export async function updateLeg(sql: SQL, id: string, patch: LegPatch, opts: { o
     `UPDATE legs SET ${cols.map((c, i) => `${c} = $${i + 2}`).join(", ")} WHERE id = $1${opts.onlyOpen ? " AND ended_at IS NULL" : ""}`,
     [id, ...values],
   );
+  return result.count;
+}
+
+/**
+ * Raises an open leg's heartbeat_at to `at`, never lowers it: a beat that commits after a newer one
+ * (it waited longer for its connection) leaves the newer time, which another host's reaper reads (§8.5, §12.1).
+ */
+export async function refreshHeartbeat(sql: SQL, id: string, at: number): Promise<number> {
+  const result = await sql.unsafe("UPDATE legs SET heartbeat_at = $2 WHERE id = $1 AND ended_at IS NULL AND (heartbeat_at IS NULL OR heartbeat_at < $2)", [id, at]);
   return result.count;
 }
 

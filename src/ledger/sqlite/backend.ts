@@ -279,6 +279,10 @@ class SqliteTx implements Tx {
     return legStore.updateLeg(this.db, id, patch, opts);
   }
 
+  refreshHeartbeat(legId: string, at: number): number {
+    return legStore.refreshHeartbeat(this.db, legId, at);
+  }
+
   getLeg(id: string): LegRow | null {
     return legStore.getLeg(this.db, id);
   }

@@ -7,13 +7,13 @@ import type { BranchRow, LegPatch, LegRow, MessageRow, SessionLegState } from ".
 
 type Params = Record<string, string | number | null>;
 
-/** Columns of `legs` a patch may set: never id, session_id, seq or run_id. */
+/** Columns of `legs` a patch may set: never id, session_id, seq or run_id, nor heartbeat_at (refreshHeartbeat). */
 const LEG_PATCH_COLUMNS: ReadonlySet<string> = new Set([
   "state_root", "artifact_root", "command", "cwd", "pid", "pid_start_ticks", "boot_id", "host_id", "host_name", "command_pid",
-  "command_start_ticks", "started_at", "heartbeat_at", "kill_requested_at", "ended_at", "status", "reason_code",
+  "command_start_ticks", "started_at", "kill_requested_at", "ended_at", "status", "reason_code",
   "exit_code", "deferred", "first_msg_id", "last_msg_id",
 ]);
-const LEG_COLUMNS = ["id", "session_id", "seq", "run_id", ...LEG_PATCH_COLUMNS] as const;
+const LEG_COLUMNS = ["id", "session_id", "seq", "run_id", "heartbeat_at", ...LEG_PATCH_COLUMNS] as const;
 
 function insert(db: Database, table: string, columns: readonly string[], row: object): void {
   const values = row as Record<string, unknown>;
@@ -38,6 +38,14 @@ export function updateLeg(db: Database, id: string, patch: LegPatch, opts: { onl
   for (const c of cols) params[`$${c}`] = ((patch as Record<string, unknown>)[c] ?? null) as string | number | null;
   const sql = `UPDATE legs SET ${cols.map((c) => `${c} = $${c}`).join(", ")} WHERE id = $id${opts.onlyOpen ? " AND ended_at IS NULL" : ""}`;
   return db.query(sql).run(params).changes;
+}
+
+/**
+ * Raises an open leg's heartbeat_at to `at`, never lowers it: a beat that commits after a newer one
+ * (it waited longer for the lock) leaves the newer time, which another host's reaper reads (§8.5, §12.1).
+ */
+export function refreshHeartbeat(db: Database, id: string, at: number): number {
+  return db.query("UPDATE legs SET heartbeat_at = ?1 WHERE id = ?2 AND ended_at IS NULL AND (heartbeat_at IS NULL OR heartbeat_at < ?1)").run(at, id).changes;
 }
 
 export function getLeg(db: Database, id: string): LegRow | null {
