@@ -10,7 +10,7 @@ import { resolvePaths } from "../src/ledger/location.ts";
 import { openLedger } from "../src/ledger/open.ts";
 import { addHandler } from "../src/notify/consumers.ts";
 import { handlerHost } from "../src/notify/host.ts";
-import { handlerSpawnFloorMs, quantile, r2, wallNs } from "./floor.ts";
+import { againstHandlerFloor, handlerSpawnFloorMs, wallNs } from "./floor.ts";
 
 const N = Number(process.argv[2] ?? 500);
 const LI = resolve(import.meta.dir, "../dist/li");
@@ -50,20 +50,7 @@ const started = readFileSync(marks, "utf8").trim().split("\n").map((l) => BigInt
 const ms = started.map((s, i) => Number(s - commits[i]!) / 1e6);
 // Measured once the watcher has stopped, so the two never compete for the machine.
 const floor = await handlerSpawnFloorMs(join(home, "floor"), N);
-const p50 = quantile(ms, 0.5);
-const floorP50 = quantile(floor, 0.5);
-console.log(`deliver: commit with no push → handler started by li watch, ${N} events: p50 ${p50.toFixed(2)} ms, p95 ${quantile(ms, 0.95).toFixed(2)} ms, max ${Math.max(...ms).toFixed(2)} ms (watcher exit ${code})`);
-console.log(`deliver: floor, the bench starting the same handler itself, ${N} times: p50 ${floorP50.toFixed(2)} ms, p95 ${quantile(floor, 0.95).toFixed(2)} ms (li watch p50 = ${(p50 / floorP50).toFixed(2)}× the floor)`);
-console.log(
-  JSON.stringify({
-    bench: "deliver",
-    n: N,
-    p50_ms: r2(p50),
-    p95_ms: r2(quantile(ms, 0.95)),
-    max_ms: r2(Math.max(...ms)),
-    floor_p50_ms: r2(floorP50),
-    floor_p95_ms: r2(quantile(floor, 0.95)),
-    p50_ratio: r2(p50 / floorP50),
-    watcher_exit: code,
-  }),
-);
+const against = againstHandlerFloor(ms, floor);
+console.log(`deliver: commit with no push → handler started by li watch, ${N} events: ${against.latency} (watcher exit ${code})`);
+console.log(`deliver: floor, the bench starting the same handler itself, ${N} times: ${against.floor}`);
+console.log(JSON.stringify({ bench: "deliver", n: N, ...against.figures, watcher_exit: code }));

@@ -13,7 +13,7 @@ import { resolvePaths } from "../src/ledger/location.ts";
 import { openLedger } from "../src/ledger/open.ts";
 import { addHandler } from "../src/notify/consumers.ts";
 import { benchDatabase } from "./pg-database.ts";
-import { handlerSpawnFloorMs, quantile, r2, wallNs } from "./floor.ts";
+import { againstHandlerFloor, handlerSpawnFloorMs, quantile, r2, wallNs } from "./floor.ts";
 
 const N = Number(process.argv[2] ?? 300);
 const LI = resolve(import.meta.dir, "../dist/li");
@@ -77,22 +77,8 @@ for (const host of HOSTS) {
 const floor = await handlerSpawnFloorMs(join(home, "floor"), Math.min(N, 200));
 await db.dispose();
 
-const p50 = quantile(all, 0.5);
-const floorP50 = quantile(floor, 0.5);
-console.log(`pg-deliver: three watchers (one per host) on PostgreSQL, commit with no push → handler started, ${N} events: p50 ${p50.toFixed(2)} ms, p95 ${quantile(all, 0.95).toFixed(2)} ms, max ${Math.max(...all).toFixed(2)} ms (watcher exits ${codes.join(",")})`);
+const against = againstHandlerFloor(all, floor);
+console.log(`pg-deliver: three watchers (one per host) on PostgreSQL, commit with no push → handler started, ${N} events: ${against.latency} (watcher exits ${codes.join(",")})`);
 for (const [host, f] of Object.entries(perHost)) console.log(`  ${host}: ${f.n} events, p50 ${f.p50_ms} ms, p95 ${f.p95_ms} ms`);
-console.log(`pg-deliver: floor, the bench starting the same handler itself: p50 ${floorP50.toFixed(2)} ms, p95 ${quantile(floor, 0.95).toFixed(2)} ms (li watch p50 = ${(p50 / floorP50).toFixed(2)}× the floor)`);
-console.log(
-  JSON.stringify({
-    bench: "pg-deliver",
-    n: N,
-    p50_ms: r2(p50),
-    p95_ms: r2(quantile(all, 0.95)),
-    max_ms: r2(Math.max(...all)),
-    per_host: perHost,
-    floor_p50_ms: r2(floorP50),
-    floor_p95_ms: r2(quantile(floor, 0.95)),
-    p50_ratio: r2(p50 / floorP50),
-    watcher_exits: codes,
-  }),
-);
+console.log(`pg-deliver: floor, the bench starting the same handler itself: ${against.floor}`);
+console.log(JSON.stringify({ bench: "pg-deliver", n: N, ...against.figures, per_host: perHost, watcher_exits: codes }));

@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
 import { benchDatabase } from "./pg-database.ts";
-import { lineReader, quantile, r2, r3 } from "./floor.ts";
+import { lineReader, quantile, r2, r3, timedWake } from "./floor.ts";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "200" } } });
 const N = Number(values.n);
@@ -28,22 +28,8 @@ try {
   await ledger.updateStatus("invocation", "sentinel", { newStatus: "completed", reasonCode: "run.completed.ok" });
 
   let counter = 0;
-  /** One wait: the sentinel line proves li wait is blocked (and armed: the wake is armed before that check); then commit and time the line. */
-  async function oneWait(delayMs: number): Promise<number> {
-    const id = `target-${++counter}`;
-    await ledger.createEntity("invocation", { id });
-    const proc = Bun.spawn([LI, "wait", "--interval", "1h", "sentinel", id], { env, stdout: "pipe", stderr: "inherit" });
-    const next = lineReader(proc.stdout);
-    if (!(await next())?.startsWith("sentinel\t")) throw new Error("li wait did not report the sentinel");
-    await Bun.sleep(delayMs);
-    await ledger.updateStatus("invocation", id, { newStatus: "completed", reasonCode: "run.completed.ok" });
-    const committed = performance.now();
-    const line = await next();
-    const seen = performance.now();
-    if (!line?.startsWith(`${id}\t`)) throw new Error(`unexpected line ${line}`);
-    await proc.exited;
-    return seen - committed;
-  }
+  /** One wait (--interval 1h: only LISTEN/NOTIFY can wake it); then commit and time the line. */
+  const oneWait = (delayMs: number) => timedWake(ledger, [LI, "wait", "--interval", "1h"], env, "sentinel", `target-${++counter}`, delayMs);
 
   /** The floor, `n` times: a committed pg_notify → the echo process's line. */
   async function floorMs(n: number): Promise<number[]> {

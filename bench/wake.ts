@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
-import { lineReader, r2 } from "./floor.ts";
+import { lineReader, r2, timedWake } from "./floor.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -27,20 +27,9 @@ await ledger.updateStatus("invocation", "sentinel", { newStatus: "completed", re
 
 let counter = 0;
 /** One wait: the sentinel line proves li wait is blocked; after `delayMs` commit the target and time the line. */
-async function oneWait(watch: boolean, delayMs: number): Promise<number> {
+function oneWait(watch: boolean, delayMs: number): Promise<number> {
   const id = `target-${watch ? "w" : "p"}-${++counter}`;
-  await ledger.createEntity("invocation", { id });
-  const proc = Bun.spawn([LI, "wait", "sentinel", id], { env: { ...env, LI_WATCH_FILES: watch ? "1" : "0" }, stdout: "pipe", stderr: "inherit" });
-  const next = lineReader(proc.stdout);
-  if (!(await next())?.startsWith("sentinel\t")) throw new Error("li wait did not report the sentinel");
-  await Bun.sleep(delayMs);
-  await ledger.updateStatus("invocation", id, { newStatus: "completed", reasonCode: "run.completed.ok" });
-  const committed = performance.now();
-  const line = await next();
-  const seen = performance.now();
-  if (!line?.startsWith(`${id}\t`)) throw new Error(`unexpected line ${line}`);
-  await proc.exited;
-  return seen - committed;
+  return timedWake(ledger, [LI, "wait"], { ...env, LI_WATCH_FILES: watch ? "1" : "0" }, "sentinel", id, delayMs);
 }
 
 function stats(ms: number[]) {
