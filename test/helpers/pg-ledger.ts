@@ -4,6 +4,8 @@
 // The schema travels in the URL (`search_path`), so the same URL in LI_DB points a spawned li or worker
 // at the same ledger with nothing else in its environment.
 
+import { afterEach } from "bun:test";
+import type { Subprocess } from "bun";
 import { connectPg, type PgClient } from "../../src/ledger/postgres/client.ts";
 import { ledgerRowsOnPostgres, type LedgerRows } from "./ledger-rows.ts";
 import { resolvePgTarget } from "../../src/ledger/postgres/options.ts";
@@ -71,6 +73,28 @@ export async function pgTestLedger(db: PgDatabase, options: LedgerOptions = {}):
       for (const l of opened.splice(0)) l.close();
       for (const r of portable.splice(0)) await r.close();
       await raw.close();
+    },
+  };
+}
+
+/**
+ * For a suite whose tests each open a ledger of their own and spawn li on it: `open()` is pgTestLedger,
+ * `spawned` the processes to end; after each test those still running are SIGKILLed, then the ledgers
+ * closed.
+ */
+export function usePgTestLedgers(db: PgDatabase): { open(options?: LedgerOptions): Promise<PgTestLedger>; spawned: Subprocess[] } {
+  const spawned: Subprocess[] = [];
+  const opened: PgTestLedger[] = [];
+  afterEach(async () => {
+    for (const p of spawned.splice(0)) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
+    for (const t of opened.splice(0)) await t.close();
+  });
+  return {
+    spawned,
+    async open(options = {}) {
+      const t = await pgTestLedger(db, options);
+      opened.push(t);
+      return t;
     },
   };
 }

@@ -17,6 +17,10 @@ export const ELSEWHERE = "another-machine:another-boot";
 export interface LegSpec {
   id: string;
   seq?: number;
+  /** Default `run-<id>`. */
+  runId?: string;
+  /** The command's argv; default `true`. */
+  command?: string[];
   hostId?: string | null;
   pid?: number | null;
   pidStartTicks?: number | null;
@@ -28,6 +32,7 @@ export interface LegSpec {
   status?: string;
   stateRoot?: string;
   artifactRoot?: string;
+  exitCode?: number | null;
 }
 
 export interface SessionSpec {
@@ -41,16 +46,17 @@ export interface SessionSpec {
   linkedSessionId?: string;
 }
 
+/** A leg row as a leg's setup writes it (what `spec` leaves out is null, or the default it names). */
 export function legRow(sessionId: string, spec: LegSpec, index: number): LegRow {
   const stateRoot = spec.stateRoot ?? `/nonexistent/runs/${spec.id}`;
   return {
     id: spec.id,
     session_id: sessionId,
     seq: spec.seq ?? index + 1,
-    run_id: `run-${spec.id}`,
+    run_id: spec.runId ?? `run-${spec.id}`,
     state_root: stateRoot,
     artifact_root: spec.artifactRoot ?? `${stateRoot}/artifacts`,
-    command: JSON.stringify(["true"]),
+    command: JSON.stringify(spec.command ?? ["true"]),
     cwd: null,
     pid: spec.pid ?? null,
     pid_start_ticks: spec.pidStartTicks ?? null,
@@ -64,7 +70,7 @@ export function legRow(sessionId: string, spec: LegSpec, index: number): LegRow 
     ended_at: spec.endedAt ?? null,
     status: spec.status ?? "running",
     reason_code: null,
-    exit_code: null,
+    exit_code: spec.exitCode ?? null,
     deferred: 0,
     first_msg_id: null,
     last_msg_id: null,

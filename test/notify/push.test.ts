@@ -5,6 +5,7 @@ import { deliverOnce } from "../../src/notify/deliver.ts";
 import { MAX_ATTEMPTS } from "../../src/notify/engine.ts";
 import { pushTerminal } from "../../src/notify/push.ts";
 import { TransitionRejectedError } from "../../src/ledger/transition.ts";
+import { legRow } from "../helpers/sweep-fixtures.ts";
 import { untilGone } from "../helpers/until.ts";
 import { complete, FAIL, HANG, HOST, legRegistration, notifyWorld, RECORD, recorded, runningSession, standing } from "./helpers.ts";
 
@@ -434,34 +435,7 @@ describe("leg registrations", () => {
     const { ledger } = w;
     const stateRoot = w.out("runs/r1");
     await runningSession(ledger, "s1", "leg-1");
-    await ledger.transact(async (tx) =>
-      tx.insertLeg({
-        id: "leg-1",
-        session_id: "s1",
-        seq: 1,
-        run_id: "r1",
-        state_root: stateRoot,
-        artifact_root: `${stateRoot}/artifacts`,
-        command: "[]",
-        cwd: null,
-        pid: null,
-        pid_start_ticks: null,
-        boot_id: null,
-        host_id: null,
-        command_pid: null,
-        command_start_ticks: null,
-        started_at: w.clock.now(),
-        heartbeat_at: null,
-        kill_requested_at: null,
-        ended_at: null,
-        status: "running",
-        reason_code: null,
-        exit_code: null,
-        deferred: 0,
-        first_msg_id: null,
-        last_msg_id: null,
-      }),
-    );
+    await insertLeg(ledger, "s1", "leg-1", 1, stateRoot);
     await legRegistration(ledger, { sessionId: "s1", legId: "leg-1", argv: [RECORD, w.out("leg"), "{run_id}", "{artifact_dir}"] });
     const end = await ledger.transition("session", "s1", complete());
     if (end.result !== "applied") throw new Error("not applied");
@@ -479,35 +453,8 @@ describe("leg registrations", () => {
   });
 });
 
-/** A leg row with its run directory, as a leg's setup writes it. */
+/** A leg row with its run directory (its run id the directory's name), as a leg's setup writes it. */
 async function insertLeg(ledger: Parameters<typeof runningSession>[0], sessionId: string, legId: string, seq: number, stateRoot: string) {
   const runId = stateRoot.split("/").at(-1)!;
-  await ledger.transact(async (tx) =>
-    tx.insertLeg({
-      id: legId,
-      session_id: sessionId,
-      seq,
-      run_id: runId,
-      state_root: stateRoot,
-      artifact_root: `${stateRoot}/artifacts`,
-      command: "[]",
-      cwd: null,
-      pid: null,
-      pid_start_ticks: null,
-      boot_id: null,
-      host_id: null,
-      command_pid: null,
-      command_start_ticks: null,
-      started_at: ledger.now(),
-      heartbeat_at: null,
-      kill_requested_at: null,
-      ended_at: null,
-      status: "running",
-      reason_code: null,
-      exit_code: null,
-      deferred: 0,
-      first_msg_id: null,
-      last_msg_id: null,
-    }),
-  );
+  await ledger.transact(async (tx) => tx.insertLeg(legRow(sessionId, { id: legId, seq, runId, stateRoot, command: [], startedAt: ledger.now() }, seq - 1)));
 }

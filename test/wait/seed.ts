@@ -3,7 +3,8 @@
 
 import type { Subprocess } from "bun";
 import type { Ledger } from "../../src/ledger/ledger.ts";
-import { LI_BINARY, liEnv } from "../helpers/cli.ts";
+import { collectLines, LI_BINARY, liEnv } from "../helpers/cli.ts";
+import { legRow } from "../helpers/sweep-fixtures.ts";
 import { NeverHappens, until } from "../helpers/until.ts";
 
 export interface SeedLeg {
@@ -49,32 +50,8 @@ export async function seedSession(ledger: Ledger, spec: SeedSession = {}): Promi
     const now = ledger.now();
     await tx.insertBranch({ id: branchId, session_id: id, name: null, metadata: null, created_at: now, updated_at: now });
     for (const [i, leg] of legs.entries()) {
-      await tx.insertLeg({
-        id: leg.id,
-        session_id: id,
-        seq: i + 1,
-        run_id: leg.runId,
-        state_root: `/tmp/li-runs/${leg.runId}`,
-        artifact_root: leg.artifactRoot ?? `/tmp/li-runs/${leg.runId}/artifacts`,
-        command: JSON.stringify(leg.command ?? ["true"]),
-        cwd: null,
-        pid: null,
-        pid_start_ticks: null,
-        boot_id: null,
-        host_id: null,
-        command_pid: null,
-        command_start_ticks: null,
-        started_at: leg.startedAt ?? now,
-        heartbeat_at: null,
-        kill_requested_at: null,
-        ended_at: leg.endedAt ?? null,
-        status: leg.endedAt ? "completed" : "running",
-        reason_code: null,
-        exit_code: leg.exitCode ?? null,
-        deferred: 0,
-        first_msg_id: null,
-        last_msg_id: null,
-      });
+      const at = { stateRoot: `/tmp/li-runs/${leg.runId}`, startedAt: leg.startedAt ?? now, status: leg.endedAt ? "completed" : "running" };
+      await tx.insertLeg(legRow(id, { ...leg, ...at }, i));
     }
   });
   return { id, branchId, legIds: legs.map((l) => l.id), runIds: legs.map((l) => l.runId) };
@@ -98,21 +75,8 @@ export interface RunningWait {
 /** Starts `li wait` and collects its stdout line by line as it arrives. */
 export function startWait(args: string[], home: string, env: Record<string, string | undefined> = {}): RunningWait {
   const proc = Bun.spawn([LI_BINARY, "wait", ...args], { env: liEnv(home, env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const got: string[] = [];
-  let ended = false;
-  const pump = (async () => {
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for await (const chunk of proc.stdout) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buffer.indexOf("\n")) >= 0) {
-        got.push(buffer.slice(0, nl));
-        buffer = buffer.slice(nl + 1);
-      }
-    }
-    ended = true;
-  })();
+  const out = collectLines(proc.stdout);
+  const got = out.lines;
   const stderr = new Response(proc.stderr).text();
   return {
     proc,
@@ -120,14 +84,14 @@ export function startWait(args: string[], home: string, env: Record<string, stri
     lines: (n, ms = 15_000) =>
       until(`li wait's first ${n} lines`, () => {
         if (got.length >= n) return got.slice(0, n);
-        if (ended) throw new NeverHappens(`li wait ended after ${got.length} of ${n} lines: ${JSON.stringify(got)}`);
+        if (out.ended()) throw new NeverHappens(`li wait ended after ${got.length} of ${n} lines: ${JSON.stringify(got)}`);
         return null;
       }, { timeoutMs: ms, intervalMs: 2 }).catch((error: Error) => {
         throw new Error(`${error.message}; printed so far: ${JSON.stringify(got)}`);
       }),
     done: async () => {
       const code = await proc.exited;
-      await pump;
+      await out.closed;
       return { code, stdout: [...got], stderr: await stderr };
     },
   };

@@ -5,34 +5,28 @@
 // resume that commits before the batch takes its lock wins, and the session keeps its row, history and
 // associations. Whichever commits first, nothing is half-applied. (The SQLite twin is test/sweeps/prune.test.ts.)
 
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import type { Subprocess } from "bun";
 import { prune } from "../../../src/sweeps/prune.ts";
 import { PRUNE_BATCH_STATEMENTS } from "../../../src/ledger/rules/prune.ts";
 import { li, LI_BINARY, liEnv } from "../../helpers/cli.ts";
 import { fixture } from "../../helpers/fixtures.ts";
-import { pgTestLedger, type PgTestLedger } from "../../helpers/pg-ledger.ts";
+import { usePgTestLedgers, type PgTestLedger } from "../../helpers/pg-ledger.ts";
 import { describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { NeverHappens, until } from "../../helpers/until.ts";
 
 const DAY = 86400;
 
 describePostgres("prune versus reopen on PostgreSQL, with a real second connection", () => {
-  const db = usePostgresDatabase();
+  const { open, spawned } = usePgTestLedgers(usePostgresDatabase());
   let t: PgTestLedger | undefined;
-  const spawned: Subprocess[] = [];
-  afterEach(async () => {
-    for (const p of spawned.splice(0)) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
-    await t?.close();
-    t = undefined;
-  });
 
   const one = async <T>(query: string, ...params: unknown[]): Promise<T> => (await t!.raw.sql.unsafe(query, params as never[]))[0] as T;
   const count = async (query: string, ...params: unknown[]) => (await one<{ n: number }>(query, ...params)).n;
 
   /** A session recorded by a real `li agent` (one leg, its branch, its history), plus a play pointing at it, backdated 40 days. */
   async function oldSession(): Promise<{ sessionId: string; branchId: string }> {
-    t = await pgTestLedger(db);
+    t = await open();
     const ran = await li(["agent", "--", "true"], { home: t.home, env: t.env });
     expect({ code: ran.code, stderr: ran.stderr }).toEqual({ code: 0, stderr: ran.stderr });
     const listed = JSON.parse((await li(["ls", "--json"], { home: t.home, env: t.env })).stdout) as { entities: { id: string; branch_id: string }[] };

@@ -5,13 +5,13 @@
 // (counted) — also when one watcher is killed with -9 halfway, holding claims on handlers in flight: its
 // claims expire and the watcher that replaces it takes them over.
 
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { addHandler } from "../../../src/notify/consumers.ts";
 import { LI_BINARY, liEnv } from "../../helpers/cli.ts";
-import { pgTestLedger, type PgTestLedger } from "../../helpers/pg-ledger.ts";
+import { usePgTestLedgers, type PgTestLedger } from "../../helpers/pg-ledger.ts";
 import { describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { NeverHappens, until } from "../../helpers/until.ts";
 import { INTERVAL } from "../../notify/helpers.ts";
@@ -53,17 +53,11 @@ function runsIn(file: string): Run[] {
 }
 
 describePostgres("three watchers with different host identities on one PostgreSQL ledger", () => {
-  const db = usePostgresDatabase();
+  const { open, spawned } = usePgTestLedgers(usePostgresDatabase());
   let t: PgTestLedger | undefined;
-  const spawned: Subprocess[] = [];
-  afterEach(async () => {
-    for (const p of spawned.splice(0)) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
-    await t?.close();
-    t = undefined;
-  });
 
   test("deliver 1,000 owed events: none run twice at once, each on its own host, none lost — also with one watcher killed -9 halfway", async () => {
-    t = await pgTestLedger(db);
+    t = await open();
     const ledger = t.ledger;
     const out = join(t.home, "runs.log");
     for (const host of HOSTS) {

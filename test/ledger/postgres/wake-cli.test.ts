@@ -8,7 +8,7 @@ import { openLedger } from "../../../src/ledger/open.ts";
 import { resolvePaths } from "../../../src/ledger/location.ts";
 import type { Ledger } from "../../../src/ledger/ledger.ts";
 import { join } from "node:path";
-import { li, LI_BINARY, liEnv } from "../../helpers/cli.ts";
+import { collectLines, li, LI_BINARY, liEnv } from "../../helpers/cli.ts";
 import { tempDir } from "../../helpers/ledger.ts";
 import { asSuperuser, describePostgres, restartPostgresServer, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { NeverHappens, until } from "../../helpers/until.ts";
@@ -109,25 +109,11 @@ describePostgres("wake-ups and the watcher lock on PostgreSQL, through the binar
   async function startWatch(h: ReturnType<typeof pgHome>, hostId: string) {
     const proc = Bun.spawn([LI_BINARY, "watch", "--log-format", "json"], { env: liEnv(h.home, { ...h.env, LI_HOST_ID: hostId }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     spawned.push(proc);
-    const lines: string[] = [];
-    let ended = false;
-    void (async () => {
-      const decoder = new TextDecoder();
-      let buffer = "";
-      for await (const chunk of proc.stdout) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let nl: number;
-        while ((nl = buffer.indexOf("\n")) >= 0) {
-          lines.push(buffer.slice(0, nl));
-          buffer = buffer.slice(nl + 1);
-        }
-      }
-      ended = true;
-    })();
+    const { lines, ended } = collectLines(proc.stdout);
     const start = await until(`li watch on ${hostId} to start`, () => {
       const found = lines.find((l) => l.includes('"action":"start"'));
       if (found) return JSON.parse(found) as Record<string, unknown>;
-      if (ended) throw new NeverHappens(`li watch on ${hostId} ended: ${lines.join("\n")}`);
+      if (ended()) throw new NeverHappens(`li watch on ${hostId} ended: ${lines.join("\n")}`);
       return null;
     });
     return { proc, start, lines };
