@@ -24,6 +24,8 @@ export interface PgCluster {
   dataDir: string;
   /** The directory of the server's unix socket. */
   socketDir: string;
+  /** The server's log (its stderr: `pg_ctl -l`), where it says why it ended a session. */
+  serverLog: string;
   /**
    * The self-signed certificate the server offers TLS with (CN localhost, SAN 127.0.0.1), to use as a
    * client's sslrootcert; null when openssl is not installed (the server then offers no TLS).
@@ -153,7 +155,7 @@ function startCluster(binDir: string): PgCluster {
           [join(binDir, "pg_ctl"), "-D", dataDir, "-l", join(dir, "server.log"), "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} ${settings}`, "-w", "-t", "60", "start"],
           "pg_ctl start",
         );
-      return { host: "127.0.0.1", port, user: "postgres", binDir, dataDir, socketDir: dir, tlsCert, url: (db) => `postgres://postgres@127.0.0.1:${port}/${db}?sslmode=disable` };
+      return { host: "127.0.0.1", port, user: "postgres", binDir, dataDir, socketDir: dir, serverLog: join(dir, "server.log"), tlsCert, url: (db) => `postgres://postgres@127.0.0.1:${port}/${db}?sslmode=disable` };
     } catch (error) {
       lastError = error; // most likely the port was taken in between: try another
     }

@@ -7,7 +7,8 @@
 //   then delivers what was kept back, in order, as a healed link's retransmissions would;
 // - sever: a partition that outlasted TCP. The connections open now are forgotten: li's side of each is
 //   closed (its kernel gave up), the server's side stays open and never hears of it (its session lives
-//   on, holding its locks, as a server without keepalives keeps it for hours). New connections forward.
+//   on, holding its locks, as a server keeps it until keepalives give up on the peer: this proxy's own
+//   socket answers the server's probes, so here it lives until the proxy closes). New connections forward.
 
 import type { Socket, TCPSocketListener } from "bun";
 

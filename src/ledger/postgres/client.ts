@@ -12,22 +12,69 @@ import { scrubPassword } from "./redact.ts";
 export interface SessionLimits {
   statementTimeoutMs: number;
   lockTimeoutMs: number;
+  /**
+   * `idle_in_transaction_session_timeout`: the server ends a session that sits idle inside a transaction
+   * this long, and with it the transaction and its row locks (0: never). See idleInTransactionMs.
+   */
+  idleInTransactionMs: number;
+}
+
+/**
+ * Never shorter than this: the only idle time inside one of li's transactions is li's own JavaScript
+ * between two statements, and a loaded build machine can stall a process for a second or more (GC, CPU
+ * starvation). A transaction ended for that costs a failed call and a retry; a ghost living a few
+ * seconds longer costs the other writers a wait.
+ */
+export const IDLE_IN_TRANSACTION_FLOOR_MS = 5_000;
+
+/**
+ * How long the server lets one of li's sessions sit idle inside a transaction: the lock timeout (never
+ * below the floor). Every li transaction (PgBackend.transaction, the migrator) is a few statements issued
+ * back to back; nothing inside one waits on a person, a process or the network other than the statements
+ * themselves, so a session idle that long inside one is a ghost: its client was cut off (a partition, a
+ * host that died without closing its sockets) and the server would otherwise keep its row locks until
+ * TCP gives up, hours later. Equal to the lock timeout, a ghost is ended while a writer that began waiting
+ * on its locks once it went quiet is still waiting: the ghost costs that writer a delay, not a failure.
+ */
+export function idleInTransactionMs(lockTimeoutMs: number): number {
+  return Math.max(lockTimeoutMs, IDLE_IN_TRANSACTION_FLOOR_MS);
 }
 
 /** li's statements are short; a statement or lock wait beyond these is a sick server, not a slow one. */
-export const DEFAULT_LIMITS: SessionLimits = { statementTimeoutMs: 60_000, lockTimeoutMs: 15_000 };
+export const DEFAULT_LIMITS: SessionLimits = { statementTimeoutMs: 60_000, lockTimeoutMs: 15_000, idleInTransactionMs: idleInTransactionMs(15_000) };
 
 /** `LI_PG_STATEMENT_TIMEOUT_MS`: the statement timeout li sets (tests of a dead connection shorten it; so may a fleet). */
 export const STATEMENT_TIMEOUT_ENV = "LI_PG_STATEMENT_TIMEOUT_MS";
 
-/** The session limits: the defaults, or a statement timeout from the environment (the lock timeout never longer). */
+/** The session limits: the defaults, or a statement timeout from the environment (the lock timeout never longer; the idle limit follows the lock timeout). */
 export function sessionLimits(env: Record<string, string | undefined> = process.env): SessionLimits {
   const value = env[STATEMENT_TIMEOUT_ENV];
   if (value === undefined || value.trim() === "") return DEFAULT_LIMITS;
   const ms = Number(value);
   if (!/^\s*\d+\s*$/.test(value) || ms < 100) throw new UsageError(`${STATEMENT_TIMEOUT_ENV}: expected whole milliseconds (at least 100), got '${value}'`);
-  return { statementTimeoutMs: ms, lockTimeoutMs: Math.min(DEFAULT_LIMITS.lockTimeoutMs, ms) };
+  const lockTimeoutMs = Math.min(DEFAULT_LIMITS.lockTimeoutMs, ms);
+  return { statementTimeoutMs: ms, lockTimeoutMs, idleInTransactionMs: idleInTransactionMs(lockTimeoutMs) };
 }
+
+/**
+ * Server-side TCP keepalives for li's sessions (seconds; the user timeout in ms), so the server notices a
+ * vanished peer outside a transaction too: the idle pool connections, the LISTEN session and the watcher's
+ * lock session of a host that died or was cut off. Without them the server keeps those for hours (default
+ * keepalives) — a rebooted host's `li watch` then finds its lock held by a session no process of that host
+ * owns any more, and cannot start. With them a peer unheard of for about two minutes is dropped: a probe
+ * after 60 s of silence, then every 10 s, six unanswered ends it; tcp_user_timeout bounds the same two
+ * minutes when the server has data in flight to the peer (a NOTIFY to a dead listener), where keepalive
+ * probes do not run. A live idle session costs one probe a minute; a partition shorter than two minutes
+ * cuts nothing. Ignored on a Unix socket. Not derived from the session limits: they are about the
+ * network, not about li's statements. (`idle_session_timeout` stays off: a watcher's lock session and a
+ * LISTEN are idle for hours by design.)
+ */
+export const SERVER_KEEPALIVES: Readonly<Record<string, string>> = Object.freeze({
+  tcp_keepalives_idle: "60",
+  tcp_keepalives_interval: "10",
+  tcp_keepalives_count: "6",
+  tcp_user_timeout: "120000",
+});
 
 /**
  * The longest li waits for one call (a query, or a whole transaction, connecting included) before it
@@ -82,6 +129,8 @@ export function clientOptions(target: PgTarget, shape: PoolShape = {}): Bun.SQL.
     search_path: quoteIdent(target.schema),
     statement_timeout: String(Math.floor(limits.statementTimeoutMs)),
     lock_timeout: String(Math.floor(limits.lockTimeoutMs)),
+    idle_in_transaction_session_timeout: String(Math.floor(limits.idleInTransactionMs)),
+    ...SERVER_KEEPALIVES,
     application_name: target.applicationName,
     // li's statements are index probes that finish in a millisecond; a planner's cost estimate above
     // jit_above_cost (a watermark it cannot see) would spend hundreds of ms compiling one (measured: 300 ms).

@@ -34,6 +34,9 @@ const SERVER_FAULTS: readonly { sqlstate: string; reason: string; unreachable: b
   { sqlstate: "53", reason: "the server is out of resources (disk, memory or connections)", unreachable: true },
   { sqlstate: "57014", reason: "statement timed out", unreachable: true },
   { sqlstate: "55P03", reason: "lock wait timed out", unreachable: true },
+  // The session sat idle inside a transaction past its limit (client.ts idleInTransactionMs: a process
+  // stalled mid-transaction); the server rolled it back and closed the session, so a retry is safe.
+  { sqlstate: "25P03", reason: "the server ended the session, idle inside a transaction past its limit", unreachable: true },
   // PgBackend.transaction retries these; one that keeps recurring is reported, not li's bug.
   { sqlstate: "40", reason: "the server aborted the transaction (deadlock or serialization failure)", unreachable: true },
   { sqlstate: "57P", reason: "the server is shutting down or restarting", unreachable: true },

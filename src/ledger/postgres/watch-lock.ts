@@ -51,8 +51,9 @@ async function tryLock(pool: LockPool, key: string): Promise<Holder | null> {
 
 /**
  * Ends `ghost`, this watcher's own former lock session, when it still holds the lock: after a partition
- * that outlasted TCP the client has given that session up, but a server without keepalives keeps it, and
- * its lock, for hours. Only that exact session (pid and start) is ended; true when it was and is gone.
+ * that outlasted TCP the client has given that session up, but the server keeps it, and its lock, until
+ * its keepalives give up on the peer (client.ts SERVER_KEEPALIVES: about two minutes; hours on a server
+ * that does not take them). Only that exact session (pid and start) is ended; true when it was and is gone.
  */
 async function endGhost(pool: LockPool, key: string, ghost: Session): Promise<boolean> {
   const sql = await pool();

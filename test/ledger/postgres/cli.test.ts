@@ -9,6 +9,8 @@ import { li, type LiResult } from "../../helpers/cli.ts";
 import { tempDir } from "../../helpers/ledger.ts";
 import { asSuperuser, createPasswordRole, describePostgres, postgresCluster, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { fixture } from "../../helpers/fixtures.ts";
+import { IDLE_IN_TRANSACTION_FLOOR_MS, STATEMENT_TIMEOUT_ENV } from "../../../src/ledger/postgres/client.ts";
+import { HEARTBEAT_ENV } from "../../../src/legs/heartbeat.ts";
 
 const SECRET = "Zr8-unm1stakable:p@ss/w0rd?&=";
 
@@ -25,10 +27,10 @@ describePostgres("li on a PostgreSQL ledger (§14)", () => {
   const db = usePostgresDatabase();
   let schemas = 0;
 
-  function pgHome(url = db.url): PgHome {
+  function pgHome(url = db.url, more: Record<string, string> = {}): PgHome {
     const home = tempDir("li-pg-cli-");
     const schema = `cli_${process.pid}_${++schemas}`;
-    const env = { LI_DB: url, LI_PG_SCHEMA: schema };
+    const env = { LI_DB: url, LI_PG_SCHEMA: schema, ...more };
     return {
       home,
       schema,
@@ -51,8 +53,11 @@ describePostgres("li on a PostgreSQL ledger (§14)", () => {
   /** A wait line with the session id and the home directory made neutral, for comparing two ledgers. */
   const neutral = (line: string, id: string, home: string) => line.replaceAll(id, "<session>").replaceAll(home, "<home>");
 
-  test("legs that complete, fail and time out leave their rows and history; li wait prints what SQLite prints", async () => {
-    const pg = pgHome();
+  test("legs that complete, fail and time out leave their rows and history; li wait prints what SQLite prints; the shortened session limits cut none of their transactions", async () => {
+    // Shortened limits: the idle-in-transaction limit at its floor, and a heartbeat transaction every 100 ms.
+    const pg = pgHome(db.url, { [STATEMENT_TIMEOUT_ENV]: String(IDLE_IN_TRANSACTION_FLOOR_MS), [HEARTBEAT_ENV]: "0.1" });
+    const serverLog = postgresCluster().serverLog;
+    const logFrom = Bun.file(serverLog).size;
     const lite = sqliteHome();
     const cases = [
       { args: ["--", "true"], status: "completed", reason: "run.completed.ok", exit: 0 },
@@ -75,9 +80,11 @@ describePostgres("li on a PostgreSQL ledger (§14)", () => {
         ["running", c.status, c.reason],
       ]);
       expect(history.every((h) => h.leg_id === onPg.record.leg_id)).toBe(true);
-      const [leg] = await pg.rows("SELECT status, reason_code, ended_at, pid FROM li.legs WHERE session_id = $1", [id]);
+      const [leg] = await pg.rows("SELECT status, reason_code, started_at, heartbeat_at, ended_at, pid FROM li.legs WHERE session_id = $1", [id]);
       expect(leg).toMatchObject({ status: c.status, reason_code: c.reason });
       expect(leg!.ended_at).not.toBeNull();
+      // The leg that ran a second beat meanwhile.
+      if (c.status === "timed_out") expect(Number(leg!.heartbeat_at)).toBeGreaterThan(Number(leg!.started_at));
 
       const [waitPg, waitLite] = [await pg.run(["wait", id]), await lite.run(["wait", onLite.record.session_id as string])];
       expect(waitPg.code).toBe(waitLite.code);
@@ -87,6 +94,8 @@ describePostgres("li on a PostgreSQL ledger (§14)", () => {
     // seq counts every history row of the ledger, in commit order, without a gap.
     const seqs = (await pg.rows("SELECT seq FROM li.status_transitions ORDER BY seq")).map((r) => Number(r.seq));
     expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    // The server ended none of li's sessions for idling inside a transaction.
+    expect((await Bun.file(serverLog).text()).slice(logFrom)).not.toContain("idle-in-transaction timeout");
   });
 
   /** The shape of a JSON value: its keys and each leaf's type, so a bigint read back as a string shows. */

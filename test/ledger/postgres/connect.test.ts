@@ -3,7 +3,7 @@
 // of li — searched for in every one, with a password no other text could contain by accident.
 
 import { afterEach, expect, test } from "bun:test";
-import { connectPg, type PgClient } from "../../../src/ledger/postgres/client.ts";
+import { connectPg, DEFAULT_LIMITS, type PgClient } from "../../../src/ledger/postgres/client.ts";
 import { asPgLedgerError } from "../../../src/ledger/postgres/errors.ts";
 import { migratePg, VERSION_TABLE } from "../../../src/ledger/postgres/migrate.ts";
 import { resolvePgTarget } from "../../../src/ledger/postgres/options.ts";
@@ -11,6 +11,7 @@ import { pgLedgerNameOfUrl, scrubPassword } from "../../../src/ledger/postgres/r
 import { describeLocation } from "../../../src/ledger/location.ts";
 import { LedgerUnavailableError } from "../../../src/util/errors.ts";
 import { li } from "../../helpers/cli.ts";
+import { until } from "../../helpers/until.ts";
 import { createPasswordRole, describePostgres, postgresCluster, usePostgresDatabase } from "../../helpers/postgres.ts";
 
 /** No text li writes could contain this by accident; its URL-encoded form differs from it. */
@@ -51,15 +52,44 @@ describePostgres("connecting to a PostgreSQL ledger (§14)", () => {
     return error as LedgerUnavailableError;
   };
 
-  test("the session has li's schema on its search_path, the timeouts, li's application name and no JIT", async () => {
+  test("the session has li's schema on its search_path, the timeouts, the idle-in-transaction limit, the server's keepalives, li's application name and no JIT", async () => {
     const client = await connect(`${db.url}&search_path=ledger`);
     const [s] = await client.sql`SELECT current_setting('search_path') AS path, current_setting('statement_timeout') AS st,
-      current_setting('lock_timeout') AS lt, current_setting('application_name') AS app, current_setting('jit') AS jit`;
-    expect(s).toEqual({ path: '"ledger"', st: "1min", lt: "15s", app: "li", jit: "off" });
+      current_setting('lock_timeout') AS lt, current_setting('idle_in_transaction_session_timeout') AS idle,
+      current_setting('application_name') AS app, current_setting('jit') AS jit`;
+    expect(s).toEqual({ path: '"ledger"', st: "1min", lt: "15s", idle: "15s", app: "li", jit: "off" });
+    // Over TCP (the test server listens on loopback) the server takes the keepalives li asks for.
+    const [k] = await client.sql`SELECT current_setting('tcp_keepalives_idle') AS idle, current_setting('tcp_keepalives_interval') AS every,
+      current_setting('tcp_keepalives_count') AS count, current_setting('tcp_user_timeout') AS unacked`;
+    expect(k).toEqual({ idle: "60", every: "10", count: "6", unacked: "120000" });
+  });
+
+  test("a transaction left idle past the idle-in-transaction limit is ended by the server: its next statement is a ledger failure (78, worth retrying)", async () => {
+    const client = await connectPg(resolvePgTarget(db.url, {}), { limits: { ...DEFAULT_LIMITS, idleInTransactionMs: 200 }, max: 1 });
+    opened.push(client);
+    const watcher = await connect(db.url);
+    const error = await client.sql
+      .begin(async (tx) => {
+        const [{ pid }] = await tx`SELECT pg_backend_pid() AS pid`;
+        // A process stalled inside its transaction: the server ends the session meanwhile.
+        await until("the server to end the idle transaction's session", async () => (await watcher.sql`SELECT 1 FROM pg_stat_activity WHERE pid = ${pid}`).length === 0);
+        return tx`SELECT 1`;
+      })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    const ledgerError = asPgLedgerError(error, client.name);
+    expect(ledgerError?.message).toBe(
+      `ledger ${client.name}: the server ended the session, idle inside a transaction past its limit: terminating connection due to idle-in-transaction timeout (SQLSTATE 25P03)`,
+    );
+    expect(ledgerError?.unreachable).toBe(true);
+    // The pool connects again for the next call.
+    expect(await client.sql`SELECT 1 AS one`).toEqual([{ one: 1 }]);
   });
 
   test("a statement past statement_timeout is a ledger failure (78, worth retrying) naming host, port and database", async () => {
-    const client = await connectPg(resolvePgTarget(db.url, {}), { limits: { statementTimeoutMs: 50, lockTimeoutMs: 50 } });
+    const client = await connectPg(resolvePgTarget(db.url, {}), { limits: { ...DEFAULT_LIMITS, statementTimeoutMs: 50, lockTimeoutMs: 50 } });
     opened.push(client);
     const error = await client.sql`SELECT pg_sleep(5)`.catch((e: unknown) => e);
     const ledgerError = asPgLedgerError(error, client.name);
@@ -71,7 +101,7 @@ describePostgres("connecting to a PostgreSQL ledger (§14)", () => {
     const holder = await connect(db.url);
     await holder.sql`CREATE TABLE IF NOT EXISTS public.lock_probe (id int PRIMARY KEY)`;
     await holder.sql`INSERT INTO public.lock_probe VALUES (1) ON CONFLICT DO NOTHING`;
-    const waiter = await connectPg(resolvePgTarget(db.url, {}), { limits: { statementTimeoutMs: 60_000, lockTimeoutMs: 50 } });
+    const waiter = await connectPg(resolvePgTarget(db.url, {}), { limits: { ...DEFAULT_LIMITS, lockTimeoutMs: 50 } });
     opened.push(waiter);
     const reserved = await holder.sql.reserve();
     try {

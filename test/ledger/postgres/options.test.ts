@@ -2,7 +2,7 @@
 // the defaults, as in libpq; a bad URL is refused with one line that names the culprit but never the URL.
 
 import { describe, expect, test } from "bun:test";
-import { clientOptions, DEFAULT_LIMITS } from "../../../src/ledger/postgres/client.ts";
+import { clientOptions, DEFAULT_LIMITS, IDLE_IN_TRANSACTION_FLOOR_MS, sessionLimits, STATEMENT_TIMEOUT_ENV } from "../../../src/ledger/postgres/client.ts";
 import { DEFAULT_CONNECT_TIMEOUT_SECONDS, resolvePgTarget } from "../../../src/ledger/postgres/options.ts";
 import { describeLocation } from "../../../src/ledger/location.ts";
 import { LedgerUnavailableError } from "../../../src/util/errors.ts";
@@ -92,10 +92,27 @@ describe("the options handed to Bun's client", () => {
         search_path: '"fleet"',
         statement_timeout: String(DEFAULT_LIMITS.statementTimeoutMs),
         lock_timeout: String(DEFAULT_LIMITS.lockTimeoutMs),
+        idle_in_transaction_session_timeout: String(DEFAULT_LIMITS.lockTimeoutMs),
+        tcp_keepalives_idle: "60",
+        tcp_keepalives_interval: "10",
+        tcp_keepalives_count: "6",
+        tcp_user_timeout: "120000",
         application_name: "li",
         options: "-c geqo=off",
       },
     });
+  });
+
+  test("the idle-in-transaction limit is the lock timeout, never below its floor, and follows the limits it is given", () => {
+    const target = resolvePgTarget("postgres://u@h/db", {});
+    const sent = (limits = sessionLimits({})) => clientOptions(target, { limits }).connection as Record<string, string>;
+    expect(sessionLimits({})).toEqual({ statementTimeoutMs: 60_000, lockTimeoutMs: 15_000, idleInTransactionMs: 15_000 });
+    // A shortened statement timeout shortens the lock timeout, and the idle limit with it down to the floor.
+    expect(sessionLimits({ [STATEMENT_TIMEOUT_ENV]: "8000" })).toEqual({ statementTimeoutMs: 8000, lockTimeoutMs: 8000, idleInTransactionMs: 8000 });
+    expect(sessionLimits({ [STATEMENT_TIMEOUT_ENV]: "500" })).toEqual({ statementTimeoutMs: 500, lockTimeoutMs: 500, idleInTransactionMs: IDLE_IN_TRANSACTION_FLOOR_MS });
+    expect(sessionLimits({ [STATEMENT_TIMEOUT_ENV]: "120000" })).toEqual({ statementTimeoutMs: 120_000, lockTimeoutMs: 15_000, idleInTransactionMs: 15_000 });
+    expect(sent(sessionLimits({ [STATEMENT_TIMEOUT_ENV]: "8000" })).idle_in_transaction_session_timeout).toBe("8000");
+    expect(sent({ ...DEFAULT_LIMITS, idleInTransactionMs: 0 }).idle_in_transaction_session_timeout).toBe("0");
   });
 
   test("a socket directory becomes Bun's path; no password means an empty one (never Bun's DATABASE_URL's)", () => {
