@@ -7,6 +7,7 @@ import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { asPgLedgerError } from "./errors.ts";
 import { targetName, type PgTarget } from "./options.ts";
 import { scrubPassword } from "./redact.ts";
+import type { SessionStartupParameter } from "./startup-parameters.ts";
 
 /** Session limits, sent as startup parameters so every pooled connection has them from its first query. */
 export interface SessionLimits {
@@ -69,7 +70,7 @@ export function sessionLimits(env: Record<string, string | undefined> = process.
  * network, not about li's statements. (`idle_session_timeout` stays off: a watcher's lock session and a
  * LISTEN are idle for hours by design.)
  */
-export const SERVER_KEEPALIVES: Readonly<Record<string, string>> = Object.freeze({
+export const SERVER_KEEPALIVES: Readonly<Record<Extract<SessionStartupParameter, `tcp_${string}`>, string>> = Object.freeze({
   tcp_keepalives_idle: "60",
   tcp_keepalives_interval: "10",
   tcp_keepalives_count: "6",
@@ -125,7 +126,8 @@ export interface PoolShape {
 /** The options handed to Bun: every field set, so no environment variable Bun reads can change them. */
 export function clientOptions(target: PgTarget, shape: PoolShape = {}): Bun.SQL.PostgresOrMySQLOptions {
   const limits = shape.limits ?? DEFAULT_LIMITS;
-  const connection: Record<string, string> = {
+  // Typed by the one list of li's startup parameters, so a setting added here is named there too.
+  const connection: Record<SessionStartupParameter | "application_name", string> & { options?: string } = {
     search_path: quoteIdent(target.schema),
     statement_timeout: String(Math.floor(limits.statementTimeoutMs)),
     lock_timeout: String(Math.floor(limits.lockTimeoutMs)),

@@ -4,6 +4,7 @@
 
 import { LedgerUnavailableError } from "../../util/errors.ts";
 import { scrubPassword } from "./redact.ts";
+import { SESSION_STARTUP_PARAMETERS } from "./startup-parameters.ts";
 
 export interface PgFault {
   reason: string;
@@ -25,11 +26,25 @@ const CLIENT_FAULTS: Readonly<Record<string, { reason: string; unreachable: bool
 
 const TLS_VERIFY = /CERT|SELF_SIGNED|HOSTNAME|ALTNAME|ISSUER/;
 
-/** SQLSTATE classes (the first two characters) and codes that are about the ledger, not li's SQL. */
-const SERVER_FAULTS: readonly { sqlstate: string; reason: string; unreachable: boolean }[] = [
+/** "search_path, statement_timeout, …, tcp_user_timeout and jit". */
+const SENT_AT_STARTUP = `${SESSION_STARTUP_PARAMETERS.slice(0, -1).join(", ")} and ${SESSION_STARTUP_PARAMETERS.at(-1)}`;
+
+/**
+ * SQLSTATE classes (the first two characters) and codes that are about the ledger, not li's SQL; the
+ * first match wins. `message`, when given, narrows an entry to the server texts it matches.
+ */
+const SERVER_FAULTS: readonly { sqlstate: string; message?: RegExp; reason: string; unreachable: boolean }[] = [
   { sqlstate: "28", reason: "authentication failed", unreachable: false },
   { sqlstate: "3D000", reason: "no such database", unreachable: false },
   { sqlstate: "42501", reason: "permission denied", unreachable: false },
+  // A pooler (PgBouncer) refusing li's session settings: its configuration, which no retry changes.
+  // Only this text: PgBouncer (1.18) sends 08P01 for its outages too (server down, pool full, wait timeouts).
+  {
+    sqlstate: "08P01",
+    message: /unsupported startup parameter/i,
+    reason: `a pooler refused li's session settings (li sends ${SENT_AT_STARTUP} at startup: configure the pooler to pass or ignore them, docs/postgres.md "Behind a connection pooler")`,
+    unreachable: false,
+  },
   { sqlstate: "08", reason: "connection failed", unreachable: true },
   { sqlstate: "53", reason: "the server is out of resources (disk, memory or connections)", unreachable: true },
   { sqlstate: "57014", reason: "statement timed out", unreachable: true },
@@ -61,7 +76,8 @@ export function classifyPgError(error: unknown, password?: string): PgFault | nu
   if (!code.startsWith("ERR_POSTGRES_")) return null;
   const sqlstate = field(error, "errno");
   if (sqlstate !== null) {
-    const fault = SERVER_FAULTS.find((f) => sqlstate.startsWith(f.sqlstate));
+    const said = (error as Error).message;
+    const fault = SERVER_FAULTS.find((f) => sqlstate.startsWith(f.sqlstate) && (f.message?.test(said) ?? true));
     return fault ? { reason: `${fault.reason}: ${message} (SQLSTATE ${sqlstate})`, unreachable: fault.unreachable } : null;
   }
   const fault = CLIENT_FAULTS[code];

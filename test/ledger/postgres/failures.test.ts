@@ -42,6 +42,21 @@ describePostgres("PostgreSQL failures at the CLI's error mapping", () => {
     expect(failure?.message).not.toContain(SECRET);
   });
 
+  test("a pooler refusing li's startup parameters is a refusal naming what li sends; PgBouncer's other protocol errors stay outages", async () => {
+    // PgBouncer answers both with SQLSTATE 08P01: only its configuration refusal is not worth retrying.
+    const refused = await rawError(db.url, "DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '08P01', MESSAGE = 'unsupported startup parameter: search_path'; END $$");
+    expect(exitFor(refused).exit).toBe(78);
+    const refusal = ledgerFailureOf(refused, "postgres://h:6432/db");
+    expect(refusal).toMatchObject({ exitCode: 78, unreachable: false });
+    expect(refusal?.message).toBe(
+      `ledger postgres://h:6432/db: a pooler refused li's session settings (li sends search_path, statement_timeout, lock_timeout, ` +
+        `idle_in_transaction_session_timeout, tcp_keepalives_idle, tcp_keepalives_interval, tcp_keepalives_count, tcp_user_timeout and jit at startup: ` +
+        `configure the pooler to pass or ignore them, docs/postgres.md "Behind a connection pooler"): unsupported startup parameter: search_path (SQLSTATE 08P01)`,
+    );
+    const serverDown = await rawError(db.url, "DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '08P01', MESSAGE = 'server login has been failing, try again later (server_login_retry)'; END $$");
+    expect(ledgerFailureOf(serverDown, "postgres://h:6432/db")).toMatchObject({ exitCode: 78, unreachable: true });
+  });
+
   test("a statement timeout is a ledger failure worth retrying; li's own SQL mistakes are not the ledger's", async () => {
     const timeout = await rawError(db.url, "SET statement_timeout = 1; SELECT pg_sleep(1)");
     expect(ledgerFailureOf(timeout, "postgres://h:5432/db")).toMatchObject({ exitCode: 78, unreachable: true });
