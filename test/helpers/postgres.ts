@@ -53,9 +53,14 @@ export function postgresBinDir(): string | null {
 const isRoot = () => process.getuid?.() === 0;
 const CLUSTER_PREFIX = "li-pg-";
 
-/** Runs a server program (as the postgres user when we are root: initdb and pg_ctl refuse root). */
+/** The argv that runs a server program as the postgres user when we are root (initdb, pg_ctl and pgbouncer refuse root). */
+export function asServerUser(argv: readonly string[]): string[] {
+  return isRoot() ? ["runuser", "-u", "postgres", "--", ...argv] : [...argv];
+}
+
+/** Runs a server program to its end (as the postgres user when we are root). */
 function runServerTool(argv: string[], what: string): string {
-  const full = isRoot() ? ["runuser", "-u", "postgres", "--", ...argv] : argv;
+  const full = asServerUser(argv);
   const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" };
   const result = Bun.spawnSync(full, { env, stdout: "pipe", stderr: "pipe" });
   const output = result.stdout.toString() + result.stderr.toString();
@@ -63,14 +68,18 @@ function runServerTool(argv: string[], what: string): string {
   return output;
 }
 
-/** Gives `path` to the postgres user (the server refuses a data directory it does not own). */
+/** Gives `path` to the postgres user when we are root (the server refuses a data directory it does not own). */
+export function chownToServerUser(path: string): void {
+  if (isRoot()) chownToPostgres(path);
+}
+
 function chownToPostgres(path: string): void {
   const id = (flag: string) => Number(Bun.spawnSync(["id", flag, "postgres"]).stdout.toString().trim());
   chownSync(path, id("-u"), id("-g"));
 }
 
 /** A loopback port nobody listens on right now (the server may still lose a race for it: start retries). */
-function freePort(): number {
+export function freePort(): number {
   const server = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   const port = server.port;
   server.stop(true);
@@ -239,11 +248,18 @@ export function usePostgresDatabase(): PgDatabase {
 /** CI=true (any CI), or LI_REQUIRE_POSTGRES=1 (.ci/run, which installs PostgreSQL): a skip would look green. */
 const mustRun = (): boolean => process.env.LI_REQUIRE_POSTGRES === "1" || (!!process.env.CI && process.env.CI !== "false" && process.env.CI !== "0");
 
+/** Another program a PostgreSQL suite needs beside the server (PgBouncer): why it cannot run, or null when it can. */
+export type Prerequisite = () => string | null;
+
+const postgresInstalled: Prerequisite = () =>
+  postgresBinDir() ? null : "PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin, LI_TEST_PG_BIN or PATH)";
+
 /**
- * `describe` for a PostgreSQL suite. Without PostgreSQL it is skipped with a loud line on stderr; under
- * CI (CI=true, or LI_REQUIRE_POSTGRES=1 from .ci/run) it fails instead, since CI installs PostgreSQL.
+ * `describe` for a PostgreSQL suite. Without PostgreSQL (or a program in `needs`) it is skipped with a
+ * loud line on stderr; under CI (CI=true, or LI_REQUIRE_POSTGRES=1 from .ci/run) it fails instead, since
+ * CI installs them.
  */
-export function describePostgres(name: string, body: () => void): void {
+export function describePostgres(name: string, body: () => void, needs: readonly Prerequisite[] = []): void {
   // These suites start databases of their own and never read the backend switch: they run in the SQLite
   // half (npm test). The PostgreSQL half (LI_TEST_BACKEND=postgres) skips them, so CI runs them once;
   // LI_TEST_PG_SPECIFIC=1 runs them there too (a PostgreSQL suite worked on alone).
@@ -252,14 +268,14 @@ export function describePostgres(name: string, body: () => void): void {
     describe.skip(name, body);
     return;
   }
-  if (postgresBinDir()) {
+  const why = [postgresInstalled, ...needs].map((missing) => missing()).find((reason) => reason !== null);
+  if (why === undefined) {
     describe(name, body);
     return;
   }
-  const why = "PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin, LI_TEST_PG_BIN or PATH)";
   if (mustRun()) {
     describe(name, () => {
-      test("PostgreSQL is installed (CI=true or LI_REQUIRE_POSTGRES=1: .ci/run installs it)", () => {
+      test("the programs the PostgreSQL tests need are installed (CI=true or LI_REQUIRE_POSTGRES=1: .ci/run installs them)", () => {
         throw new Error(`${why}: the PostgreSQL tests cannot run under CI`);
       });
     });
