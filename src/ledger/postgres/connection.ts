@@ -14,9 +14,11 @@ import { migratePg, UNDEFINED_TABLE, VERSION_TABLE } from "./migrate.ts";
 import { MIGRATIONS } from "./migrations.gen.ts";
 import { targetName, type PgTarget } from "./options.ts";
 
-/** What the first round trip learns: the version row (null: no li schema yet) and the server's clock. */
+/** What the first round trip learns: the version row (null: no li schema yet), the session's schema and the server's clock. */
 export interface FirstAnswer {
   version: number | null;
+  /** The schema the session's unqualified names resolve to (current_schema(), null: none); undefined when no version row was read. */
+  currentSchema?: string | null;
   serverNow: number | null;
   /** When the server began the session this round trip opened (its clock). */
   sessionStart: number | null;
@@ -172,6 +174,9 @@ export class PgConnection {
       }
       // Older (or absent, when creating): brought up to date; newer: refused by the runner (78).
       if (first.version !== MIGRATIONS.length) await migratePg(client);
+      // Read with the version row when there was one; a schema made or completed just now is asked after.
+      const current = first.currentSchema !== undefined ? first.currentSchema : await currentSchema(client.sql);
+      if (current !== schema) throw elsewhere(this.name, schema, current);
       if (first.serverNow !== null) this.clock.record(first.serverNow, first.sent, first.received, first.sessionStart ?? first.serverNow);
       else await this.measureClock(client.sql);
       return client;
@@ -196,18 +201,39 @@ export class PgConnection {
   }
 }
 
-/** The version row and the server's clock in one statement; a missing schema or table reads as version null. */
+/** The version row, the session's schema and the server's clock in one statement; a missing schema or table reads as version null. */
 async function readFirst(sql: SQL, schema: string, clock: ServerClock): Promise<FirstAnswer> {
   const sent = clock.hostNow();
   try {
-    const rows = await sql.unsafe(`SELECT version, ${SERVER_NOW_SQL} AS now, ${SESSION_START_SQL} AS start FROM ${quoteIdent(schema)}.${VERSION_TABLE} WHERE id = 1`);
+    const rows = await sql.unsafe(
+      `SELECT version, current_schema() AS current_schema, ${SERVER_NOW_SQL} AS now, ${SESSION_START_SQL} AS start FROM ${quoteIdent(schema)}.${VERSION_TABLE} WHERE id = 1`,
+    );
     const received = clock.hostNow();
-    const row = rows[0] as { version: number; now: number; start: number | null } | undefined;
+    const row = rows[0] as { version: number; current_schema: string | null; now: number; start: number | null } | undefined;
     // A version table without its row: a migration that never committed, as good as none.
     const start = row?.start === null || row?.start === undefined ? null : Number(row.start);
-    return { version: row ? Number(row.version) : 0, serverNow: row ? Number(row.now) : null, sessionStart: start, sent, received };
+    return { version: row ? Number(row.version) : 0, ...(row ? { currentSchema: row.current_schema } : {}), serverNow: row ? Number(row.now) : null, sessionStart: start, sent, received };
   } catch (error) {
     if ((error as { errno?: unknown }).errno !== UNDEFINED_TABLE) throw error;
     return { version: null, serverNow: null, sessionStart: null, sent, received: clock.hostNow() };
   }
+}
+
+async function currentSchema(sql: SQL): Promise<string | null> {
+  const [row] = await sql.unsafe("SELECT current_schema() AS current_schema");
+  return (row?.current_schema as string | null | undefined) ?? null;
+}
+
+/**
+ * A session whose unqualified names do not reach li's schema: li names its tables without a schema and
+ * sets the search_path at startup, so only something between li and the server (a pooler told to ignore
+ * li's search_path, docs/postgres.md "Behind a connection pooler") can cause this. Refused before any
+ * statement could read or write another schema's tables of the same names.
+ */
+function elsewhere(name: string, schema: string, current: string | null): LedgerUnavailableError {
+  const where = current === null ? "no existing schema" : `schema ${current}`;
+  return new LedgerUnavailableError(
+    name,
+    `the session's search_path leads to ${where}, not li's schema ${schema}: a pooler dropped li's search_path; set it on the server (ALTER DATABASE or ALTER ROLE … SET search_path = ${schema}), docs/postgres.md "Behind a connection pooler"`,
+  );
 }

@@ -6,10 +6,12 @@
 // - with the documented configuration (ignore_startup_parameters + the database's search_path), legs are
 //   recorded, `li wait` prints the frozen line, a waiter is woken by LISTEN/NOTIFY through the pooler,
 //   and the ledger's invariants hold;
+// - a pooler that drops li's search_path with none set on the server: refused (78) before li touches a
+//   table, so it never reads or writes another application's tables of the same names;
 // - a server that is down behind PgBouncer stays an outage, though PgBouncer says so with 08P01 too.
 
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import type { Subprocess } from "bun";
+import { SQL, type Subprocess } from "bun";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { SESSION_STARTUP_PARAMETERS } from "../../../src/ledger/postgres/startup-parameters.ts";
@@ -93,7 +95,12 @@ describePostgres(
       let rows: LedgerRows;
       beforeAll(async () => {
         // What the operator does once (docs/postgres.md): the session settings li can no longer send.
-        await asSuperuser((sql) => sql.unsafe(`ALTER DATABASE "${db.name}" SET search_path = li`));
+        await asSuperuser(async (sql) => {
+          await sql.unsafe(`ALTER DATABASE "${db.name}" SET search_path = li`);
+          for (const setting of ["statement_timeout = '60s'", "lock_timeout = '15s'", "idle_in_transaction_session_timeout = '15s'", "jit = off"]) {
+            await sql.unsafe(`ALTER ROLE postgres IN DATABASE "${db.name}" SET ${setting}`);
+          }
+        });
         url = pooler.bouncer.url(db.name);
         rows = ledgerRowsOnPostgres(db.url, "li");
       });
@@ -108,6 +115,17 @@ describePostgres(
         for (const proc of waiters.splice(0)) {
           proc.kill("SIGKILL");
           await proc.exited;
+        }
+      });
+
+      test("a session through the pooler gets li's settings from the server", async () => {
+        const sql = new SQL({ url, max: 1 });
+        try {
+          const [row] = await sql`SELECT current_setting('search_path') AS path, current_setting('statement_timeout') AS st, current_setting('lock_timeout') AS lt,
+            current_setting('idle_in_transaction_session_timeout') AS idle, current_setting('jit') AS jit`;
+          expect(row).toEqual({ path: "li", st: "1min", lt: "15s", idle: "15s", jit: "off" });
+        } finally {
+          await sql.close();
         }
       });
 
@@ -150,6 +168,35 @@ describePostgres(
         expect((await wait.done()).code).toBe(0);
         await expectInvariants(rows);
       }, 60_000);
+    });
+
+    describe("a pooler that drops li's search_path, with none set on the server", () => {
+      const db = usePostgresDatabase();
+      const pooler = usePgBouncer({ ignoreStartupParameters: SESSION_STARTUP_PARAMETERS });
+
+      test("every command is refused before it reads or writes a table: not even another application's tables of the same names in public", async () => {
+        // Another application's table named as one of li's, where the server's default search_path leads.
+        await asSuperuser((sql) => sql.unsafe("CREATE TABLE public.sessions (id text PRIMARY KEY, status text)"), db.name);
+        const home = tempDir("li-pgb-nopath-");
+        const url = pooler.bouncer.url(db.name);
+        const leg = await li(["agent", "--", "true"], { home, env: { LI_DB: url } });
+        expect(leg.code).toBe(0);
+        const said = `ledger postgres://127.0.0.1:${pooler.bouncer.port}/${db.name}: the session's search_path leads to schema public, not li's schema li`;
+        expect(leg.stderr).toContain(`li: warning: persistence setup failed (${said}`);
+        expect(leg.stderr).not.toContain("retrying");
+        for (const args of [["ls"], ["wait", "0000abcd"]]) {
+          const run = await li(args, { home, env: { LI_DB: url } });
+          expect({ args, code: run.code }).toEqual({ args, code: 78 });
+          expect(run.stderr.trimEnd().split("\n")).toEqual([`li: ${said}: a pooler dropped li's search_path; set it on the server (ALTER DATABASE or ALTER ROLE … SET search_path = li), docs/postgres.md "Behind a connection pooler"`]);
+        }
+        expect(spooled(home)).toEqual([]);
+        // The leg's migration made li's schema (it sets its own search_path); no row went anywhere.
+        const counts = await asSuperuser(
+          async (sql) => (await sql`SELECT (SELECT count(*)::int FROM public.sessions) AS public, (SELECT count(*)::int FROM li.sessions) AS li`)[0],
+          db.name,
+        );
+        expect(counts).toEqual({ public: 0, li: 0 });
+      });
     });
 
     describe("a server that is down behind PgBouncer", () => {
