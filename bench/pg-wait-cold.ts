@@ -3,6 +3,9 @@
 // the same run, medians; a compiled hello-world (bench/floor.ts) for scale, and a compiled program that
 // only connects with Bun's SQL client and runs `SELECT 1` (the driver's floor: what any PostgreSQL
 // command pays before li does anything). Target: PostgreSQL ≤ 2× SQLite.
+// When pgbouncer is installed, also the same PostgreSQL ledger through a PgBouncer in session pooling in
+// front of the cluster (test/helpers/pgbouncer.ts), configured as docs/postgres.md "Behind a connection
+// pooler" says: ignore_startup_parameters and the database's search_path.
 // Each ledger holds one session recorded by `li agent -- true` (the wait resolves its full id).
 // Usage: bun bench/pg-wait-cold.ts [--runs 40] [--baseline OTHER_LI]   (build dist/li first; needs PostgreSQL's server programs)
 // --baseline adds OTHER_LI (e.g. a build of an older commit) waiting on two ledgers it recorded itself.
@@ -11,6 +14,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { benchDatabase } from "./pg-database.ts";
+import { SESSION_STARTUP_PARAMETERS } from "../src/ledger/postgres/startup-parameters.ts";
+import { pgbouncerBinary, startPgBouncer } from "../test/helpers/pgbouncer.ts";
+import { asSuperuser } from "../test/helpers/postgres.ts";
 import { compileFloor, quantile, r2 } from "./floor.ts";
 
 const at = process.argv.indexOf("--runs");
@@ -51,6 +57,15 @@ const cases = [
   // The same ledger through the server's unix socket (a server on the same host): no TCP set-up.
   { name: "li wait, PostgreSQL (unix socket)", argv: [LI, "wait", pg.id], env: { ...pg.env, LI_DB: socketUrl }, check: `${pg.id}\tstatus=completed` },
 ];
+const PGBOUNCER = "li wait, PostgreSQL through PgBouncer";
+// li sends search_path at startup; a pooler that ignores it needs the server to set it (the docs' configuration).
+const bouncer = pgbouncerBinary() ? await startPgBouncer({ ignoreStartupParameters: SESSION_STARTUP_PARAMETERS }) : null;
+if (bouncer) {
+  await asSuperuser((sql) => sql.unsafe(`ALTER DATABASE ${db.name} SET search_path = li`));
+  cases.push({ name: PGBOUNCER, argv: [LI, "wait", pg.id], env: { ...pg.env, LI_DB: bouncer.url(db.name) }, check: `${pg.id}\tstatus=completed` });
+} else {
+  console.log("(pgbouncer is not installed: no PgBouncer case)");
+}
 const baselineAt = process.argv.indexOf("--baseline");
 const baseline = baselineAt >= 0 ? process.argv[baselineAt + 1]! : null;
 if (baseline) {
@@ -71,15 +86,18 @@ for (let run = -3; run < RUNS; run++) {
     if (run >= 0) times.get(c.name)!.push(ms); // the first rounds only warm caches
   }
 }
+await bouncer?.stop();
 await db.dispose();
 rmSync(work, { recursive: true, force: true });
 
 const median = (name: string) => quantile(times.get(name)!, 0.5);
-for (const c of cases) console.log(`${c.name.padEnd(34)} median ${median(c.name).toFixed(2)} ms, p95 ${quantile(times.get(c.name)!, 0.95).toFixed(2)} ms`);
+for (const c of cases) console.log(`${c.name.padEnd(38)} median ${median(c.name).toFixed(2)} ms, p95 ${quantile(times.get(c.name)!, 0.95).toFixed(2)} ms`);
 const ratio = median("li wait, PostgreSQL (loopback)") / median("li wait, SQLite");
 const overConnect = median("li wait, PostgreSQL (loopback)") / median("connect + SELECT 1 (Bun SQL)");
 const socketRatio = median("li wait, PostgreSQL (unix socket)") / median("li wait, SQLite");
-console.log(`PostgreSQL / SQLite = ${ratio.toFixed(2)}× (target ≤ 2.0×); over a unix socket ${socketRatio.toFixed(2)}×; SQLite / hello-world = ${(median("li wait, SQLite") / median("hello-world")).toFixed(2)}×; PostgreSQL / connect floor = ${overConnect.toFixed(2)}×`);
+const bouncerRatio = bouncer ? median(PGBOUNCER) / median("li wait, SQLite") : null;
+const throughBouncer = bouncerRatio === null ? "" : `; through PgBouncer ${bouncerRatio.toFixed(2)}×`;
+console.log(`PostgreSQL / SQLite = ${ratio.toFixed(2)}× (target ≤ 2.0×); over a unix socket ${socketRatio.toFixed(2)}×${throughBouncer}; SQLite / hello-world = ${(median("li wait, SQLite") / median("hello-world")).toFixed(2)}×; PostgreSQL / connect floor = ${overConnect.toFixed(2)}×`);
 const baselineRatio = baseline ? median("baseline li wait, PostgreSQL") / median("baseline li wait, SQLite") : null;
 if (baselineRatio !== null) console.log(`baseline: PostgreSQL / SQLite = ${baselineRatio.toFixed(2)}×`);
 console.log(
@@ -90,6 +108,7 @@ console.log(
     pg_vs_sqlite: r2(ratio),
     pg_vs_connect_floor: r2(overConnect),
     pg_socket_vs_sqlite: r2(socketRatio),
+    ...(bouncerRatio === null ? {} : { pg_pgbouncer_vs_sqlite: r2(bouncerRatio) }),
     ...(baselineRatio === null ? {} : { baseline_pg_vs_sqlite: r2(baselineRatio) }),
   }),
 );
