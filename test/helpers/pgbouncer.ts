@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { asServerUser, chownToServerUser, freePort, postgresCluster, type Prerequisite } from "./postgres.ts";
 import { removeInBackground } from "./temp-dirs.ts";
-import { isAlive, NeverHappens, pidFromFile, untilGone, until } from "./until.ts";
+import { isAlive, NeverHappens, pidFromFile, signalPid, untilGone, until } from "./until.ts";
 
 export interface PgBouncerOptions {
   /** Startup parameters PgBouncer drops instead of refusing the connection (its `ignore_startup_parameters`); none by default, as PgBouncer ships. */
@@ -94,17 +94,18 @@ function reapAbandoned(): void {
   }
 }
 
-/** Waits until the pooler accepts TCP connections, or it ended having lost the race for its port. */
-function started(proc: Subprocess, port: number, logFile: string): Promise<"accepting" | "port taken"> {
-  return until(`PgBouncer on 127.0.0.1:${port} to accept connections`, async () => {
+/**
+ * Waits until the pooler says it is up (it logs "process up" once it listens and enters its event loop;
+ * a TCP probe could be answered by whoever won the race for the port), or it ended having lost that race.
+ */
+function started(proc: Subprocess, port: number, logFile: string): Promise<"up" | "port taken"> {
+  return until(`PgBouncer on 127.0.0.1:${port} to start`, () => {
+    const said = existsSync(logFile) ? readFileSync(logFile, "utf8") : "";
     if (proc.exitCode !== null) {
-      const said = existsSync(logFile) ? readFileSync(logFile, "utf8") : "";
       if (/Address already in use/i.test(said)) return "port taken" as const;
       throw new NeverHappens(`pgbouncer exited (${proc.exitCode}): ${said.trim().slice(-1000)}`);
     }
-    const socket = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } });
-    socket.end();
-    return "accepting" as const;
+    return said.includes(`listening on 127.0.0.1:${port}`) && said.includes("process up:") ? ("up" as const) : null;
   });
 }
 
@@ -126,9 +127,18 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
     // -q: nothing on stderr (nobody reads it); everything goes to the log file. process.env carries the
     // run's owner token, so validPid knows the pooler as ours even under runuser.
     const proc = Bun.spawn(asServerUser([binary, "-q", join(dir, "pgbouncer.ini")]), { env: process.env, stdin: "ignore", stdout: "ignore", stderr: "ignore" });
-    if ((await started(proc, port, logFile)) === "port taken") continue;
-    // Under runuser the spawned process is runuser: the pooler itself is the pid in its pid file.
-    const pid = await pidFromFile(join(dir, "pgbouncer.pid"), "PgBouncer's pid");
+    let pid: number;
+    try {
+      if ((await started(proc, port, logFile)) === "port taken") continue;
+      // Under runuser the spawned process is runuser: the pooler itself is the pid in its pid file.
+      pid = await pidFromFile(join(dir, "pgbouncer.pid"), "PgBouncer's pid");
+    } catch (error) {
+      // Never left running unseen: runuser passes the signal on to the pooler.
+      proc.kill("SIGTERM");
+      await proc.exited;
+      removeInBackground([dir]);
+      throw error;
+    }
     const thisLog = logFile;
     let stopped = false;
     return {
@@ -141,7 +151,7 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
         if (stopped) return;
         stopped = true;
         // SIGTERM: PgBouncer's immediate shutdown (its clients' connections are closed).
-        if (isAlive(pid)) process.kill(pid, "SIGTERM");
+        if (isAlive(pid)) signalPid(pid, "SIGTERM", { what: "PgBouncer" });
         await untilGone(pid, "PgBouncer to stop");
         await proc.exited;
         removeInBackground([dir]);
