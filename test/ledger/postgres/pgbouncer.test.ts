@@ -5,7 +5,7 @@
 //   one line naming the ledger and the refusal, and a URL's password shows nowhere;
 // - with the documented configuration (ignore_startup_parameters + the database's search_path), legs are
 //   recorded, `li wait` prints the frozen line, a waiter is woken by LISTEN/NOTIFY through the pooler,
-//   and the ledger's invariants hold;
+//   `li watch` holds its per-host session lock through the pooler, and the ledger's invariants hold;
 // - a pooler that drops li's search_path with none set on the server: refused (78) before li touches a
 //   table, so it never reads or writes another application's tables of the same names;
 // - a server that is down behind PgBouncer stays an outage, though PgBouncer says so with 08P01 too.
@@ -15,13 +15,13 @@ import { SQL, type Subprocess } from "bun";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { SESSION_STARTUP_PARAMETERS } from "../../../src/ledger/postgres/startup-parameters.ts";
-import { li, type LiResult } from "../../helpers/cli.ts";
+import { collectLines, li, LI_BINARY, liEnv, type LiResult } from "../../helpers/cli.ts";
 import { fixture } from "../../helpers/fixtures.ts";
 import { tempDir } from "../../helpers/ledger.ts";
 import { ledgerRowsOnPostgres, type LedgerRows } from "../../helpers/ledger-rows.ts";
 import { pgbouncerInstalled, usePgBouncer } from "../../helpers/pgbouncer.ts";
 import { asSuperuser, createPasswordRole, describePostgres, freePort, usePostgresDatabase } from "../../helpers/postgres.ts";
-import { until } from "../../helpers/until.ts";
+import { NeverHappens, until } from "../../helpers/until.ts";
 import { expectInvariants } from "../../legs/late-fixtures.ts";
 import { startWait } from "../../wait/seed.ts";
 
@@ -167,6 +167,26 @@ describePostgres(
         expect(line).toStartWith(`${id}\tstatus=completed\treason=run.completed.ok`);
         expect((await wait.done()).code).toBe(0);
         await expectInvariants(rows);
+      }, 60_000);
+      test("li watch through the pooler holds its per-host lock on its session: a second watcher of that host is refused (exit 1)", async () => {
+        const home = tempDir("li-pgb-pooled-");
+        const env = liEnv(home, { LI_DB: url, LI_HOST_ID: "pooled-host" });
+        const first = Bun.spawn([LI_BINARY, "watch", "--log-format", "json"], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+        waiters.push(first);
+        const out = collectLines(first.stdout);
+        const start = await until("li watch to start", () => {
+          const line = out.lines.find((l) => l.includes('"action":"start"'));
+          if (line) return JSON.parse(line) as Record<string, unknown>;
+          if (out.ended()) throw new NeverHappens(`li watch ended: ${out.lines.join("\n")}`);
+          return null;
+        });
+        expect(start).toMatchObject({ action: "start", wake: "listen" });
+        const second = Bun.spawnSync([LI_BINARY, "watch"], { env, stdout: "pipe", stderr: "pipe" });
+        expect(second.exitCode).toBe(1);
+        expect(second.stderr.toString()).toContain("another li watch already runs for this ledger on this host");
+        expect(first.exitCode).toBeNull();
+        first.kill("SIGTERM");
+        expect(await first.exited).toBe(0);
       }, 60_000);
     });
 
