@@ -38,13 +38,18 @@ const SERVER_FAULTS: readonly { sqlstate: string; message?: RegExp; reason: stri
   { sqlstate: "3D000", reason: "no such database", unreachable: false },
   { sqlstate: "42501", reason: "permission denied", unreachable: false },
   // A pooler (PgBouncer) refusing li's session settings: its configuration, which no retry changes.
-  // Only this text: PgBouncer (1.18) sends 08P01 for its outages too (server down, pool full, wait timeouts).
+  // Only these texts: PgBouncer (1.18) sends 08P01 for everything, its outages too (server down, pool
+  // full, wait timeouts), which stay "connection failed" below.
   {
     sqlstate: "08P01",
     message: /unsupported startup parameter/i,
     reason: `a pooler refused li's session settings (li sends ${SENT_AT_STARTUP} at startup: configure the pooler to pass or ignore them, docs/postgres.md "Behind a connection pooler")`,
     unreachable: false,
   },
+  // PgBouncer's own login refusals ("SASL authentication failed", "password authentication failed",
+  // "no such user", its [databases] lacking the name): the same refusals as the server's 28 and 3D000.
+  { sqlstate: "08P01", message: /authentication failed|no such user/i, reason: "authentication failed (at the pooler)", unreachable: false },
+  { sqlstate: "08P01", message: /^no such database/i, reason: "no such database (at the pooler)", unreachable: false },
   { sqlstate: "08", reason: "connection failed", unreachable: true },
   { sqlstate: "53", reason: "the server is out of resources (disk, memory or connections)", unreachable: true },
   { sqlstate: "57014", reason: "statement timed out", unreachable: true },

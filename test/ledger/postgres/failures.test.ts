@@ -42,7 +42,7 @@ describePostgres("PostgreSQL failures at the CLI's error mapping", () => {
     expect(failure?.message).not.toContain(SECRET);
   });
 
-  test("a pooler refusing li's startup parameters is a refusal naming what li sends; PgBouncer's other protocol errors stay outages", async () => {
+  test("a pooler refusing li's startup parameters or its login is a refusal (naming what li sends); PgBouncer's other protocol errors stay outages", async () => {
     // PgBouncer answers both with SQLSTATE 08P01: only its configuration refusal is not worth retrying.
     const refused = await rawError(db.url, "DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '08P01', MESSAGE = 'unsupported startup parameter: search_path'; END $$");
     expect(exitFor(refused).exit).toBe(78);
@@ -53,6 +53,16 @@ describePostgres("PostgreSQL failures at the CLI's error mapping", () => {
         `idle_in_transaction_session_timeout, tcp_keepalives_idle, tcp_keepalives_interval, tcp_keepalives_count, tcp_user_timeout and jit at startup: ` +
         `configure the pooler to pass or ignore them, docs/postgres.md "Behind a connection pooler"): unsupported startup parameter: search_path (SQLSTATE 08P01)`,
     );
+    // PgBouncer's own login refusals: a wrong password, an unknown user, a database it does not serve.
+    for (const [text, reason] of [
+      ["SASL authentication failed", "authentication failed (at the pooler)"],
+      ['"trust" authentication failed', "authentication failed (at the pooler)"],
+      ["no such user: someone", "authentication failed (at the pooler)"],
+      ["no such database: elsewhere", "no such database (at the pooler)"],
+    ] as const) {
+      const login = await rawError(db.url, `DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '08P01', MESSAGE = '${text.replace(/'/g, "''")}'; END $$`);
+      expect(ledgerFailureOf(login, "postgres://h:6432/db")).toMatchObject({ unreachable: false, message: `ledger postgres://h:6432/db: ${reason}: ${text} (SQLSTATE 08P01)` });
+    }
     const serverDown = await rawError(db.url, "DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '08P01', MESSAGE = 'server login has been failing, try again later (server_login_retry)'; END $$");
     expect(ledgerFailureOf(serverDown, "postgres://h:6432/db")).toMatchObject({ exitCode: 78, unreachable: true });
   });

@@ -3,6 +3,7 @@
 // - as PgBouncer ships, it refuses li's startup parameters: a refusal, not an outage — a foreground leg
 //   runs its command unrecorded with one warning at once (nothing spooled, no retry), reads exit 78 with
 //   one line naming the ledger and the refusal, and a URL's password shows nowhere;
+// - PgBouncer refusing the login itself (a wrong password: 08P01 as well) is a refusal too;
 // - with the documented configuration (ignore_startup_parameters + the database's search_path), legs are
 //   recorded, `li wait` prints the frozen line, a waiter is woken by LISTEN/NOTIFY through the pooler,
 //   `li watch` holds its per-host session lock through the pooler, and the ledger's invariants hold;
@@ -216,6 +217,27 @@ describePostgres(
           db.name,
         );
         expect(counts).toEqual({ public: 0, li: 0 });
+      });
+    });
+
+    describe("PgBouncer refusing the login (its own authentication)", () => {
+      const db = usePostgresDatabase();
+      // PgBouncer checks the password itself (scram-sha-256 against its auth_file) before it asks the server for anything.
+      const pooler = usePgBouncer({ ignoreStartupParameters: SESSION_STARTUP_PARAMETERS, users: { someone: SECRET }, settings: { auth_type: "scram-sha-256" } });
+
+      test("a wrong password is a refusal, not an outage: the leg runs unrecorded at once, reads exit 78, the passwords show nowhere", async () => {
+        const home = tempDir("li-pgb-login-");
+        const url = pooler.bouncer.url(db.name, "someone", `${SECRET}-wrong`);
+        const said = `ledger postgres://127.0.0.1:${pooler.bouncer.port}/${db.name}: authentication failed (at the pooler): SASL authentication failed (SQLSTATE 08P01)`;
+        const leg = await li(["agent", "--", "true"], { home, env: { LI_DB: url } });
+        expect(leg.code).toBe(0);
+        expect(leg.stderr.trimEnd().split("\n").filter((line) => line.includes(said))).toHaveLength(1);
+        expect(leg.stderr).not.toContain("retrying");
+        const listed = await li(["ls"], { home, env: { LI_DB: url } });
+        expect(listed.code).toBe(78);
+        expect(listed.stderr.trimEnd().split("\n")).toEqual([`li: ${said}`]);
+        expect(spooled(home)).toEqual([]);
+        expectNoSecret([leg, listed]);
       });
     });
 
