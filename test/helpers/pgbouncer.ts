@@ -17,7 +17,10 @@ import { isAlive, NeverHappens, pidFromFile, signalPid, untilGone, until } from 
 export interface PgBouncerOptions {
   /** Startup parameters PgBouncer drops instead of refusing the connection (its `ignore_startup_parameters`); none by default, as PgBouncer ships. */
   ignoreStartupParameters?: readonly string[];
-  /** Users besides postgres it lets in, each with the password it logs in to the server with (trusted from the client: li's URL may carry it or not). */
+  /**
+   * Users besides postgres, each with its password: the one it logs in to the server with and, when
+   * `settings` sets an auth_type other than the default trust, the one it asks the client for.
+   */
   users?: Readonly<Record<string, string>>;
   /** The server port it forwards to (default: the cluster's; a closed port plays a server that is down). */
   serverPort?: number;
