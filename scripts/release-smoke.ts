@@ -4,7 +4,7 @@
 // which Debian does not ship, so it is reported as not executable here (release.ts still checked its
 // checksum and architecture). Prints one line per binary and exits 1 if any smoke test failed.
 import { $ } from "bun";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildCommit } from "./build.ts";
@@ -42,8 +42,16 @@ async function run(runner: Runner, bin: string, home: string, args: string[]) {
 
 /** One binary's smoke test: its --version names this commit and target; a leg, wait and show agree. */
 async function smoke(target: string, runner: Runner, commit: string): Promise<string | null> {
-  const bin = join(RELEASE_DIR, binaryName(target));
   const home = mkdtempSync(join(tmpdir(), `li-smoke-${target}-`));
+  try {
+    return await smokeIn(home, target, runner, commit);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
+async function smokeIn(home: string, target: string, runner: Runner, commit: string): Promise<string | null> {
+  const bin = join(RELEASE_DIR, binaryName(target));
   const version = await run(runner, bin, home, ["--version", "--json"]);
   if (version.code !== 0) return `--version exited ${version.code}: ${version.stderr.trim().split("\n")[0]}`;
   const v = JSON.parse(version.stdout) as { commit: string; target: string };

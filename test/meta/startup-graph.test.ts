@@ -3,7 +3,7 @@
 // splits it; a chunk's static imports load with it, a dynamic import() or require() only when reached.
 // Each list below names modules that used to sit on a start-up path for nothing.
 
-import { beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,8 +36,8 @@ beforeAll(async () => {
       builtins: statics.filter((s) => !s.startsWith(".")),
     });
   }
-  return () => rmSync(outdir, { recursive: true, force: true });
 });
+afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
 /** The chunk a dynamic import of `module` (a path under src/) starts from. */
 function chunkOf(module: string): string {
