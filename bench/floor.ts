@@ -4,6 +4,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Ledger } from "../src/ledger/ledger.ts";
+import { lineReader } from "../test/helpers/lines.ts";
 
 /** The value at quantile `q` (0..1) of `xs`; NaN when empty. */
 export function quantile(xs: readonly number[], q: number): number {
@@ -83,24 +84,4 @@ export async function timedWake(ledger: Ledger, waitArgv: readonly string[], env
   if (!line?.startsWith(`${id}\t`)) throw new Error(`unexpected line ${line}`);
   await proc.exited;
   return seen - committed;
-}
-
-/** Reads stdout lines of a child as they arrive. */
-export function lineReader(stream: ReadableStream<Uint8Array>) {
-  const reader = stream.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  return async function next(): Promise<string | null> {
-    for (;;) {
-      const nl = buffer.indexOf("\n");
-      if (nl >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        return line;
-      }
-      const { value, done } = await reader.read();
-      if (done) return null;
-      buffer += decoder.decode(value, { stream: true });
-    }
-  };
 }

@@ -10,7 +10,8 @@ import { parseArgs } from "node:util";
 import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
 import { benchDatabase } from "./pg-database.ts";
-import { lineReader, quantile, r2, r3, timedWake } from "./floor.ts";
+import { lineReader } from "../test/helpers/lines.ts";
+import { quantile, r2, r3, timedWake } from "./floor.ts";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "200" } } });
 const N = Number(values.n);

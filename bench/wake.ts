@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { openLedger } from "../src/ledger/open.ts";
 import { resolvePaths } from "../src/ledger/location.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
-import { lineReader, r2, timedWake } from "./floor.ts";
+import { lineReader } from "../test/helpers/lines.ts";
+import { r2, timedWake } from "./floor.ts";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);

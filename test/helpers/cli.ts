@@ -49,32 +49,3 @@ export async function li(args: string[], options: LiOptions = {}): Promise<LiRes
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
 }
-
-export interface CollectedLines {
-  /** Every line so far (the array fills in as the stream delivers). */
-  lines: string[];
-  /** true once the stream has closed. */
-  ended(): boolean;
-  /** Resolves when the stream has closed and its last line is in `lines`. */
-  closed: Promise<void>;
-}
-
-/** A child's output split into lines as they arrive, without waiting for the child to end. */
-export function collectLines(stream: ReadableStream<Uint8Array>): CollectedLines {
-  const lines: string[] = [];
-  let ended = false;
-  const closed = (async () => {
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for await (const chunk of stream) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buffer.indexOf("\n")) >= 0) {
-        lines.push(buffer.slice(0, nl));
-        buffer = buffer.slice(nl + 1);
-      }
-    }
-    ended = true;
-  })();
-  return { lines, ended: () => ended, closed };
-}

@@ -8,6 +8,7 @@ import { PRUNE_BATCH_STATEMENTS, type PruneStatement } from "../../src/ledger/ru
 import { describeSqliteOnly, testSqliteOnly } from "../helpers/backends.ts";
 import { fakeClock, rowsOf, tempLedger } from "../helpers/ledger.ts";
 import { insertSession, query } from "../helpers/sweep-fixtures.ts";
+import { lineReader } from "../helpers/lines.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 
 const DAY = 86400;
@@ -178,32 +179,14 @@ describe("li state prune", () => {
   });
 });
 
-/** Lines a child process prints, as they come. */
-function lines(proc: { stdout: ReadableStream<Uint8Array> }) {
-  const reader = proc.stdout.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  return async function next(): Promise<string> {
-    for (;;) {
-      const at = buffer.indexOf("\n");
-      if (at >= 0) {
-        const line = buffer.slice(0, at);
-        buffer = buffer.slice(at + 1);
-        return line;
-      }
-      const { value, done } = await reader.read();
-      if (done) return buffer;
-      buffer += decoder.decode(value);
-    }
-  };
-}
-
 const WORKER = join(import.meta.dir, "workers/reopen.ts");
 const BUN = process.execPath;
 
 function startReopen(ledger: Ledger, sessionId: string) {
   const proc = Bun.spawn([BUN, WORKER, ledger.location, sessionId, `${sessionId}-b`, String(NOW)], { stdout: "pipe", stderr: "inherit" });
-  return { proc, next: lines(proc) };
+  const next = lineReader(proc.stdout);
+  // "" once the worker's output has ended: the assertions then name what was expected instead.
+  return { proc, next: async () => (await next()) ?? "" };
 }
 
 describeSqliteOnly("prune-vs-reopen-sqlite")("ADR-0105 Verification 6, prune side: a resume racing the prune", () => {

@@ -3,7 +3,8 @@
 
 import type { Subprocess } from "bun";
 import type { Ledger } from "../../src/ledger/ledger.ts";
-import { collectLines, LI_BINARY, liEnv } from "../helpers/cli.ts";
+import { LI_BINARY, liEnv } from "../helpers/cli.ts";
+import { collectLines } from "../helpers/lines.ts";
 import { legRow } from "../helpers/sweep-fixtures.ts";
 import { NeverHappens, until } from "../helpers/until.ts";
 
