@@ -87,6 +87,20 @@ export async function untilGone(pid: number, what = `process ${pid} to be gone`,
   await until(what, () => !isAlive(pid), options);
 }
 
+/**
+ * Waits until `pid` has finished exec'ing `program`: its name (/proc/PID/comm) is the program's and its
+ * environment is mapped. A fixture that writes its pid and then execs (forever, ignore-sigterm) announces
+ * itself before that exec: a look at its /proc/PID/environ made then can land inside the execve, where the
+ * kernel shows the new name first and an empty environment until the new image's stack is set up (measured:
+ * about 1 in 300 reads right after the pid file appeared, under load).
+ */
+export async function untilExeced(pid: number, program: string, options: UntilOptions = {}): Promise<void> {
+  await until(`process ${pid} to finish its exec of ${program}`, () => {
+    if (!isAlive(pid)) throw new NeverHappens(`process ${pid} is gone`);
+    return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === program && readFileSync(`/proc/${pid}/environ`).length > 0;
+  }, options);
+}
+
 function isDescendantOfUs(pid: number): boolean {
   let current = pid;
   for (let hops = 0; hops < 64 && current > 1; hops++) {

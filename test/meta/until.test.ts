@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { assertEachOverlapped } from "../helpers/race.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
-import { isAlive, isOurs, NeverHappens, overlapMs, pidFromFile, pidInFile, signalPid, until, untilGone, validPid } from "../helpers/until.ts";
+import { isAlive, isOurs, NeverHappens, overlapMs, OWNER_VARIABLE, pidFromFile, pidInFile, signalPid, until, untilExeced, untilGone, validPid } from "../helpers/until.ts";
 
 describe("until", () => {
   test("returns the probe's first truthy value; a throwing probe counts as not yet", async () => {
@@ -104,6 +104,25 @@ describe("pids", () => {
       signalPid(pid, "SIGKILL", { what: "the chain" });
     }
     await untilGone(pid);
+  });
+
+  test("untilExeced returns only once the process runs the program with its environment readable, through a chain of execs", async () => {
+    const dir = tempDir();
+    const pidFile = join(dir, "pid");
+    const done = join(dir, "done");
+    const chain = Bun.spawn([fixture("exec-chain"), "200", pidFile, done], { env: process.env, stdout: "ignore", stderr: "ignore" });
+    try {
+      const pid = await pidFromFile(pidFile, "the chain's pid");
+      await untilExeced(pid, "sleep");
+      // The chain creates `done` right before its last exec (of sleep): the wait outlasted every earlier image.
+      expect(existsSync(done)).toBe(true);
+      expect(readFileSync(`/proc/${pid}/comm`, "utf8").trim()).toBe("sleep");
+      expect(readFileSync(`/proc/${pid}/environ`, "latin1").split("\0")).toContain(`${OWNER_VARIABLE}=${process.env[OWNER_VARIABLE]}`);
+    } finally {
+      chain.kill("SIGKILL");
+      await chain.exited;
+    }
+    await expect(untilExeced(chain.pid, "sleep", { timeoutMs: 60_000 })).rejects.toThrow(/is gone/);
   });
 
   test("signalPid with group refuses a pid that leads no group of its own", async () => {

@@ -4,7 +4,7 @@
 import { describe, expect, test } from "bun:test";
 import { fixture } from "../helpers/fixtures.ts";
 import { li } from "../helpers/cli.ts";
-import { isAlive, pidFromFile, signalPid, untilGone } from "../helpers/until.ts";
+import { isAlive, pidFromFile, signalPid, untilExeced, untilGone } from "../helpers/until.ts";
 import { readStartTicks } from "../../src/legs/proc.ts";
 import { earliestStartTicks, findLegCommand } from "../../src/sweeps/unnamed-command.ts";
 import type { LedgerRows } from "../helpers/ledger-rows.ts";
@@ -49,6 +49,8 @@ describe("a command no marker names", () => {
     expect(r.signal).toBe("SIGKILL");
     const command = await pidFromFile(pidFile, "the orphaned command's pid");
     try {
+      // forever writes its pid before it execs sleep: its environment (what the reaper looks for) is readable after.
+      await untilExeced(command, "sleep");
       await reapsIt(home, command);
     } finally {
       // Whatever the outcome, the test leaves no orphan behind (validated before the signal).
@@ -63,6 +65,7 @@ describe("a command no marker names", () => {
     expect((await leg.out).signal).toBe("SIGKILL");
     const command = await pidFromFile(pidFile, "the orphaned command's pid");
     try {
+      await untilExeced(command, "sleep");
       const [session] = await rows<{ id: string }>(home.db, "SELECT id FROM sessions");
       const killed = await li(["kill", session!.id], { home: home.home });
       expect({ code: killed.code, stderr: killed.stderr }).toEqual({ code: 0, stderr: "" });
@@ -82,6 +85,8 @@ describe("a command no marker names", () => {
     const proc = Bun.spawn([fixture("forever"), pidFile], { env: { ...process.env, LI_LEG_RUN_ID: runId }, stdin: "ignore", stdout: "ignore", stderr: "ignore", detached: true });
     try {
       const pid = await pidFromFile(pidFile, "the fixture's pid");
+      // Looked for only once its exec of sleep is over: inside the execve its environment reads empty.
+      await untilExeced(pid, "sleep");
       const ticks = readStartTicks(pid)!;
       const startedAt = Date.now() / 1000 - 5;
       expect(findLegCommand({ runId, supervisorStartTicks: ticks, startedAt })).toEqual([{ pid, pgid: pid, startTicks: ticks }]);
