@@ -104,7 +104,8 @@ describe("--auto-resume", () => {
 
   test("--resume-command runs on the continuing legs; its outcome finalizes the session", async () => {
     const home = agentHome();
-    const r = await li(["agent", "--json", "--timeout", "300ms", "--auto-resume", "3", "--resume-command", `${fixture("exit-with")} 0`, "--", fixture("forever")], { home: home.home });
+    // The deadline is every leg's: the resume command must finish inside it, so it is far longer than a start.
+    const r = await li(["agent", "--json", "--timeout", "2s", "--auto-resume", "3", "--resume-command", `${fixture("exit-with")} 0`, "--", fixture("forever")], { home: home.home });
     expect(r.code).toBe(0);
     const legs = await rows<Record<string, any>>(home.db, "SELECT command, status FROM legs ORDER BY seq");
     expect(legs.map((l) => [JSON.parse(l.command)[0], l.status])).toEqual([

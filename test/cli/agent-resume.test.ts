@@ -198,7 +198,8 @@ describe("the notice of a leg (§9.1, §9.4)", () => {
   test("deferred legs (--auto-resume) pass the registration on: one notice, for the leg that finalizes", async () => {
     const home = agentHome();
     const out = path.join(home.scratch, "notices");
-    const r = await agent(home, ["--timeout", "300ms", "--auto-resume", "1", "--resume-command", "true", ...notify(out), "--", fixture("forever")]);
+    // The deadline is every leg's: the resume command must finish inside it, so it is far longer than a start.
+    const r = await agent(home, ["--timeout", "2s", "--auto-resume", "1", "--resume-command", "true", ...notify(out), "--", fixture("forever")]);
     expect(r.record).toMatchObject({ status: "completed", legs: 2 });
     const lines = recorded(out);
     expect(lines).toHaveLength(1);

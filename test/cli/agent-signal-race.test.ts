@@ -28,7 +28,9 @@ describe("SIGTERM as soon as the session is recorded", () => {
     const seen = path.join(home.scratch, "signals");
     const ready = path.join(home.scratch, "ready");
     // count-signals records the deadline's SIGTERM, then takes half a second to exit: the deadline, not li's signal, ends leg 1.
-    const run = spawnLi(["agent", "--timeout", "300ms", "--auto-resume", "1", "--", fixture("count-signals"), seen, ready], home);
+    // A deadline the fixture is sure to outlive until its traps are up (a SIGTERM before that kills it
+    // unrecorded), and that leaves leg 2 a deadline later than li's signal whenever the test is slow.
+    const run = spawnLi(["agent", "--timeout", "2s", "--auto-resume", "1", "--", fixture("count-signals"), seen, ready], home);
     await until("the deadline's SIGTERM to reach the command", () => fs.existsSync(seen) && fs.readFileSync(seen, "utf8").includes("TERM"));
     signalPid(run.proc.pid, "SIGTERM", { what: "li" });
     const r = await run.out;

@@ -75,7 +75,9 @@ describe("host identity (LI_HOST_ID, LI_HOST_NAME)", () => {
 describe("a leg of another host is judged by its heartbeat only (§12.1)", () => {
   test("left alone while fresh, reaped once stale, and its pids are never signalled from the other host", async () => {
     const home = tempDir();
-    const leg = await liveLeg(home, HOST_A);
+    // No beat during the test: one in flight when SIGSTOP lands would hold the write lock for good, or
+    // commit a fresh heartbeat over the backdated one below. Fresh is judged by its start meanwhile.
+    const leg = await liveLeg(home, HOST_A, { env: { LI_TEST_HEARTBEAT_SECONDS: "86400" } });
 
     // Fresh: host B's watcher leaves it alone.
     expect((await on(HOST_B, home)(["watch", "--once"])).code).toBe(0);

@@ -88,7 +88,8 @@ describe("li logs", () => {
     const follower = Bun.spawn([LI_BINARY, "logs", "-f", id], { env: liEnv(home), stdout: "pipe", stderr: "pipe" });
     spawned.push(follower);
     let seen = "";
-    void (async () => {
+    // Resolves once li logs -f's stdout has ended: its exit can be seen before its last line is read.
+    const read = (async () => {
       const decoder = new TextDecoder();
       for await (const chunk of follower.stdout) seen += decoder.decode(chunk, { stream: true });
     })();
@@ -98,6 +99,7 @@ describe("li logs", () => {
     await until("li logs -f prints the first line while the leg still runs", () => (notExited(), seen === "first\n"));
     fs.writeFileSync(go, "");
     const code = await follower.exited;
+    await read;
     expect(seen).toBe("first\nsecond\n");
     expect(code).toBe(1); // exit 3 is failed: li wait's 1
     const wait = await li(["wait", id], { home });

@@ -1,13 +1,14 @@
 // `li watch` end to end through dist/li: the lock, signals, --once, the prune default, and crash recovery with real processes.
 
 import { afterAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { handlerHost } from "../../src/notify/host.ts";
 import { addHandler } from "../../src/notify/consumers.ts";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
+import { collectLines } from "../helpers/lines.ts";
 import { openHomeLedger, tempDir } from "../helpers/ledger.ts";
 import { deadPid, insertSession, query } from "../helpers/sweep-fixtures.ts";
 import { isAlive, NeverHappens, pidFromFile, until, untilGone } from "../helpers/until.ts";
@@ -29,17 +30,8 @@ interface Watcher {
 function startWatcher(home: string, args: string[] = []): Watcher {
   const proc = Bun.spawn([LI_BINARY, "watch", ...args], { env: liEnv(home), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   spawned.push(proc);
-  const lines: string[] = [];
-  void (async () => {
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for await (const chunk of proc.stdout) {
-      buffer += decoder.decode(chunk, { stream: true });
-      const parts = buffer.split("\n");
-      buffer = parts.pop() ?? "";
-      lines.push(...parts);
-    }
-  })();
+  const out = collectLines(proc.stdout);
+  const lines = out.lines;
   return {
     proc,
     lines,
@@ -47,7 +39,9 @@ function startWatcher(home: string, args: string[] = []): Watcher {
       return until(`a watcher line with ${JSON.stringify(text)}`, () => {
         const found = lines.find((l) => l.includes(text));
         if (found) return found;
-        if (proc.exitCode !== null) throw new NeverHappens(`the watcher exited ${proc.exitCode}; lines: ${lines.join(" | ")}`);
+        // Never-happens only once stdout has ended: the watcher's exit can be seen before its last lines
+        // (its "stop" line) have been read from the pipe.
+        if (out.ended()) throw new NeverHappens(`the watcher's output ended (exit ${proc.exitCode}); lines: ${lines.join(" | ")}`);
         return null;
       }, { timeoutMs: ms }).catch((error: Error) => {
         throw new Error(`${error.message}; lines: ${lines.join(" | ")}`);
@@ -218,8 +212,12 @@ describe("li watch", () => {
   test("kill -9 of the watcher in the middle of delivering 200 owed events loses none: a restart delivers every one at least once", async () => {
     const home = tempDir();
     const out = join(home, "delivered");
+    // The handlers wait at this gate: the first watcher's pass can neither finish nor be followed by another
+    // before the test kills it, however slow this process is to notice (a pass is 64 events; with handlers
+    // that ran free, a late kill found all 200 delivered).
+    const gate = join(home, "gate");
     const ledger = ledgerIn(home);
-    await addHandler(ledger, { name: "count", argv: [RECORD, "--sleep=0.2", out], kinds: [], ids: [], hostId: handlerHost() });
+    await addHandler(ledger, { name: "count", argv: [RECORD, `--after=${gate}`, out], kinds: [], ids: [], hostId: handlerHost() });
     const events: string[] = [];
     for (let i = 0; i < 200; i++) {
       const id = `s-${String(i).padStart(3, "0")}`;
@@ -229,19 +227,25 @@ describe("li watch", () => {
     }
     expect(events.length).toBe(200);
     const delivered = () => new Set(recorded(out).map((l) => l.split(" ")[0]!));
+    const deliveries = async (state: string) => (await query<{ n: number }>(ledger, "SELECT COUNT(*) AS n FROM terminal_deliveries WHERE consumer = 'handler:count' AND state = ?", state))[0]!.n;
 
     const first = startWatcher(home);
-    await until("the first deliveries", () => recorded(out).length > 0);
+    await until("the first watcher's handlers to run", () => handlersAt(gate) > 0);
     first.proc.kill("SIGKILL");
     await first.proc.exited;
+    // Killed in the middle: a pass claimed, nothing acknowledged.
+    expect(await deliveries("claimed")).toBeGreaterThan(0);
+    expect(await deliveries("acked")).toBe(0);
+    // Its handlers (each in a session of its own) outlive it and deliver what it will never acknowledge.
+    writeFileSync(gate, "");
+    await until("the dead watcher's handlers to deliver", () => recorded(out).length > 0);
     const before = delivered().size;
     expect(before).toBeLessThan(200);
 
     // The dead watcher's claims expire (budget + margin) and the restarted one takes them over; the rest
     // it delivers at once. Done means every owed row acknowledged, not merely every id seen once.
-    const open = async () => (await query<{ n: number }>(ledger, "SELECT COUNT(*) AS n FROM terminal_deliveries WHERE consumer = 'handler:count' AND state = 'acked'"))[0]!.n;
     const second = startWatcher(home);
-    await until("every event acknowledged", async () => await open() === 200, { timeoutMs: 90_000 });
+    await until("every event acknowledged", async () => (await deliveries("acked")) === 200, { timeoutMs: 90_000 });
     second.proc.kill("SIGTERM");
     expect(await second.proc.exited).toBe(0);
 
@@ -252,3 +256,18 @@ describe("li watch", () => {
     ledger.close();
   }, 120_000);
 });
+
+/** How many processes run `record --after=GATE` (handlers waiting at the gate), from their command lines. */
+function handlersAt(gate: string): number {
+  const wanted = `\0--after=${gate}\0`;
+  let n = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, "latin1").includes(wanted)) n++;
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return n;
+}
