@@ -76,8 +76,11 @@ describePostgres("a black-holed connection to a PostgreSQL ledger (§17 item 1)"
     // Nothing landed meanwhile (read directly, not through the proxy).
     expect(await rows.all("SELECT status FROM sessions WHERE id = ?", id)).toEqual([{ status: "running" }]);
 
-    // A waiter through the same dead link is held to its own deadline.
-    const wait = await li(["wait", "--timeout", "1s", id], { home: l.home, env: { LI_DB: url, ...SHORT } });
+    // A waiter through the same dead link is held to its own deadline. Its connect timeout is well past
+    // that: with connect_timeout=1 its connection attempt gave up about 2 ms after the 1 s --timeout, so
+    // which of the two ended it (exit 3, or 78 as unreachable) came down to the order of two timers.
+    const waiterUrl = url.replace("&connect_timeout=1", "&connect_timeout=10");
+    const wait = await li(["wait", "--timeout", "1s", id], { home: l.home, env: { LI_DB: waiterUrl, ...SHORT } });
     expect(wait.code).toBe(3);
     expect(wait.stderr).toMatch(/--timeout reached/);
 
