@@ -102,10 +102,23 @@ function withChecks(base: Omit<LedgerRows, "historyProblems" | "orphanLegs">): L
   };
 }
 
+/**
+ * How long a by-hand statement waits for another connection's lock. bun:sqlite's default is 0: a write
+ * made while a li process (a leg's heartbeat, a watcher's sweep) held the write lock for a millisecond
+ * failed at once with "database is locked", and so did a first read racing another process's open or
+ * last close of the WAL file.
+ */
+const BUSY_TIMEOUT_MS = 10_000;
+
 function sqliteRows(path: string): LedgerRows {
   let db: Database | undefined;
   // Opened on first use (a test may take the handle before li created the file), never created here.
-  const open = () => (db ??= new Database(path, { readwrite: true, create: false }));
+  const open = () => {
+    if (db) return db;
+    const opened = new Database(path, { readwrite: true, create: false });
+    opened.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    return (db = opened);
+  };
   return withChecks({
     async exists() {
       return existsSync(path);

@@ -166,7 +166,8 @@ describeSqliteOnly("write-lock-held")("the write lock held past the busy timeout
     const { id, notices } = await spoolOneOutcome(home, db);
     const [file] = spoolFiles(home);
 
-    const worker = Bun.spawn(["bun", path.join(import.meta.dir, "workers/replay-then-die.ts"), home.home], { env: process.env, stdout: "pipe", stderr: "pipe" });
+    // The runner's own bun (process.execPath), not whichever bun PATH finds first, or none.
+    const worker = Bun.spawn([process.execPath, path.join(import.meta.dir, "workers/replay-then-die.ts"), home.home], { env: process.env, stdout: "pipe", stderr: "pipe" });
     expect(await worker.exited).not.toBe(0);
     expect(worker.signalCode).toBe("SIGKILL");
     // Committed: the ledger holds the outcome and the entry's id; the file is still there.
