@@ -7,6 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { li } from "../helpers/cli.ts";
 import { ledgerRows } from "../helpers/ledger-rows.ts";
+import { until } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 import { agentHome, spawnLi } from "./agent-harness.ts";
 import { expectInvariants, legRecorded, reapWrongly, waitsFor } from "./late-fixtures.ts";
@@ -90,16 +91,51 @@ describe("a late record beats an inference (§17)", () => {
     await expectInvariants(db);
   });
 
-  test("li kill's verdict is never replaced", async () => {
+  test("li kill on a live leg whose command ignores the SIGTERM and then exits 0: the session ends by the kill request, never by a late record", async () => {
     const home = agentHome();
     const db = ledgerRows(home.home);
-    const leg = spawnLi(["agent", "--", "sh", "-c", "trap '' TERM; sleep 0.5; exit 0"], home);
+    const trapping = path.join(home.scratch, "trapping");
+    const termed = path.join(home.scratch, "termed");
+    const go = path.join(home.scratch, "go");
+    // The command notes li's forwarded SIGTERM and carries on; it exits 0 only once told to, so li kill
+    // always meets a running leg (a command that exited by itself after a fixed pause could end before
+    // li kill read the session on a slow machine, and li kill then refused a completed session).
+    const command = `trap 'echo TERM > "$2"' TERM; : > "$1"; while [ ! -e "$3" ]; do sleep 0.02; done; exit 0`;
+    const leg = spawnLi(["agent", "--", "sh", "-c", command, "sh", trapping, termed, go], home);
     const { session_id: id } = await legRecorded(db);
-    const killed = await li(["kill", id], { home: home.home });
-    expect(killed.code).toBe(0);
-    await leg.out;
-    expect((await db.all<{ status_reason_code: string }>("SELECT status_reason_code FROM sessions"))[0]!.status_reason_code).toMatch(/^run\.cancelled\.(manual|force)_kill$/);
+    await until("the command to trap SIGTERM", () => fs.existsSync(trapping));
+    // A grace no loaded machine reaches: the leg stops itself, so the verdict is the kill request's.
+    const killing = li(["kill", id, "--grace", "60"], { home: home.home });
+    await until("li's SIGTERM to reach the command", () => fs.existsSync(termed));
+    fs.writeFileSync(go, "");
+    const [killed, r] = await Promise.all([killing, leg.out]);
+    expect({ code: killed.code, stderr: killed.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(r.code).toBe(143);
+    expect(await db.all("SELECT status, status_reason_code FROM sessions")).toEqual([{ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" }]);
     expect((await db.all("SELECT actor FROM status_transitions WHERE actor = 'li.late_record'"))).toEqual([]);
+    await expectInvariants(db);
+  });
+
+  test("li kill's verdict written while the leg still runs (its pids judged reused) is never replaced when the leg then ends on its own", async () => {
+    const home = agentHome();
+    const db = ledgerRows(home.home);
+    const go = path.join(home.scratch, "go");
+    const leg = spawnLi(["agent", "--", ...waitsFor(go, 0)], home);
+    const { session_id: id, id: legId } = await legRecorded(db);
+    // As reapWrongly does: li kill now judges both pids reused, signals neither and writes its verdict itself.
+    await db.run("UPDATE legs SET pid_start_ticks = pid_start_ticks + 1, command_start_ticks = command_start_ticks + 1 WHERE id = ?", legId);
+    const killed = await li(["kill", id], { home: home.home });
+    expect({ code: killed.code, stderr: killed.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(await db.all("SELECT status, status_reason_code FROM sessions")).toEqual([{ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" }]);
+
+    fs.writeFileSync(go, "");
+    const r = await leg.out;
+
+    // li reports, and exits by, the persisted winner: the kill's verdict, not the leg's own completed.
+    expect(r.code).toBe(143);
+    expect(await db.all("SELECT status, status_reason_code FROM sessions")).toEqual([{ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" }]);
+    expect((await db.all("SELECT actor FROM status_transitions ORDER BY seq")).map((t) => (t as { actor: string }).actor)).toEqual(["li agent", "li.kill"]);
+    expect((await db.all("SELECT COUNT(*) AS n FROM admin_events WHERE event_type = 'status_transition_override'"))).toEqual([{ n: 0 }]);
     await expectInvariants(db);
   });
 });
