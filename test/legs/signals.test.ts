@@ -4,10 +4,14 @@ import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { GroupTerminator } from "../../src/legs/signals.ts";
+import type { SignalSender } from "../../src/legs/proc.ts";
 import { spawnCommand } from "../../src/legs/spawn.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { isAlive, pidFromFile, signalPid, until, untilGone } from "../helpers/until.ts";
+
+/** A signal sender for GroupTerminator that shows each signal to `look` first, then sends it to the terminator's own group. */
+const passedOn = (look: (pid: number, signal: NodeJS.Signals | number) => unknown): SignalSender => (pid, signal) => (look(pid, signal), process.kill(pid, signal));
 
 const env = () => Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
 
@@ -43,12 +47,16 @@ describe("GroupTerminator", () => {
     const pidFile = path.join(dir, "grandchild.pid");
     const child = spawnCommand(["sh", "-c", `sh -c 'trap "" TERM; echo $$ > ${pidFile}; exec sleep 30' & wait`], { cwd: dir, env: env(), stdin: "ignore" });
     const grandchild = await pidFromFile(pidFile, "the grandchild's pid");
-    const t = new GroupTerminator(child.pid, 1000);
+    // Whether the grandchild was alive as each signal went out: alive at the SIGKILL shows the SIGTERM left
+    // it running, however long this test took to look (a check after the leader's exit failed whenever the
+    // test was held up past the grace, the SIGKILL having come first).
+    const sent: Array<[NodeJS.Signals | number, boolean]> = [];
+    const t = new GroupTerminator(child.pid, 200, passedOn((_pid, signal) => signal === 0 || void sent.push([signal, isAlive(grandchild)])));
     t.stop("timeout", "SIGTERM");
     expect((await child.exited).signalCode).toBe("SIGTERM");
-    expect(isAlive(grandchild)).toBe(true);
     await t.settle();
     await untilGone(grandchild, "the grandchild to die");
+    expect(sent).toEqual([["SIGTERM", true], ["SIGKILL", true]]);
   });
 
   test("a command that ended on its own leaves its group alone: settle neither waits nor signals", async () => {
@@ -59,7 +67,7 @@ describe("GroupTerminator", () => {
     const background = await pidFromFile(pidFile, "the background process's pid");
     // Every signal the terminator sends, or probes with, goes through this recorder.
     const sent: Array<[number, NodeJS.Signals | number]> = [];
-    const t = new GroupTerminator(child.pid, 100, (pid, signal) => (sent.push([pid, signal]), process.kill(pid, signal)));
+    const t = new GroupTerminator(child.pid, 100, passedOn((pid, signal) => void sent.push([pid, signal])));
     await t.settle();
     expect(sent).toEqual([]);
     expect(isAlive(background)).toBe(true);

@@ -26,7 +26,7 @@ interface Allowed {
 const ALLOWED: Allowed[] = [
   { file: "legs/setup.test.ts", line: "await Bun.sleep(50); // a window of five intervals", why: "a negative check: no heartbeat may start in a window after stop(); nothing to wait for" },
   { file: "sweeps/workers/supervisor.ts", line: "setInterval(() => {}, 1 << 30);", why: "keeps the stand-in supervisor alive until it is signalled; not a wait" },
-  { file: "legs/signals.test.ts", line: "(sent.push([pid, signal]), process.kill(pid, signal))", why: "a recording signal sender handed to GroupTerminator; the pid is the terminator's own group" },
+  { file: "legs/signals.test.ts", line: "(pid, signal) => (look(pid, signal), process.kill(pid, signal))", why: "a recording signal sender handed to GroupTerminator; the pid is the terminator's own group" },
   { file: "meta/until.test.ts", line: 'process.kill(stranger, "SIGKILL");', why: "ends the process that test started without the owner token, to show validPid refuses it" },
   { file: "legs/proc.test.ts", line: "expect(process.kill(zombie, 0)).toBe(true);", why: "signal 0 probes a zombie validPid accepted; it delivers nothing" },
 ];
