@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { checkCompletionEvidence, hasEvidence, type CompletionEvidence } from "../../src/legs/evidence.ts";
 import { tempDir as scratchDir } from "../helpers/temp-dirs.ts";
-import { pidInFile, untilGone } from "../helpers/until.ts";
+import { isAlive, until } from "../helpers/until.ts";
 
 const GIT_ENV = {
   ...process.env,
@@ -12,6 +12,8 @@ const GIT_ENV = {
   GIT_COMMITTER_NAME: "Test",
   GIT_COMMITTER_EMAIL: "test@example.invalid",
   GIT_CONFIG_NOSYSTEM: "1",
+  // The repositories the tests make do not depend on the machine's ~/.gitconfig (commit.gpgsign, hooks…).
+  GIT_CONFIG_GLOBAL: "/dev/null",
 };
 
 const tempDir = (): string => scratchDir("li-evidence-");
@@ -44,6 +46,18 @@ function cloned(branch = "main"): string {
   const dir = path.join(tempDir(), "clone");
   git(path.dirname(dir), "clone", "-q", upstream, dir);
   return dir;
+}
+
+/** The live processes whose working directory is `dir` (processes of other users, which /proc hides, are skipped). */
+function processesWorkingIn(dir: string): number[] {
+  const real = fs.realpathSync(dir);
+  return fs.readdirSync("/proc").filter((name) => /^[0-9]+$/.test(name)).map(Number).filter((pid) => {
+    try {
+      return fs.readlinkSync(`/proc/${pid}/cwd`) === real && isAlive(pid);
+    } catch {
+      return false; // gone meanwhile, a zombie, or not ours to look at
+    }
+  });
 }
 
 function expectNoOpinion(evidence: CompletionEvidence): void {
@@ -214,14 +228,15 @@ describe("no opinion", () => {
 
   test("a git that hangs is killed at the timeout and gives no opinion", async () => {
     const dir = repo();
-    const bin = tempDir();
-    const pidFile = path.join(bin, "pid");
-    const hanging = path.join(bin, "git");
-    fs.writeFileSync(hanging, `#!/bin/sh\necho "$$" > ${JSON.stringify(pidFile)}\nexec sleep 30\n`, { mode: 0o755 });
+    const hanging = path.join(tempDir(), "git");
+    // It hangs from its first line and announces nothing: a pid file it wrote was missing whenever the
+    // timeout came before the shell got that far (a loaded machine), though the kill had worked.
+    fs.writeFileSync(hanging, "#!/bin/sh\nexec sleep 30\n", { mode: 0o755 });
     const evidence = await checkCompletionEvidence(dir, { git: hanging, timeoutMs: 1000 });
     expectNoOpinion(evidence);
     expect(evidence.reason).toContain("timed out");
-    await untilGone(pidInFile(pidFile, "the hanging git's pid"), "the hanging git to be killed");
+    // Each probe runs in the repository: one left running is a live process working there (for 30 s).
+    await until("the hanging git to be killed", () => processesWorkingIn(dir).length === 0);
   });
 
   test("a git that cannot be started gives no opinion", async () => {
