@@ -174,17 +174,26 @@ export async function connectPgWith<T>(
   target: PgTarget,
   first: (sql: SQL) => Promise<T>,
   options: PoolShape = {},
+  signal?: AbortSignal,
 ): Promise<{ client: PgClient; first: T }> {
   const name = targetName(target);
   const sql = new SQL(clientOptions(target, options));
+  // Aborted (its ledger closed) before the first answer: the attempt is given up at once. A connection
+  // to a server that accepts and never answers would otherwise keep the process until connect_timeout,
+  // past a command's own deadline (li wait --timeout, §17).
+  const giveUp = () => void sql.close({ timeout: 0 }).catch(() => {});
+  signal?.addEventListener("abort", giveUp, { once: true });
   let answer: T;
   try {
+    if (signal?.aborted) giveUp();
     answer = await first(sql);
   } catch (error) {
     await sql.close({ timeout: 0 }).catch(() => {});
     // Anything that fails the first round trip is about reaching the ledger, classified or not.
     const said = scrubPassword(String((error as Error)?.message ?? error), target.password);
     throw asPgLedgerError(error, name, target.password) ?? new LedgerUnavailableError(name, `cannot connect: ${said}`);
+  } finally {
+    signal?.removeEventListener("abort", giveUp);
   }
   return { client: { sql, target, name, close: () => sql.close({ timeout: 5 }) }, first: answer };
 }

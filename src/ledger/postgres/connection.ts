@@ -32,12 +32,20 @@ export interface Handshake {
   first: FirstAnswer;
 }
 
+/** A handshake under way: its outcome, and a way to give it up while it is still connecting. */
+export interface PendingHandshake {
+  result: Promise<Handshake>;
+  /** Gives the connection attempt up at once (result then fails as unreachable); nothing once it connected. */
+  abort(): void;
+}
+
 /**
  * Connects and reads the version row and the server's clock in the same round trip. Nothing is created
  * or migrated yet: that is PgConnection's open, once a command is past its validation.
  */
-export function handshake(target: PgTarget, shape: PoolShape, clock: ServerClock): Promise<Handshake> {
-  return connectPgWith(target, (sql) => readFirst(sql, target.schema, clock), shape);
+export function handshake(target: PgTarget, shape: PoolShape, clock: ServerClock): PendingHandshake {
+  const controller = new AbortController();
+  return { result: connectPgWith(target, (sql) => readFirst(sql, target.schema, clock), shape, controller.signal), abort: () => controller.abort() };
 }
 
 export interface PgConnectionOptions {
@@ -48,7 +56,7 @@ export interface PgConnectionOptions {
   /** This host's clock in Unix seconds (default util/host-clock.ts); tests skew it. */
   hostClock?: () => number;
   /** A handshake already under way for this target and shape (early.ts), taken by the first open. */
-  handshake?: Promise<Handshake>;
+  handshake?: PendingHandshake;
 }
 
 export class PgConnection {
@@ -63,7 +71,9 @@ export class PgConnection {
   readonly deadlineMs: number;
   private measuring = false;
   private closed = false;
-  private early: Promise<Handshake> | undefined;
+  private early: PendingHandshake | undefined;
+  /** The handshake the open in progress waits for: given up by close(). */
+  private connecting: PendingHandshake | undefined;
 
   constructor(
     readonly target: PgTarget,
@@ -156,18 +166,29 @@ export class PgConnection {
     this.closed = true;
     const ready = this.ready;
     this.ready = null;
+    // An open still connecting is given up, not waited for: nothing holds the process past its command.
+    this.connecting?.abort();
     void ready?.then((client) => client.close()).catch(() => {});
     // A handshake taken over but never used (the command ended before its first query).
     const early = this.early;
     this.early = undefined;
-    void early?.then(({ client }) => client.close()).catch(() => {});
+    early?.abort();
+    void early?.result.then(({ client }) => client.close()).catch(() => {});
   }
 
   private async open(): Promise<PgClient> {
     const schema = this.schema;
     const early = this.early;
     this.early = undefined;
-    const { client, first } = await (early ?? handshake(this.target, { ...this.options.shape, limits: this.limits }, this.clock));
+    const pending = early ?? handshake(this.target, { ...this.options.shape, limits: this.limits }, this.clock);
+    this.connecting = pending;
+    let handshaken: Handshake;
+    try {
+      handshaken = await pending.result;
+    } finally {
+      if (this.connecting === pending) this.connecting = undefined;
+    }
+    const { client, first } = handshaken;
     try {
       if (first.version === null && !this.options.create) {
         throw new UsageError(`nothing recorded yet: no ledger at ${this.name} (schema ${schema})`);

@@ -6,7 +6,7 @@
 
 import { sessionLimits, type PoolShape } from "./client.ts";
 import { ServerClock } from "./clock.ts";
-import { handshake, type Handshake } from "./connection.ts";
+import { handshake, type PendingHandshake } from "./connection.ts";
 import { resolvePgTarget } from "./options.ts";
 
 /** What a command does with its ledger, as far as its connections are concerned. */
@@ -22,26 +22,26 @@ export const POOL_SHAPES: Readonly<Record<PoolUse, Omit<PoolShape, "limits">>> =
   writes: Object.freeze({ max: 2 }),
 });
 
-const started = new Map<string, Promise<Handshake>>();
+const started = new Map<string, PendingHandshake>();
 const keyOf = (url: string, use: PoolUse) => `${use} ${url}`;
 
 /** Starts the handshake for `url`; anything wrong with the URL or the settings is left to the command's own open to report. */
 export function startEarly(url: string, use: PoolUse): void {
   const key = keyOf(url, use);
   if (started.has(key)) return;
-  let shake: Promise<Handshake>;
+  let shake: PendingHandshake;
   try {
     shake = handshake(resolvePgTarget(url), { ...POOL_SHAPES[use], limits: sessionLimits() }, new ServerClock());
   } catch {
     return;
   }
   // Its failure belongs to the command that takes it over (or to nobody: closeUnadopted).
-  shake.catch(() => {});
+  shake.result.catch(() => {});
   started.set(key, shake);
 }
 
 /** The handshake started for `url` and `use`, taken over by the caller (once). */
-export function adoptEarly(url: string, use: PoolUse): Promise<Handshake> | undefined {
+export function adoptEarly(url: string, use: PoolUse): PendingHandshake | undefined {
   const key = keyOf(url, use);
   const shake = started.get(key);
   started.delete(key);
@@ -50,6 +50,10 @@ export function adoptEarly(url: string, use: PoolUse): Promise<Handshake> | unde
 
 /** Closes what no command took over (it failed its validation, or never opened the ledger). */
 export function closeUnadopted(): void {
-  for (const shake of started.values()) void shake.then(({ client }) => client.sql.close({ timeout: 0 })).catch(() => {});
+  for (const shake of started.values()) {
+    // Still connecting (a server that does not answer): given up now, not at its connect timeout.
+    shake.abort();
+    void shake.result.then(({ client }) => client.sql.close({ timeout: 0 })).catch(() => {});
+  }
   started.clear();
 }

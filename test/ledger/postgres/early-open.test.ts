@@ -2,7 +2,8 @@
 // point starts the session before li's modules load, and the command takes it over. Counted through a
 // loopback proxy (test/helpers/tcp-proxy.ts), a command opens no more sessions than its pool holds — the
 // early one is the one it uses — and a command refused by its validation creates nothing on the server
-// and still exits (an early session nobody took over must not keep the process alive).
+// and still exits (an early session nobody took over must not keep the process alive), also while that
+// session is still connecting to a server that does not answer (it is given up, not awaited).
 
 import { expect, test } from "bun:test";
 import { LI_BINARY, li, liEnv } from "../../helpers/cli.ts";
@@ -10,6 +11,8 @@ import { asSuperuser, describePostgres, usePostgresDatabase } from "../../helper
 import { pgLedgerBehindProxy } from "../../helpers/pg-ledger.ts";
 import { tempDir } from "../../helpers/ledger.ts";
 import type { TcpProxy } from "../../helpers/tcp-proxy.ts";
+import { closeAfterTest } from "../../helpers/test-handles.ts";
+import { until } from "../../helpers/until.ts";
 import { expectInvariants } from "../../legs/late-fixtures.ts";
 
 describePostgres("a PostgreSQL ledger opened while li loads", () => {
@@ -75,6 +78,23 @@ describePostgres("a PostgreSQL ledger opened while li loads", () => {
     }
     const [row] = await asSuperuser(async (sql) => [...(await sql`SELECT count(*)::int AS n FROM information_schema.schemata WHERE schema_name = ${schema}`)], db.name);
     expect(row.n).toBe(0);
+  });
+
+  test("a server that accepts and never answers: li wait --timeout and a command refused by its validation exit, their sessions given up while still connecting", async () => {
+    // connect_timeout is two minutes: a connection attempt li left running would hold the process that long.
+    const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    closeAfterTest(() => silent.stop(true));
+    const url = `postgres://li@127.0.0.1:${silent.port}/nowhere?sslmode=disable&connect_timeout=120`;
+    const home = tempDir("li-pg-early-silent-");
+    for (const [args, code, said] of [
+      [["wait", "--timeout", "1s", "0000abcd"], 3, "li: --timeout reached before the ledger answered (1 target(s) not looked up)"],
+      [["agent", "--no-such-flag", "--", "true"], 2, "--no-such-flag"],
+    ] as const) {
+      const proc = Bun.spawn([LI_BINARY, ...args], { env: liEnv(home, { LI_DB: url }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+      const stderr = new Response(proc.stderr).text();
+      await until(`li ${args[0]} to exit, its connection attempt given up (not at connect_timeout, 120 s)`, () => proc.exitCode !== null || proc.signalCode !== null, { timeoutMs: 40_000 });
+      expect({ args, code: proc.exitCode, stderr: await stderr }).toEqual({ args, code, stderr: expect.stringContaining(said) });
+    }
   });
 
   test("a server that refuses the early session: the command's own open reports it, once, as unavailable (78)", async () => {
