@@ -9,7 +9,9 @@ import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { agentHome, rows, sessionRow } from "../legs/agent-harness.ts";
 
-const GIT_ENV = { GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@e", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@e", GIT_CONFIG_NOSYSTEM: "1", HOME: tempDir() };
+// The machine's git configuration stays out (system, ~/.gitconfig, $XDG_CONFIG_HOME/git, a CI's GIT_CONFIG_GLOBAL):
+// a global commit.gpgsign or init.templateDir would fail or change these commits, for git here and in li's gate.
+const GIT_ENV = { GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@e", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@e", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", HOME: tempDir() };
 
 function git(cwd: string, ...args: string[]): string {
   const r = spawnSync("git", args, { cwd, env: { ...process.env, ...GIT_ENV }, encoding: "utf8" });
