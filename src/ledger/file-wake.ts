@@ -6,9 +6,18 @@
 import { watch, type FSWatcher } from "node:fs";
 import { ChangeSignal, type ChangeWake, type WakeOptions } from "./wake.ts";
 
+/**
+ * When the state is checked again after the last event. SQLite's writer sends the commit's last WAL frame
+ * (the event) and only then publishes it in the shared index; a writer descheduled in between (a loaded
+ * machine, the woken reader taking its core) makes the commit visible after the early re-checks, and
+ * nothing fires when it does. The later ones keep that from costing a waiter its whole safety poll, which
+ * `--interval` may set to hours. Each costs a waiter one cheap read.
+ */
+export const TRAILING_RECHECKS_MS: readonly number[] = [3, 25, 100, 400];
+
 /** Falls back to polling-only when the directory cannot be watched (the caller's safety poll still runs). */
 export function watchFilesIn(dir: string, fileNames: readonly string[], options: WakeOptions = {}): ChangeWake {
-  const trailing = options.trailingMs ?? [3, 25];
+  const trailing = options.trailingMs ?? TRAILING_RECHECKS_MS;
   const names = new Set(fileNames);
   const signal = new ChangeSignal();
   let timers: ReturnType<typeof setTimeout>[] = [];

@@ -49,6 +49,23 @@ describeSqliteOnly("file-wake")("watchSqliteFile", () => {
     }
   });
 
+  test("re-checks go on after the last event: a commit that becomes visible only after the early ones is still seen", async () => {
+    const dir = tempDir();
+    const db = walDatabase(dir);
+    const wake = watchSqliteFile(join(dir, "state.db"));
+    try {
+      const before = wake.generation;
+      db.run("INSERT INTO t VALUES (1)");
+      // The writer descheduled between sending its commit and publishing it: the commit is only "visible"
+      // once the event and the re-checks at 3 and 25 ms have come and gone. A later re-check still comes.
+      const early = await until("the commit's event and its first two re-checks", () => (wake.generation >= before + 3 ? wake.generation : null), { intervalMs: 1 });
+      await until("a re-check after the commit became visible", () => wake.generation > early);
+    } finally {
+      wake.close();
+      db.close();
+    }
+  });
+
   test("files other than the database and its -wal do not wake it", async () => {
     const dir = tempDir();
     const db = walDatabase(dir);
