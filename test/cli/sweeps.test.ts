@@ -94,7 +94,9 @@ describe("stray arguments", () => {
   test("li kill, state doctor, state prune and watch refuse a word they do not take: exit 2 naming it, the ledger unchanged", async () => {
     const home = tempDir();
     await li(["agent", "--", fixture("exit-with"), "0"], { home });
-    const running = (await li(["agent", "--detach", "--", fixture("forever")], { home })).stdout.trim();
+    // No heartbeat while the test runs: a beat (every 15 s) landing between the two dumps below changes the
+    // leg's row, and the ledger would look written to by a refused command.
+    const running = (await li(["agent", "--detach", "--", fixture("forever")], { home, env: { LI_TEST_HEARTBEAT_SECONDS: "86400" } })).stdout.trim();
     // Old enough that a prune that ignored the stray word would delete it.
     // The detached supervisor records its command's markers just after it prints the id: let that land first.
     await legWithCommand(home, running);
