@@ -65,6 +65,12 @@ async function endGhost(pool: LockPool, key: string, ghost: Session): Promise<bo
   return row?.ended === true;
 }
 
+/** Gives the lock up. Unlocking explicitly returns a clean session to the pool; closing it would drop the lock too. */
+async function unlock(holder: Holder, key: string): Promise<void> {
+  await holder.conn`SELECT pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${key}))`.catch(() => {});
+  await holder.conn.release().catch(() => {});
+}
+
 /** How long the server is given to end a ghost session before the lock is tried again. */
 const GHOST_EXIT_WAIT_MS = 5000;
 
@@ -80,40 +86,59 @@ export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: 
   /** The session that held the lock for this watcher until its connection died: maybe a ghost on the server. */
   let former: Session | null = null;
   let released = false;
+  /**
+   * The check under way. The backend bounds every call by a deadline and, past it, gives the call up
+   * without stopping it (connection.ts `bounded`), so a black-holed check can still be running when the
+   * next pass checks again. Two checks racing over the one holder undo each other: one takes the lock
+   * back, the other then finds it held "by another session" (its twin's) and stops the watcher. So a
+   * check in flight is joined, never doubled.
+   */
+  let checking: Promise<void> | null = null;
+
+  async function check(): Promise<void> {
+    if (holder !== null) {
+      try {
+        // Asks the server, not the client: a session that was replaced under the same handle would not hold it.
+        const [row] = await holder.conn`
+          SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
+                         AND classid = ${LOCK_NAMESPACE}::int::oid AND objid = hashtext(${key})::oid AND objsubid = 2) AS mine`;
+        if (row?.mine === true) return;
+        throw new Error("the lock's session no longer holds it");
+      } catch {
+        const dead = holder;
+        holder = null;
+        former = dead.session;
+        await dead.conn.close().catch(() => {});
+      }
+    }
+    holder = await tryLock(pool, key);
+    // Held by our own former session (the server never heard our side close): end it and try again.
+    if (holder === null && former !== null && (await endGhost(pool, key, former))) holder = await tryLock(pool, key);
+    if (holder === null) throw new WatcherLockLostError(path);
+    former = null;
+    // Released while this check was given up and still running: the lock it took back goes too.
+    if (released) {
+      const taken = holder;
+      holder = null;
+      await unlock(taken, key);
+    }
+  }
+
   return {
     path,
-    async ensureHeld() {
-      if (released) throw new Error(`${path} was released`);
-      if (holder !== null) {
-        try {
-          // Asks the server, not the client: a session that was replaced under the same handle would not hold it.
-          const [row] = await holder.conn`
-            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
-                           AND classid = ${LOCK_NAMESPACE}::int::oid AND objid = hashtext(${key})::oid AND objsubid = 2) AS mine`;
-          if (row?.mine === true) return;
-          throw new Error("the lock's session no longer holds it");
-        } catch {
-          const dead = holder;
-          holder = null;
-          former = dead.session;
-          await dead.conn.close().catch(() => {});
-        }
-      }
-      holder = await tryLock(pool, key);
-      // Held by our own former session (the server never heard our side close): end it and try again.
-      if (holder === null && former !== null && (await endGhost(pool, key, former))) holder = await tryLock(pool, key);
-      if (holder === null) throw new WatcherLockLostError(path);
-      former = null;
+    ensureHeld() {
+      if (released) return Promise.reject(new Error(`${path} was released`));
+      checking ??= check().finally(() => {
+        checking = null;
+      });
+      return checking;
     },
     async release() {
       if (released) return;
       released = true;
-      const h = holder?.conn ?? null;
+      const h = holder;
       holder = null;
-      if (h === null) return;
-      // Unlocking explicitly returns a clean session to the pool; closing it would drop the lock too.
-      await h`SELECT pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${key}))`.catch(() => {});
-      await h.release().catch(() => {});
+      if (h !== null) await unlock(h, key);
     },
   };
 }

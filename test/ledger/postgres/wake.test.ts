@@ -231,6 +231,43 @@ describePostgres("wake-ups and the watcher lock on PostgreSQL (§14)", () => {
     }
   });
 
+  test("a check given up at its deadline and still running when the next pass checks is joined, not raced: the lock is taken back once and the watcher goes on", async () => {
+    const schema = freshSchema();
+    await ledger(schema);
+    const target = new URL(db.url);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+    try {
+      const client = await connectPg(resolvePgTarget(`${proxy.via(db.url)}&search_path=${schema}`));
+      clients.push(client);
+      const lock = await holdPgWatcherLock(async () => client.sql, schema, "host-j", client.name);
+      const holders = () =>
+        asSuperuser(async (sql) => (await sql`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = hashtext(${`${schema}:watch:host-j`})::oid`).map((r: { pid: number }) => r.pid));
+      const [ghost] = await holders();
+      proxy.sever();
+      expect(await holders()).toEqual([ghost]);
+      // The pass whose check outlived its deadline (connection.ts gives the call up, it runs on) and the next
+      // pass's check, both under way at once over the same severed holder.
+      const given = lock.ensureHeld();
+      const next = lock.ensureHeld();
+      expect(await Promise.allSettled([given, next])).toEqual([
+        { status: "fulfilled", value: undefined },
+        { status: "fulfilled", value: undefined },
+      ]);
+      const [now, ...others] = await holders();
+      expect(others).toEqual([]);
+      expect(now).not.toBe(ghost);
+      // And the pass after those: still ours, nothing lost.
+      await lock.ensureHeld();
+      expect(await holders()).toEqual([now!]);
+      const refused = await holdPgWatcherLock(async () => client.sql, schema, "host-j", client.name).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(LockHeldError);
+      await lock.release();
+      expect(await holders()).toEqual([]);
+    } finally {
+      proxy.close();
+    }
+  });
+
   test("a lock whose session was killed is taken again when free, and refused when another watcher took it", async () => {
     const client = await ledger();
     const schema = client.target.schema;
