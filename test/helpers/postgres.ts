@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, test } from "bun:test";
 import { SQL } from "bun";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { removeInBackground } from "./temp-dirs.ts";
@@ -86,6 +86,17 @@ export function freePort(): number {
   return port;
 }
 
+/** The pid of the live postmaster of `dataDir` (its postmaster.pid names it, and its command line names the directory), else null. */
+function postmasterOf(dataDir: string): number | null {
+  try {
+    const pid = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
+    if (!Number.isSafeInteger(pid) || pid <= 0) return null;
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes(dataDir) ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Clusters left by test processes that died without stopping theirs (kill -9): stopped and removed. */
 function reapAbandonedClusters(binDir: string): void {
   for (const entry of readdirSync(tmpdir())) {
@@ -93,7 +104,9 @@ function reapAbandonedClusters(binDir: string): void {
     if (!owner || owner === process.pid || isAlive(owner)) continue;
     const dir = join(tmpdir(), entry);
     try {
-      if (existsSync(join(dir, "data", "postmaster.pid"))) runServerTool([join(binDir, "pg_ctl"), "-D", join(dir, "data"), "-m", "immediate", "stop"], "pg_ctl stop");
+      // pg_ctl signals whatever process now has the pid its postmaster.pid names: only a postmaster of
+      // this very data directory is stopped, never a process that reused the pid (another cluster's).
+      if (postmasterOf(join(dir, "data")) !== null) runServerTool([join(binDir, "pg_ctl"), "-D", join(dir, "data"), "-m", "immediate", "stop"], "pg_ctl stop");
     } catch {
       // Already stopped, or half initialised: removing the directory is all that is left to do.
     }
