@@ -10,7 +10,7 @@ import { migratePg } from "../../../src/ledger/postgres/migrate.ts";
 import { resolvePgTarget } from "../../../src/ledger/postgres/options.ts";
 import { listenForChanges, listenForKillRequest, noticeFor } from "../../../src/ledger/postgres/wake.ts";
 import { holdPgWatcherLock } from "../../../src/ledger/postgres/watch-lock.ts";
-import { LockHeldError, WatcherLockLostError } from "../../../src/ledger/watcher-lock.ts";
+import { LockHeldError, WatcherLockLostError, type WatcherLock } from "../../../src/ledger/watcher-lock.ts";
 import { asSuperuser, describePostgres, restartPostgresServer, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { startTcpProxy } from "../../helpers/tcp-proxy.ts";
 import { until } from "../../helpers/until.ts";
@@ -203,7 +203,12 @@ describePostgres("wake-ups and the watcher lock on PostgreSQL (§14)", () => {
     await lock.release();
   });
 
-  test("a lock the server still keeps for a session whose link was severed (a partition that outlasted TCP) is taken back: that exact session is ended, the lock held anew", async () => {
+  /**
+   * A watcher lock of `hostId` held through a loopback proxy, whose link is then severed after a partition
+   * that outlasted TCP: our side of the lock's connection is gone, the server's session (the ghost) lives on
+   * holding the lock. `body` gets the lock, its holders' pids as the server sees them, and the ghost's.
+   */
+  const severedLock = async (hostId: string, body: (it: { lock: WatcherLock; holders: () => Promise<number[]>; ghost: number; tryAnother: () => Promise<unknown> }) => Promise<void>) => {
     const schema = freshSchema();
     await ledger(schema);
     const target = new URL(db.url);
@@ -211,40 +216,33 @@ describePostgres("wake-ups and the watcher lock on PostgreSQL (§14)", () => {
     try {
       const client = await connectPg(resolvePgTarget(`${proxy.via(db.url)}&search_path=${schema}`));
       clients.push(client);
-      const lock = await holdPgWatcherLock(async () => client.sql, schema, "host-g", client.name);
+      const lock = await holdPgWatcherLock(async () => client.sql, schema, hostId, client.name);
       const holders = () =>
-        asSuperuser(async (sql) => (await sql`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = hashtext(${`${schema}:watch:host-g`})::oid`).map((r: { pid: number }) => r.pid));
+        asSuperuser(async (sql) => (await sql`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = hashtext(${`${schema}:watch:${hostId}`})::oid`).map((r: { pid: number }) => r.pid));
       const [ghost] = await holders();
       proxy.sever();
-      // Our side of the lock's connection is gone; the server's session lives on, holding the lock.
-      expect(await holders()).toEqual([ghost]);
-      await lock.ensureHeld();
-      const [now] = await holders();
-      expect(now).not.toBe(ghost);
-      expect(await asSuperuser(async (sql) => (await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${ghost!}`)[0].n)).toBe(0);
-      // Held for real: another watcher of this host is refused.
-      const refused = await holdPgWatcherLock(async () => client.sql, schema, "host-g", client.name).catch((e: unknown) => e);
-      expect(refused).toBeInstanceOf(LockHeldError);
-      await lock.release();
+      expect(await holders()).toEqual([ghost!]);
+      const tryAnother = () => holdPgWatcherLock(async () => client.sql, schema, hostId, client.name).catch((e: unknown) => e);
+      await body({ lock, holders, ghost: ghost!, tryAnother });
     } finally {
       proxy.close();
     }
+  };
+
+  test("a lock the server still keeps for a session whose link was severed (a partition that outlasted TCP) is taken back: that exact session is ended, the lock held anew", async () => {
+    await severedLock("host-g", async ({ lock, holders, ghost, tryAnother }) => {
+      await lock.ensureHeld();
+      const [now] = await holders();
+      expect(now).not.toBe(ghost);
+      expect(await asSuperuser(async (sql) => (await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${ghost}`)[0].n)).toBe(0);
+      // Held for real: another watcher of this host is refused.
+      expect(await tryAnother()).toBeInstanceOf(LockHeldError);
+      await lock.release();
+    });
   });
 
   test("a check given up at its deadline and still running when the next pass checks is joined, not raced: the lock is taken back once and the watcher goes on", async () => {
-    const schema = freshSchema();
-    await ledger(schema);
-    const target = new URL(db.url);
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
-    try {
-      const client = await connectPg(resolvePgTarget(`${proxy.via(db.url)}&search_path=${schema}`));
-      clients.push(client);
-      const lock = await holdPgWatcherLock(async () => client.sql, schema, "host-j", client.name);
-      const holders = () =>
-        asSuperuser(async (sql) => (await sql`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = hashtext(${`${schema}:watch:host-j`})::oid`).map((r: { pid: number }) => r.pid));
-      const [ghost] = await holders();
-      proxy.sever();
-      expect(await holders()).toEqual([ghost]);
+    await severedLock("host-j", async ({ lock, holders, ghost, tryAnother }) => {
       // The pass whose check outlived its deadline (connection.ts gives the call up, it runs on) and the next
       // pass's check, both under way at once over the same severed holder.
       const given = lock.ensureHeld();
@@ -259,13 +257,10 @@ describePostgres("wake-ups and the watcher lock on PostgreSQL (§14)", () => {
       // And the pass after those: still ours, nothing lost.
       await lock.ensureHeld();
       expect(await holders()).toEqual([now!]);
-      const refused = await holdPgWatcherLock(async () => client.sql, schema, "host-j", client.name).catch((e: unknown) => e);
-      expect(refused).toBeInstanceOf(LockHeldError);
+      expect(await tryAnother()).toBeInstanceOf(LockHeldError);
       await lock.release();
       expect(await holders()).toEqual([]);
-    } finally {
-      proxy.close();
-    }
+    });
   });
 
   test("a lock whose session was killed is taken again when free, and refused when another watcher took it", async () => {
