@@ -61,12 +61,27 @@ export interface AgentOutcome {
 }
 
 /**
+ * Whether a leg already has `runId`, as far as the ledger can say now. A ledger that cannot answer
+ * (unreachable, or refusing: a wrong password) does not stop the leg here: its setup meets the same
+ * failure and handles it as §16 and §17 say (a warning and the command runs, or the retry and the
+ * spool; a detached leg's 78), and legs_run_id_idx still refuses a duplicate the setup would record.
+ */
+async function runIdTaken(ledger: Ledger, runId: string): Promise<boolean> {
+  try {
+    return await ledger.backend.runIdTaken(runId);
+  } catch (error) {
+    if (ledger.backend.ledgerError(error) === null) throw error;
+    return false;
+  }
+}
+
+/**
  * Claims the first leg's run directory: run id unique among legs and on disk, contract contained in the root.
  * A resumed leg passes the session's stored contract and artifact root (§7; `--save-dir` still wins).
  */
 export async function allocateFirstRun(req: AgentRequest, deps: AgentDeps, inherited?: { contract: AgentRequest["contract"]; artifactRoot: string | null }): Promise<RunDir> {
   const runId = takeRunId(req.runId, deps.env);
-  if (runId !== undefined && deps.ledger && (await deps.ledger.backend.runIdTaken(runId))) {
+  if (runId !== undefined && deps.ledger && (await runIdTaken(deps.ledger, runId))) {
     throw new UsageError(`run id ${runId} is already used by another leg`);
   }
   const saveDir = req.saveDir ?? inherited?.artifactRoot ?? undefined;

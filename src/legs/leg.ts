@@ -126,7 +126,12 @@ async function openRecord(ledger: Ledger, plan: LegPlan, mode: LegMode, o: LegOp
     return { ledger, resumed, stopped: null };
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
-    if (o.requirePersistence) throw new PersistenceSetupError(`persistence setup failed: ${why}`);
+    if (o.requirePersistence) {
+      // Nothing runs and no row names the directory allocated for the leg: it goes now, not after the
+      // orphan sweep's hour (its setup-pending marker would otherwise leave it to li watch).
+      removeRunDir(plan.run.stateRoot);
+      throw new PersistenceSetupError(`persistence setup failed: ${why}`);
+    }
     const failure = ledger.backend.ledgerError(error);
     // §17: a new leg waits for an unreachable ledger, then runs with its whole record bound for the spool.
     if (mode === "new" && failure?.unreachable && o.outage) return waitForSetup(ledger, plan, o, o.outage, failure);
@@ -182,6 +187,9 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
   await o.hooks?.beforeSetup?.(plan);
   const { ledger, resumed, stopped, spoolWhole } = o.ledger ? await openRecord(o.ledger, plan, mode, o) : unopened(plan, mode, o);
   if (stopped !== null) {
+    // The session ended before this continuation could join it: no leg row was written and nothing runs,
+    // so the directory allocated for the leg goes too.
+    removeRunDir(plan.run.stateRoot);
     const own = { status: stopped, reasonCode: "" };
     return { result: { ...own, persisted: "winner", own, exitCode: null, transition: null }, termination: "timeout", stoppedBy: stopped, persisted: true, resumed };
   }

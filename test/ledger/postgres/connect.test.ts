@@ -3,6 +3,8 @@
 // of li — searched for in every one, with a password no other text could contain by accident.
 
 import { afterEach, expect, test } from "bun:test";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { connectPg, DEFAULT_LIMITS, type PgClient } from "../../../src/ledger/postgres/client.ts";
 import { asPgLedgerError } from "../../../src/ledger/postgres/errors.ts";
 import { migratePg, VERSION_TABLE } from "../../../src/ledger/postgres/migrate.ts";
@@ -10,6 +12,8 @@ import { resolvePgTarget } from "../../../src/ledger/postgres/options.ts";
 import { pgLedgerNameOfUrl, scrubPassword } from "../../../src/ledger/postgres/redact.ts";
 import { describeLocation } from "../../../src/ledger/location.ts";
 import { LedgerUnavailableError } from "../../../src/util/errors.ts";
+import { SETUP_PENDING_FILE } from "../../../src/legs/rundir.ts";
+import { tempDir } from "../../helpers/ledger.ts";
 import { li } from "../../helpers/cli.ts";
 import { until } from "../../helpers/until.ts";
 import { createPasswordRole, describePostgres, postgresCluster, usePostgresDatabase } from "../../helpers/postgres.ts";
@@ -232,18 +236,29 @@ describePostgres("connecting to a PostgreSQL ledger (§14)", () => {
   test("the compiled binary, given such a URL by LI_DB or --db, shows the password in none of its outputs", async () => {
     const { port } = postgresCluster();
     const url = `postgres://someone:${ENCODED}@127.0.0.1:${port}/${db.name}?sslmode=disable`;
+    // A home of its own: without one li would use the real ~/.li.
+    const home = tempDir("li-secret-");
     const runs = [
-      await li(["ls"], { env: { LI_DB: url } }),
-      await li(["ls", "--json"], { env: { LI_DB: url } }),
-      await li(["--db", url, "show", "0000"]),
-      await li(["wait", "--timeout", "1", "0000"], { env: { LI_DB: url } }),
-      await li(["agent", "--", "true"], { env: { LI_DB: url } }),
-      await li(["agent", "--detach", "--", "true"], { env: { LI_DB: url } }),
+      await li(["ls"], { home, env: { LI_DB: url } }),
+      await li(["ls", "--json"], { home, env: { LI_DB: url } }),
+      await li(["--db", url, "show", "0000"], { home }),
+      await li(["wait", "--timeout", "1", "0000"], { home, env: { LI_DB: url } }),
+      await li(["agent", "--run-id", "foreground", "--", "true"], { home, env: { LI_DB: url } }),
+      await li(["agent", "--detach", "--run-id", "detached", "--", "true"], { home, env: { LI_DB: url } }),
     ];
     // No such role: every command is refused (78 for all but the foreground leg, which runs unrecorded),
     // naming the ledger by host, port and database. test/ledger/postgres/cli.test.ts runs them with a real password.
     for (const run of runs) expect(`${run.code} ${run.stderr}`).toContain(`ledger postgres://127.0.0.1:${port}/${db.name}: authentication failed`);
     expectNoSecret(runs.flatMap((r) => [r.stdout, r.stderr]), "the binary's output");
+    // The foreground leg ran unrecorded (§16), --run-id and all: the run id's check could not ask the
+    // ledger, and that stops no leg. It keeps its run directory; the refused detached one ran nothing
+    // and leaves none (no orphan for li watch to find an hour later).
+    const [foreground, detached] = runs.slice(-2);
+    expect([foreground!.code, detached!.code]).toEqual([0, 78]);
+    expect(foreground!.stderr).toContain("; the command runs unrecorded");
+    expect(readdirSync(join(home, "runs"))).toEqual(["foreground"]);
+    expect(existsSync(join(home, "runs", "foreground", "run.json"))).toBe(true);
+    expect(existsSync(join(home, "runs", "foreground", SETUP_PENDING_FILE))).toBe(false);
   });
 
   test("the scrubber removes the password in every form it may take in someone else's message", () => {
