@@ -1,7 +1,7 @@
 // `li watch` end to end through dist/li: the lock, signals, --once, the prune default, and crash recovery with real processes.
 
 import { afterAll, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { handlerHost } from "../../src/notify/host.ts";
@@ -11,7 +11,7 @@ import { fixture } from "../helpers/fixtures.ts";
 import { collectLines } from "../helpers/lines.ts";
 import { openHomeLedger, tempDir } from "../helpers/ledger.ts";
 import { deadPid, insertSession, query } from "../helpers/sweep-fixtures.ts";
-import { isAlive, NeverHappens, pidFromFile, until, untilGone } from "../helpers/until.ts";
+import { commandLine, isAlive, NeverHappens, pidFromFile, until, untilGone, visiblePids } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 
 const spawned: Subprocess[] = [];
@@ -259,15 +259,5 @@ describe("li watch", () => {
 
 /** How many processes run `record --after=GATE` (handlers waiting at the gate), from their command lines. */
 function handlersAt(gate: string): number {
-  const wanted = `\0--after=${gate}\0`;
-  let n = 0;
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, "latin1").includes(wanted)) n++;
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return n;
+  return visiblePids().filter((pid) => commandLine(pid)?.includes(`--after=${gate}`)).length;
 }

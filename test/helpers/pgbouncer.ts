@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { asServerUser, chownToServerUser, freePort, postgresCluster, type Prerequisite } from "./postgres.ts";
 import { removeInBackground } from "./temp-dirs.ts";
-import { isAlive, NeverHappens, pidFromFile, signalPid, untilGone, until } from "./until.ts";
+import { commandLine, isAlive, NeverHappens, pidFromFile, signalPid, untilGone, until } from "./until.ts";
 
 export interface PgBouncerOptions {
   /** Startup parameters PgBouncer drops instead of refusing the connection (its `ignore_startup_parameters`); none by default, as PgBouncer ships. */
@@ -89,7 +89,7 @@ function reapAbandoned(): void {
     try {
       const pid = Number(readFileSync(join(dir, "pgbouncer.pid"), "utf8").trim());
       // Only the pgbouncer that runs this directory's configuration: a recycled pid is someone else.
-      if (pid > 0 && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(dir)) process.kill(pid, "SIGTERM");
+      if (pid > 0 && commandLine(pid)?.some((arg) => arg.includes(dir))) process.kill(pid, "SIGTERM");
     } catch {
       // No pid file, or that process is gone: removing the directory is all that is left to do.
     }

@@ -10,7 +10,7 @@ import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { removeInBackground } from "./temp-dirs.ts";
-import { isAlive } from "./until.ts";
+import { commandLine, isAlive } from "./until.ts";
 
 /** The role every pw_* test role belongs to: pg_hba asks these for a password, everyone else is trusted. */
 export const PASSWORD_ROLE_GROUP = "li_password_users";
@@ -91,7 +91,7 @@ function postmasterOf(dataDir: string): number | null {
   try {
     const pid = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
     if (!Number.isSafeInteger(pid) || pid <= 0) return null;
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes(dataDir) ? pid : null;
+    return commandLine(pid)?.includes(dataDir) ? pid : null;
   } catch {
     return null;
   }

@@ -3,7 +3,7 @@
 // Also the one way a test names a process: a pid is validated (positive, ours) before anything signals it.
 
 import { afterEach } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 export interface UntilOptions {
   /** How long the condition may take before the test fails (default 20 s: a loaded 2-core machine). */
@@ -57,6 +57,20 @@ function statTail(pid: number): string | null {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, "utf8");
     return text.slice(text.lastIndexOf(")") + 2);
+  } catch {
+    return null;
+  }
+}
+
+/** The pids /proc shows now (every process of ours; others' only as far as /proc lets us see them). */
+export function visiblePids(): number[] {
+  return readdirSync("/proc").filter((name) => /^[0-9]+$/.test(name)).map(Number);
+}
+
+/** The argv `pid` runs with, from /proc/PID/cmdline, or null when no such process is visible. */
+export function commandLine(pid: number): string[] | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0").slice(0, -1);
   } catch {
     return null;
   }

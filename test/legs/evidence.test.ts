@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { checkCompletionEvidence, hasEvidence, type CompletionEvidence } from "../../src/legs/evidence.ts";
 import { tempDir as scratchDir } from "../helpers/temp-dirs.ts";
-import { isAlive, until } from "../helpers/until.ts";
+import { isAlive, until, visiblePids } from "../helpers/until.ts";
 
 const GIT_ENV = {
   ...process.env,
@@ -51,7 +51,7 @@ function cloned(branch = "main"): string {
 /** The live processes whose working directory is `dir` (processes of other users, which /proc hides, are skipped). */
 function processesWorkingIn(dir: string): number[] {
   const real = fs.realpathSync(dir);
-  return fs.readdirSync("/proc").filter((name) => /^[0-9]+$/.test(name)).map(Number).filter((pid) => {
+  return visiblePids().filter((pid) => {
     try {
       return fs.readlinkSync(`/proc/${pid}/cwd`) === real && isAlive(pid);
     } catch {

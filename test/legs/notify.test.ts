@@ -5,10 +5,10 @@ import fs from "node:fs";
 import path from "node:path";
 import { runAgent } from "../../src/legs/agent.ts";
 import { LegNotifier } from "../../src/legs/notify.ts";
-import type { AgentRequest } from "../../src/legs/request.ts";
 import { loadSettings } from "../../src/settings/settings.ts";
 import { fakeClock, tempDir, tempLedger } from "../helpers/ledger.ts";
 import { recorded, RECORD } from "../notify/helpers.ts";
+import { agentDepsOn, agentRequest } from "./run-agent.ts";
 
 function settingsWith(yaml: string) {
   const home = tempDir();
@@ -48,19 +48,16 @@ describe("a leg whose persistence setup failed (§8.4, §9.4)", () => {
     const t = tempLedger();
     const out = path.join(t.home, "notices");
     const log: string[] = [];
-    const req: AgentRequest = { argv: ["true"], resumeArgv: null, resume: null, notify: "x", timeout: null, contract: null, contractWarnings: [], saveDir: undefined, runId: undefined, cwd: null, baseRef: null, invocationId: null, linkedSessionId: null, autoResume: 0, evidenceGate: false, detach: false, persist: true, json: false };
-    const outcome = await runAgent(req, {
-      ledger: t.ledger,
-      runsRoot: path.join(t.home, "runs"),
-      workdir: tempDir(),
-      io: { stdout: () => {}, stderr: () => {}, log: (l) => log.push(l) },
-      env: {},
-      stdin: "ignore",
-      alsoInSetup: () => {
-        throw new Error("disk full");
-      },
-      notifier: await LegNotifier.load({ notifyFlag: `${RECORD} ${out} {status}`, settings: null, log: (l) => log.push(l) }),
-    });
+    const outcome = await runAgent(
+      agentRequest({ notify: "x" }),
+      agentDepsOn(t, {
+        io: { stdout: () => {}, stderr: () => {}, log: (l) => log.push(l) },
+        alsoInSetup: () => {
+          throw new Error("disk full");
+        },
+        notifier: await LegNotifier.load({ notifyFlag: `${RECORD} ${out} {status}`, settings: null, log: (l) => log.push(l) }),
+      }),
+    );
     expect(outcome.result).toMatchObject({ status: "completed", persisted: "none" });
     expect(log.join("\n")).toContain("persistence setup failed (disk full)");
     expect(recorded(out)).toHaveLength(1);
@@ -73,16 +70,7 @@ describe("a recorded leg's registration (§9.1)", () => {
   test("is timed by the ledger's clock, as the session and leg rows it is written with", async () => {
     const clock = fakeClock(1_700_000_000);
     const t = tempLedger({ now: clock.now });
-    const req: AgentRequest = { argv: ["true"], resumeArgv: null, resume: null, notify: "x", timeout: null, contract: null, contractWarnings: [], saveDir: undefined, runId: undefined, cwd: null, baseRef: null, invocationId: null, linkedSessionId: null, autoResume: 0, evidenceGate: false, detach: false, persist: true, json: false };
-    const outcome = await runAgent(req, {
-      ledger: t.ledger,
-      runsRoot: path.join(t.home, "runs"),
-      workdir: tempDir(),
-      io: { stdout: () => {}, stderr: () => {}, log: () => {} },
-      env: {},
-      stdin: "ignore",
-      notifier: await LegNotifier.load({ notifyFlag: "true", settings: null, log: () => {} }),
-    });
+    const outcome = await runAgent(agentRequest({ notify: "x" }), agentDepsOn(t, { notifier: await LegNotifier.load({ notifyFlag: "true", settings: null, log: () => {} }) }));
     expect(outcome.result).toMatchObject({ status: "completed", persisted: "written" });
     const dump = await t.dump();
     expect(dump.terminal_callbacks).toHaveLength(1);

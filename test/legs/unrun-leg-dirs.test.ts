@@ -8,33 +8,24 @@ import fs from "node:fs";
 import path from "node:path";
 import { runAgent } from "../../src/legs/agent.ts";
 import { PersistenceSetupError } from "../../src/legs/leg.ts";
-import type { AgentRequest } from "../../src/legs/request.ts";
-import { tempDir, tempLedger } from "../helpers/ledger.ts";
-
-const request = (over: Partial<AgentRequest>): AgentRequest => ({
-  argv: ["true"], resumeArgv: null, resume: null, notify: null, timeout: null, contract: null, contractWarnings: [], saveDir: undefined, runId: undefined, cwd: null,
-  baseRef: null, invocationId: null, linkedSessionId: null, autoResume: 0, evidenceGate: false, detach: false, persist: true, json: false, ...over,
-});
-const quiet = (log: string[] = []) => ({ stdout: () => {}, stderr: () => {}, log: (line: string) => void log.push(line) });
+import { tempLedger } from "../helpers/ledger.ts";
+import { agentDepsOn, agentRequest } from "./run-agent.ts";
 
 describe("a leg that never runs (§6)", () => {
   test("a setup refused where persistence is required (a detached leg's) removes the run directory it was allocated", async () => {
     const t = tempLedger();
     const runsRoot = path.join(t.home, "runs");
     const allocated: string[] = [];
-    const refused = await runAgent(request({}), {
-      ledger: t.ledger,
-      runsRoot,
-      workdir: tempDir(),
-      io: quiet(),
-      env: {},
-      stdin: "ignore",
-      requirePersistence: true,
-      legHooks: { beforeSetup: (plan) => void allocated.push(plan.run.stateRoot) },
-      alsoInSetup: () => {
-        throw new Error("the ledger refused the setup");
-      },
-    }).catch((error: unknown) => error);
+    const refused = await runAgent(
+      agentRequest(),
+      agentDepsOn(t, {
+        requirePersistence: true,
+        legHooks: { beforeSetup: (plan) => void allocated.push(plan.run.stateRoot) },
+        alsoInSetup: () => {
+          throw new Error("the ledger refused the setup");
+        },
+      }),
+    ).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(PersistenceSetupError);
     // It was there, marker and all, when the setup began; it is gone with the refusal.
     expect(allocated).toHaveLength(1);
@@ -47,22 +38,19 @@ describe("a leg that never runs (§6)", () => {
     const t = tempLedger();
     const runsRoot = path.join(t.home, "runs");
     const allocated: string[] = [];
-    const outcome = await runAgent(request({ argv: ["sleep", "30"], timeout: 0.2, autoResume: 1 }), {
-      ledger: t.ledger,
-      runsRoot,
-      workdir: tempDir(),
-      io: quiet(),
-      env: {},
-      stdin: "ignore",
-      killGraceMs: 100,
-      legHooks: {
-        beforeSetup: async (plan) => {
-          allocated.push(plan.run.stateRoot);
-          // The first leg timed out and deferred; before the second joins, someone ends the session.
-          if (allocated.length === 2) await t.ledger.updateStatus("session", plan.sessionId, { newStatus: "cancelled", reasonCode: "run.cancelled.manual_kill" });
+    const outcome = await runAgent(
+      agentRequest({ argv: ["sleep", "30"], timeout: 0.2, autoResume: 1 }),
+      agentDepsOn(t, {
+        killGraceMs: 100,
+        legHooks: {
+          beforeSetup: async (plan) => {
+            allocated.push(plan.run.stateRoot);
+            // The first leg timed out and deferred; before the second joins, someone ends the session.
+            if (allocated.length === 2) await t.ledger.updateStatus("session", plan.sessionId, { newStatus: "cancelled", reasonCode: "run.cancelled.manual_kill" });
+          },
         },
-      },
-    });
+      }),
+    );
     expect(outcome.legs).toBe(2);
     expect(outcome.result.status).toBe("cancelled");
     expect(allocated).toHaveLength(2);

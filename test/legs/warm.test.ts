@@ -6,31 +6,18 @@ import path from "node:path";
 import { runAgent } from "../../src/legs/agent.ts";
 import { LegNotifier } from "../../src/legs/notify.ts";
 import { TERMINATION_OUTCOMES } from "../../src/legs/outcome.ts";
-import type { AgentRequest } from "../../src/legs/request.ts";
 import type { AfterCommit } from "../../src/legs/teardown/state.ts";
 import { allocateRun } from "../../src/legs/rundir.ts";
 import type { LegPlan } from "../../src/legs/setup.ts";
 import { tempDir, tempLedger } from "../helpers/ledger.ts";
-
-function request(argv: string[]): AgentRequest {
-  return { argv, resumeArgv: null, resume: null, notify: null, timeout: null, contract: null, contractWarnings: [], saveDir: undefined, runId: undefined, cwd: null, baseRef: null, invocationId: null, linkedSessionId: null, autoResume: 0, evidenceGate: false, detach: false, persist: true, json: false };
-}
+import { agentDepsOn, agentRequest } from "./run-agent.ts";
 
 /** Runs one leg with a hook that records when it is warmed and when it runs, beside the leg's afterSpawn seam. */
 async function legWithWarmHook(argv: string[]) {
   const t = tempLedger();
   const order: string[] = [];
   const hook: AfterCommit = Object.assign(() => void order.push("hook"), { warm: () => void order.push("warm") });
-  const outcome = await runAgent(request(argv), {
-    ledger: t.ledger,
-    runsRoot: path.join(t.home, "runs"),
-    workdir: tempDir(),
-    io: { stdout: () => {}, stderr: () => {}, log: () => {} },
-    env: {},
-    stdin: "ignore",
-    afterCommit: [hook],
-    legHooks: { afterSpawn: () => void order.push("afterSpawn") },
-  });
+  const outcome = await runAgent(agentRequest({ argv }), agentDepsOn(t, { afterCommit: [hook], legHooks: { afterSpawn: () => void order.push("afterSpawn") } }));
   return { outcome, order };
 }
 

@@ -37,6 +37,8 @@ export interface PendingHandshake {
   result: Promise<Handshake>;
   /** Gives the connection attempt up at once (result then fails as unreachable); nothing once it connected. */
   abort(): void;
+  /** For a handshake nobody will use: gives the attempt up, or closes the connection it already made. */
+  discard(): void;
 }
 
 /**
@@ -45,7 +47,13 @@ export interface PendingHandshake {
  */
 export function handshake(target: PgTarget, shape: PoolShape, clock: ServerClock): PendingHandshake {
   const controller = new AbortController();
-  return { result: connectPgWith(target, (sql) => readFirst(sql, target.schema, clock), shape, controller.signal), abort: () => controller.abort() };
+  const result = connectPgWith(target, (sql) => readFirst(sql, target.schema, clock), shape, controller.signal);
+  const abort = () => controller.abort();
+  const discard = () => {
+    abort();
+    void result.then(({ client }) => client.sql.close({ timeout: 0 })).catch(() => {});
+  };
+  return { result, abort, discard };
 }
 
 export interface PgConnectionOptions {
@@ -170,10 +178,8 @@ export class PgConnection {
     this.connecting?.abort();
     void ready?.then((client) => client.close()).catch(() => {});
     // A handshake taken over but never used (the command ended before its first query).
-    const early = this.early;
+    this.early?.discard();
     this.early = undefined;
-    early?.abort();
-    void early?.result.then(({ client }) => client.close()).catch(() => {});
   }
 
   private async open(): Promise<PgClient> {

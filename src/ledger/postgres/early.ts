@@ -50,10 +50,7 @@ export function adoptEarly(url: string, use: PoolUse): PendingHandshake | undefi
 
 /** Closes what no command took over (it failed its validation, or never opened the ledger). */
 export function closeUnadopted(): void {
-  for (const shake of started.values()) {
-    // Still connecting (a server that does not answer): given up now, not at its connect timeout.
-    shake.abort();
-    void shake.result.then(({ client }) => client.sql.close({ timeout: 0 })).catch(() => {});
-  }
+  // One still connecting (a server that does not answer) is given up now, not at its connect timeout.
+  for (const shake of started.values()) shake.discard();
   started.clear();
 }
