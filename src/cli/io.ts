@@ -4,7 +4,7 @@
 // console.log/console.error are Bun-native and write synchronously (a slow reader gets every line
 // even when the process exits right after), so lines still appear as they are produced.
 
-import { safeText } from "./text.ts";
+import { safeText } from "../util/text.ts";
 
 /** Writes whole lines to stdout: `text` is one or more lines; a missing final newline is added. */
 export function writeOut(text: string): void {

@@ -2,7 +2,7 @@
 
 import { paint, type Colour } from "./colour.ts";
 import { writeOut } from "./io.ts";
-import { safeText } from "./text.ts";
+import { safeText } from "../util/text.ts";
 
 /** Text without its colour codes (for widths, and for error lines). */
 export const stripAnsi = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");

@@ -5,7 +5,7 @@
 import { writeAll } from "./fd.ts";
 import { cut } from "./output.ts";
 import { isTerminal, terminalWidth } from "./terminal.ts";
-import { safeText } from "./text.ts";
+import { safeText } from "../util/text.ts";
 
 /** Erase the line the cursor is on and return to its start. */
 const ERASE = "\r\x1b[K";

@@ -2,7 +2,7 @@
 
 import type { AdminEventRow, EntityRow, TransitionRow } from "../ledger/rows.ts";
 import { parseJsonColumn } from "./output.ts";
-import { safeText } from "./text.ts";
+import { safeText } from "../util/text.ts";
 
 const JSON_COLUMNS = new Set(["status_evidence_refs", "artifact_contract_json", "artifact_verification_json", "node_metadata", "evidence_refs", "metadata", "payload", "command"]);
 

@@ -3,7 +3,7 @@
 import { SUCCESS_STATUS, type EntityKind } from "../lifecycle/policy.ts";
 import { isRegisteredReason } from "../lifecycle/reasons.ts";
 import type { WaitState } from "../ledger/rows.ts";
-import { safeText } from "../cli/text.ts";
+import { safeText } from "../util/text.ts";
 
 export interface WaitOutcome {
   /** The canonical id (a branch or run id resolves to its session's id). */

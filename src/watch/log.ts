@@ -1,6 +1,6 @@
 // The watcher's log: one line per action, as `TIME ACTION key=value…` text or one JSON object; handler argv never appears.
 
-import { safeText } from "../cli/text.ts";
+import { safeText } from "../util/text.ts";
 
 export type LogFormat = "text" | "json";
 export const LOG_FORMATS: readonly LogFormat[] = ["text", "json"];

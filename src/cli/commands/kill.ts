@@ -7,7 +7,7 @@ import { parseDuration } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { writeJson } from "../output.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
-import { safeText } from "../text.ts";
+import { safeText } from "../../util/text.ts";
 
 export default command({
   description:

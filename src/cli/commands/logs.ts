@@ -16,7 +16,7 @@ import { waitExitCode } from "../../wait/waiter.ts";
 import { writeAll } from "../fd.ts";
 import { writeNote } from "../io.ts";
 import { isoTime } from "../render.ts";
-import { safeLines, safeText } from "../text.ts";
+import { safeLines, safeText } from "../../util/text.ts";
 
 /** Which legs: `--leg N` by seq, `--leg all`, else the current one (or the one a run id names). */
 function chooseLegs(legs: readonly LegRow[], flag: string | undefined, preferred: LegRow | null, sessionId: string): LegRow[] {

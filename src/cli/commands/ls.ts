@@ -7,7 +7,7 @@ import { UsageError } from "../../util/errors.ts";
 import { statusColour, useColour } from "../colour.ts";
 import { terminalWidth } from "../terminal.ts";
 import { cut, displayWidth, table, writeJson } from "../output.ts";
-import { safeText } from "../text.ts";
+import { safeText } from "../../util/text.ts";
 import { writeOut } from "../io.ts";
 import { argvOf, shellWords } from "../render.ts";
 import { cliPaths } from "../paths.ts";

@@ -11,7 +11,7 @@ import { adminEventJson, argvOf, describeEntity, entityJson, isoTime, shellWords
 import { writeOut } from "../io.ts";
 import { cliPaths } from "../paths.ts";
 import { spooledSessions } from "../../spool/waiting.ts";
-import { safeText } from "../text.ts";
+import { safeText } from "../../util/text.ts";
 
 /** Registration columns holding JSON text. */
 const CALLBACK_JSON = new Set(["argv", "filter_kinds", "filter_ids"]);

@@ -5,7 +5,7 @@ import { parsePositiveNumber } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
 import { writeJson } from "../output.ts";
 import { writeOut } from "../io.ts";
-import { safeText } from "../text.ts";
+import { safeText } from "../../util/text.ts";
 
 export default command({
   description: "Finalize running sessions whose current leg is older than --stale-hours AND whose supervisor is gone (or never recorded). A live leg is never touched",

@@ -7,7 +7,7 @@ import { UsageError } from "../../util/errors.ts";
 import { cliPaths } from "../paths.ts";
 import { writeJson } from "../output.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
-import { safeText } from "../text.ts";
+import { safeText } from "../../util/text.ts";
 
 export default command({
   description: "Delete terminal sessions last updated more than --keep-days ago, with their history; sessions still owed to a consumer are kept",

@@ -9,7 +9,7 @@ import { readUntrustedFile } from "../../util/untrusted-file.ts";
 import { table, writeJson } from "../output.ts";
 import { cliPaths } from "../paths.ts";
 import { writeNote, writeOut } from "../io.ts";
-import { safeText } from "../text.ts";
+import { safeText } from "../../util/text.ts";
 
 export default command({
   description:

@@ -1,7 +1,7 @@
 // The one escaping helper of every human renderer (§18): what it escapes, what it keeps.
 
 import { describe, expect, test } from "bun:test";
-import { safeLines, safeText } from "../../src/cli/text.ts";
+import { safeLines, safeText } from "../../src/util/text.ts";
 import { table } from "../../src/cli/output.ts";
 
 describe("safeText", () => {
