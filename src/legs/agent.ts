@@ -9,7 +9,7 @@ import type { CompletionEvidence, EvidenceOptions } from "./evidence.ts";
 import { runLeg, type LegHooks, type LegIo, type LegOptions } from "./leg.ts";
 import type { LegNotifier } from "./notify.ts";
 import { liExitCode } from "./outcome.ts";
-import { processIdentity } from "./proc.ts";
+import { processIdentity } from "../host/proc.ts";
 import type { AgentRequest } from "./request.ts";
 import type { ResumeHooks, ResumeTarget } from "./resume.ts";
 import { allocateRun, takeRunId, type RunDir } from "./rundir.ts";

@@ -12,7 +12,7 @@ import { commandEnv } from "./env.ts";
 import { startHeartbeat } from "./heartbeat.ts";
 import { watchKillRequest } from "./kill-request.ts";
 import { commandExitCode, naturalTermination, type Termination } from "./outcome.ts";
-import { readStartTicks } from "./proc.ts";
+import { readStartTicks } from "../host/proc.ts";
 import type { ResumeSetup } from "./resume.ts";
 import { newSessionRows, nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegIds, type LegPlan } from "./setup.ts";
 import { armDeadline, GroupTerminator, LI_SIGNALS, LiSignalTrap } from "./signals.ts";

@@ -10,7 +10,7 @@ import type { Ledger } from "../ledger/ledger.ts";
 import type { LegNotify } from "../notify/register.ts";
 import type { Settings } from "../settings/settings.ts";
 import type { LegIds, LegPlan } from "./setup.ts";
-import { machineId } from "./proc.ts";
+import { machineId } from "../host/proc.ts";
 import type { AfterCommit } from "./teardown/state.ts";
 
 export interface LegNotifierOptions {

@@ -6,7 +6,7 @@ import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { applyTransition, validateTransition, type AppliedTransition } from "../ledger/transition.ts";
 import type { ArtifactContract } from "../contracts/artifacts.ts";
-import type { ProcessIdentity } from "./proc.ts";
+import type { ProcessIdentity } from "../host/proc.ts";
 import type { RunDir } from "./rundir.ts";
 
 export interface LegIds {

@@ -1,7 +1,7 @@
 // Stopping a leg's command: one termination cause, the signal sent to its group once, SIGKILL after a grace.
 
 import { armTimer } from "../util/timer.ts";
-import { killGroup, type SignalSender } from "./proc.ts";
+import { killGroup, type SignalSender } from "../host/proc.ts";
 import type { Termination } from "./outcome.ts";
 
 /** Signals to li that end a leg, and the termination each one records. */

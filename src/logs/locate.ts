@@ -4,7 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { BranchRow, LegRow } from "../ledger/rows.ts";
-import { machineId, machineOf } from "../legs/proc.ts";
+import { machineId, machineOf } from "../host/proc.ts";
 import { isSafeId } from "../util/ids.ts";
 
 export type LegOutput =

@@ -1,7 +1,7 @@
 // Which host a handler belongs to (SPEC §9.3): kept apart from the engine so the push after every leg's
 // final write can ask what is owed without loading the engine (it loads only when a handler is owed).
 
-import { machineId, machineOf } from "../legs/proc.ts";
+import { machineId, machineOf } from "../host/proc.ts";
 
 /**
  * The host a handler belongs to. The machine id rather than `hostId()` (machine + boot): a standing

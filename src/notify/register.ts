@@ -39,7 +39,7 @@ export interface LegRegistrationInput {
   legId: string;
   argv: readonly string[];
   origin: string;
-  /** The host that runs it: `hostId()` or `machineId()` from legs/proc.ts (only the machine part is kept); default this host. */
+  /** The host that runs it: `hostId()` or `machineId()` from host/proc.ts (only the machine part is kept); default this host. */
   hostId?: string;
   now: number;
   /** Defaults to a random UUID. */

@@ -2,7 +2,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { killGroup } from "../legs/proc.ts";
+import { killGroup } from "../host/proc.ts";
 import { previewWord, renderArgv } from "./argv.ts";
 import { handlerEnv, placeholderValues, type Envelope } from "./envelope.ts";
 

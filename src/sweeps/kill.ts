@@ -1,7 +1,7 @@
 // `li kill ID` (SPEC §12.2): ask a live leg to cancel itself, force it after the grace, or write a dead leg's session directly.
 
 import type { EntityRow, LegRow, RunningSession } from "../ledger/rows.ts";
-import { isUsablePid } from "../legs/proc.ts";
+import { isUsablePid } from "../host/proc.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
 import { UsageError } from "../util/errors.ts";

@@ -1,8 +1,8 @@
 // The one liveness classifier (SPEC §12.1): judges a leg from its markers on positive evidence only; pure, the probe is injected.
 
-import { isUsablePid, type ProbeResult } from "../legs/proc.ts";
+import { isUsablePid, type ProbeResult } from "../host/proc.ts";
 
-export type { ProbeResult } from "../legs/proc.ts";
+export type { ProbeResult } from "../host/proc.ts";
 
 /** Default staleness grace for a heartbeat seen from another host (the heartbeat period is 15 s). */
 export const DEFAULT_HEARTBEAT_GRACE_SECONDS = 600;

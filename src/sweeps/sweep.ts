@@ -2,7 +2,7 @@
 
 import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-import { hostId, killGroup, probeProcess } from "../legs/proc.ts";
+import { hostId, killGroup, probeProcess } from "../host/proc.ts";
 import type { z } from "zod";
 import { UsageError } from "../util/errors.ts";
 import type { Probe } from "./liveness.ts";

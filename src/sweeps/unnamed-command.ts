@@ -3,7 +3,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { LEG_RUN_ID_ENV } from "../legs/env.ts";
-import { PROC_ROOT, readProcStat } from "../legs/proc.ts";
+import { PROC_ROOT, readProcStat } from "../host/proc.ts";
 
 /** USER_HZ, the unit of /proc start times: 100 on every Linux architecture li is built for. */
 const CLOCK_TICKS_PER_SECOND = 100;

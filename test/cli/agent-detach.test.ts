@@ -5,7 +5,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
-import { probeProcess } from "../../src/legs/proc.ts";
+import { probeProcess } from "../../src/host/proc.ts";
 import { agentHome, readIf, rows, sessionRow } from "../legs/agent-harness.ts";
 import { pidFromFile, signalPid, until } from "../helpers/until.ts";
 

@@ -5,7 +5,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { fixture } from "../helpers/fixtures.ts";
-import { probeProcess } from "../../src/legs/proc.ts";
+import { probeProcess } from "../../src/host/proc.ts";
 import { agentHome, readIf, rows, runningSession, sessionRow, spawnLi } from "../legs/agent-harness.ts";
 import { isAlive, pidFromFile, pidInFile, signalPid, until, untilGone } from "../helpers/until.ts";
 

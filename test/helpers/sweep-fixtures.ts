@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import type { LegRow } from "../../src/ledger/rows.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
-import { hostId, readStartTicks } from "../../src/legs/proc.ts";
+import { hostId, readStartTicks } from "../../src/host/proc.ts";
 import { fixture, type FixtureName } from "./fixtures.ts";
 import { rowsOf, tempDir } from "./ledger.ts";
 import type { SqlParam } from "./ledger-rows.ts";

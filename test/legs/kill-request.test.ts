@@ -6,7 +6,7 @@ import path from "node:path";
 import type { Backend } from "../../src/ledger/backend.ts";
 import type { LegRow } from "../../src/ledger/rows.ts";
 import { watchKillRequest } from "../../src/legs/kill-request.ts";
-import { processIdentity } from "../../src/legs/proc.ts";
+import { processIdentity } from "../../src/host/proc.ts";
 import { allocateRun } from "../../src/legs/rundir.ts";
 import { setupNewSession } from "../../src/legs/setup.ts";
 import { tempDir, tempLedger } from "../helpers/ledger.ts";

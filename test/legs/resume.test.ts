@@ -7,7 +7,7 @@ import type { Tx } from "../../src/ledger/backend.ts";
 import { openLedger } from "../../src/ledger/open.ts";
 import { runAgent, type AgentDeps } from "../../src/legs/agent.ts";
 import { LegNotifier } from "../../src/legs/notify.ts";
-import { processIdentity } from "../../src/legs/proc.ts";
+import { processIdentity } from "../../src/host/proc.ts";
 import type { AgentRequest } from "../../src/legs/request.ts";
 import { resolveResume, setupResume } from "../../src/legs/resume.ts";
 import { storedObject } from "../../src/legs/stored-json.ts";

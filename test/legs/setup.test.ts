@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import path from "node:path";
 import { startHeartbeat } from "../../src/legs/heartbeat.ts";
-import { processIdentity } from "../../src/legs/proc.ts";
+import { processIdentity } from "../../src/host/proc.ts";
 import { allocateRun } from "../../src/legs/rundir.ts";
 import { recordCommandMarkers, setupContinuation, setupNewSession, type LegPlan } from "../../src/legs/setup.ts";
 import { fakeClock, sequentialIds, tempDir, tempLedger } from "../helpers/ledger.ts";

@@ -2,7 +2,7 @@
 
 import { describe, expect, test } from "bun:test";
 import { GroupTerminator, LiSignalTrap } from "../../src/legs/signals.ts";
-import type { SignalSender } from "../../src/legs/proc.ts";
+import type { SignalSender } from "../../src/host/proc.ts";
 
 /** A group terminator whose signals are recorded, not sent (the group is a made-up pid). */
 function recordingGroup(): { group: GroupTerminator; sent: Array<NodeJS.Signals | number> } {

@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { GroupTerminator } from "../../src/legs/signals.ts";
-import type { SignalSender } from "../../src/legs/proc.ts";
+import type { SignalSender } from "../../src/host/proc.ts";
 import { spawnCommand } from "../../src/legs/spawn.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";

@@ -5,7 +5,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { ArtifactContract } from "../../src/contracts/artifacts.ts";
 import type { CompletionEvidence } from "../../src/legs/evidence.ts";
-import { processIdentity } from "../../src/legs/proc.ts";
+import { processIdentity } from "../../src/host/proc.ts";
 import { allocateRun } from "../../src/legs/rundir.ts";
 import { legRow, setupNewSession, type LegPlan } from "../../src/legs/setup.ts";
 import { runTeardown, TEARDOWN_STEPS } from "../../src/legs/teardown/run.ts";

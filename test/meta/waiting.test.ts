@@ -28,7 +28,7 @@ const ALLOWED: Allowed[] = [
   { file: "sweeps/workers/supervisor.ts", line: "setInterval(() => {}, 1 << 30);", why: "keeps the stand-in supervisor alive until it is signalled; not a wait" },
   { file: "legs/signals.test.ts", line: "(pid, signal) => (look(pid, signal), process.kill(pid, signal))", why: "a recording signal sender handed to GroupTerminator; the pid is the terminator's own group" },
   { file: "meta/until.test.ts", line: 'process.kill(stranger, "SIGKILL");', why: "ends the process that test started without the owner token, to show validPid refuses it" },
-  { file: "legs/proc.test.ts", line: "expect(process.kill(zombie, 0)).toBe(true);", why: "signal 0 probes a zombie validPid accepted; it delivers nothing" },
+  { file: "host/proc.test.ts", line: "expect(process.kill(zombie, 0)).toBe(true);", why: "signal 0 probes a zombie validPid accepted; it delivers nothing" },
 ];
 
 function sourceFiles(dir: string): string[] {

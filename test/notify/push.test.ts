@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { hostId, probeProcess } from "../../src/legs/proc.ts";
+import { hostId, probeProcess } from "../../src/host/proc.ts";
 import { deliverOnce } from "../../src/notify/deliver.ts";
 import { MAX_ATTEMPTS } from "../../src/notify/engine.ts";
 import { pushTerminal } from "../../src/notify/push.ts";

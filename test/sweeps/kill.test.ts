@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import type { AppliedTransition } from "../../src/ledger/transition.ts";
-import { readStartTicks } from "../../src/legs/proc.ts";
+import { readStartTicks } from "../../src/host/proc.ts";
 import { killSession, KillRefusedError } from "../../src/sweeps/kill.ts";
 import { hostEnv } from "../../src/sweeps/sweep.ts";
 import { rowsOf, tempLedger } from "../helpers/ledger.ts";

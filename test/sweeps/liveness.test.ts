@@ -8,7 +8,7 @@ import {
   type ProbeResult,
   type Verdict,
 } from "../../src/sweeps/liveness.ts";
-import { probeProcess, hostId as currentHostId, readStartTicks } from "../../src/legs/proc.ts";
+import { probeProcess, hostId as currentHostId, readStartTicks } from "../../src/host/proc.ts";
 
 const HERE = "machine-a:boot-1";
 const ELSEWHERE = "machine-b:boot-7";

@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { fixture } from "../helpers/fixtures.ts";
 import { li } from "../helpers/cli.ts";
 import { isAlive, pidFromFile, signalPid, untilExeced, untilGone } from "../helpers/until.ts";
-import { readStartTicks } from "../../src/legs/proc.ts";
+import { readStartTicks } from "../../src/host/proc.ts";
 import { earliestStartTicks, findLegCommand } from "../../src/sweeps/unnamed-command.ts";
 import type { LedgerRows } from "../helpers/ledger-rows.ts";
 import { agentHome, rows, type AgentHome } from "../legs/agent-harness.ts";

@@ -11,7 +11,7 @@ import { LegNotifier } from "../../legs/notify.ts";
 import { EXIT_CODE_BY_STATUS } from "../../legs/outcome.ts";
 import { parseAgentRequest, type AgentArgs, type AgentRequest } from "../../legs/request.ts";
 import { heartbeatMsFromEnv } from "../../legs/heartbeat.ts";
-import { hostOverrides } from "../../legs/proc.ts";
+import { hostOverrides } from "../../host/proc.ts";
 import { DEFAULT_LEDGER_RETRY_SECONDS, retryUnreachable, type Attempt } from "../../legs/ledger-retry.ts";
 import { formatDuration } from "../../util/duration.ts";
 import { spoolDirOf } from "../../spool/entry.ts";

@@ -1,4 +1,5 @@
 // Process identity on Linux (SPEC §8.5, §12.1): /proc start ticks and state, boot and host ids, and positive-evidence probes.
+// The host's, not one leg's: legs record it, notify and the sweeps probe and signal by it, so it sits below them all.
 
 import fs from "node:fs";
 import os from "node:os";

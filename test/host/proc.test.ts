@@ -17,7 +17,7 @@ import {
   readProcState,
   readStartTicks,
   type SignalSender,
-} from "../../src/legs/proc.ts";
+} from "../../src/host/proc.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir as scratchDir } from "../helpers/temp-dirs.ts";
 import { pidFromFile, until, validPid } from "../helpers/until.ts";
@@ -215,7 +215,7 @@ describe("terminal foreground", () => {
     expect(isForegroundOfTerminal(fakeProc("self", statLine(1, "li", { pgrp: 300, tpgid: -1 })))).toBe(false);
   });
 
-  const program = `import { isForegroundOfTerminal } from ${JSON.stringify(path.resolve(import.meta.dir, "../../src/legs/proc.ts"))}; console.log(isForegroundOfTerminal() ? "foreground" : "not foreground");`;
+  const program = `import { isForegroundOfTerminal } from ${JSON.stringify(path.resolve(import.meta.dir, "../../src/host/proc.ts"))}; console.log(isForegroundOfTerminal() ? "foreground" : "not foreground");`;
 
   test("a program run in a pseudo-terminal by `script` is in the foreground", () => {
     const dir = tempDir();
