@@ -1,8 +1,5 @@
 // Retrying an unreachable ledger for a bounded time (SPEC §17): the final write, and a foreground leg's setup.
 
-/** `--ledger-retry` / `agent.ledger_retry` when neither is given: two minutes. */
-export const DEFAULT_LEDGER_RETRY_SECONDS = 120;
-
 /** First pause between attempts; each further pause doubles, up to the cap. */
 const FIRST_PAUSE_MS = 250;
 const MAX_PAUSE_MS = 10_000;

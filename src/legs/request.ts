@@ -6,7 +6,7 @@ import type { ArtifactContract } from "../contracts/artifacts.ts";
 import { parseDuration, parseNonNegativeInt } from "../util/duration.ts";
 import { ExitCode, UsageError } from "../util/errors.ts";
 import { assertSafeId } from "../util/ids.ts";
-import { DEFAULT_LEDGER_RETRY_SECONDS } from "./ledger-retry.ts";
+import { DEFAULT_LEDGER_RETRY_SECONDS } from "../settings/defaults.ts";
 import { resolveSaveDir, RUN_ID_ENV } from "./rundir.ts";
 
 /** The flags of `li agent` as citty hands them over. */
