@@ -1,7 +1,7 @@
 // A leg's notice (SPEC §9.1, §9.4): its registration in the setup transaction, the push after its final write, or one undurable run.
 
-// The registration module pulls in the settings module (~6 ms), so it loads only when a notice is
-// possible, and the push modules only after the final write.
+// The registration module (the argv compiler, the host of a handler) loads only when a notice is possible,
+// and the push modules only after the final write.
 
 import { existsSync } from "node:fs";
 import path from "node:path";

@@ -1,10 +1,10 @@
 // Leg registrations (SPEC §9.1): the resolver of which argv a leg gets, and its rows in the setup transaction.
 
 import type { Tx } from "../ledger/backend.ts";
-import { notifyAppliesToLeg, type Settings } from "../settings/settings.ts";
 import { randomId } from "../util/ids.ts";
 import { compileArgvWords, compileTemplate, type CompiledArgv } from "./argv.ts";
 import { canonicalHost, handlerHost } from "./host.ts";
+import { notifyAppliesToLeg, type NotifySetting } from "./on-terminal.ts";
 import { REGISTRATION_PREFIX } from "./prefixes.ts";
 
 export interface LegNotify {
@@ -22,7 +22,7 @@ export interface LegNotify {
  * notice (with a warning) rather than falling back to the settings: the user asked for something else.
  * Never throws.
  */
-export function defaultLegNotify(settings: Settings | null, leg: { notifyFlag: string | undefined | null; sessionId: string; branchId: string }): LegNotify {
+export function defaultLegNotify(settings: { readonly notifyOnTerminal: NotifySetting | null } | null, leg: { notifyFlag: string | undefined | null; sessionId: string; branchId: string }): LegNotify {
   if (leg.notifyFlag !== undefined && leg.notifyFlag !== null) return legNotify(compileTemplate(leg.notifyFlag, "--notify"), "--notify");
   const setting = settings?.notifyOnTerminal ?? null;
   if (!notifyAppliesToLeg(setting, leg) || setting === null) return { argv: null, origin: null, warnings: [] };

@@ -5,32 +5,14 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { EXECUTION_KINDS, canonicalKind } from "../lifecycle/policy.ts";
 import { compileArgvWords, compileTemplate } from "../notify/argv.ts";
+import type { NotifyFilter, NotifySetting } from "../notify/on-terminal.ts";
 import { parseDuration, parsePositiveNumber, requireDurationRange } from "../util/duration.ts";
 import { UsageError } from "../util/errors.ts";
 import { isSafeId } from "../util/ids.ts";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
-import { DEFAULT_LEDGER_RETRY_SECONDS } from "../legs/ledger-retry.ts";
+import { DEFAULT_LEDGER_RETRY_SECONDS } from "./defaults.ts";
 import { findProjectFile, SETTINGS_FILE } from "./lookup.ts";
 import { trustCommand, trustState } from "./trust.ts";
-
-export interface NotifyFilter {
-  /** Execution kinds the handler is for; null = every kind. */
-  readonly kinds: readonly string[] | null;
-  /** Entity ids the handler is for; null = every id. */
-  readonly ids: readonly string[] | null;
-}
-
-/** `notify.on_terminal`, kept raw; `argv.ts` compiles it when a registration is written. */
-export interface NotifySetting {
-  /** Names the key and the file, for warnings: `settings /p/.li/settings.yaml: notify.on_terminal`. */
-  readonly origin: string;
-  readonly enabled: boolean;
-  /** The string form. */
-  readonly template?: string;
-  /** The mapping form's `argv` words. */
-  readonly argv?: readonly string[];
-  readonly filter: NotifyFilter;
-}
 
 export interface WatchSettings {
   readonly sweepInterval: number;
@@ -350,16 +332,4 @@ function freezeNotify(setting: NotifySetting): NotifySetting {
       ids: setting.filter.ids === null ? null : Object.freeze([...setting.filter.ids]),
     }),
   });
-}
-
-/**
- * Whether the settings handler gives a leg its default registration (§9.1, §15): it must be enabled,
- * its kinds (when given) must include `session`, and its ids (when given) must name the session or the branch.
- */
-export function notifyAppliesToLeg(setting: NotifySetting | null, leg: { readonly sessionId: string; readonly branchId: string }): boolean {
-  if (setting === null || !setting.enabled) return false;
-  const { kinds, ids } = setting.filter;
-  if (kinds !== null && !kinds.includes("session")) return false;
-  if (ids !== null && !ids.includes(leg.sessionId) && !ids.includes(leg.branchId)) return false;
-  return true;
 }

@@ -3,7 +3,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { defaultLegNotify } from "../../src/notify/register.ts";
-import { type NotifySetting, loadSettings, notifyAppliesToLeg } from "../../src/settings/settings.ts";
+import { type NotifySetting, notifyAppliesToLeg } from "../../src/notify/on-terminal.ts";
+import { loadSettings } from "../../src/settings/settings.ts";
 import { trustFile } from "../../src/settings/trust.ts";
 
 let root: string;
