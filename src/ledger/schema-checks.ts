@@ -3,7 +3,7 @@
 
 import { sql, type Column, type SQL } from "drizzle-orm";
 import { POLICY_SPECS, type EntityKind } from "../lifecycle/policy.ts";
-import { HANDLER_PREFIX, REGISTRATION_PREFIX } from "../notify/prefixes.ts";
+import { HANDLER_PREFIX, REGISTRATION_PREFIX } from "../lifecycle/consumer-prefixes.ts";
 
 /** `column IN (…)` over a vocabulary declared in code, so the database enforces the same list. */
 export function oneOf(column: Column, values: readonly string[]): SQL {

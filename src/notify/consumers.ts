@@ -7,7 +7,7 @@ import { UsageError } from "../util/errors.ts";
 import { isSafeId } from "../util/ids.ts";
 import { compileArgvWords, previewWord } from "./argv.ts";
 import { canonicalHost } from "./host.ts";
-import { HANDLER_PREFIX, REGISTRATION_PREFIX } from "./prefixes.ts";
+import { HANDLER_PREFIX, REGISTRATION_PREFIX } from "../lifecycle/consumer-prefixes.ts";
 
 /** A consumer name a person chooses: a safe id (§3) without the prefixes li reserves for handlers. */
 export function assertConsumerName(name: string, what = "consumer name"): string {

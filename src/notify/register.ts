@@ -5,7 +5,7 @@ import { randomId } from "../util/ids.ts";
 import { compileArgvWords, compileTemplate, type CompiledArgv } from "./argv.ts";
 import { canonicalHost, handlerHost } from "./host.ts";
 import { notifyAppliesToLeg, type NotifySetting } from "./on-terminal.ts";
-import { REGISTRATION_PREFIX } from "./prefixes.ts";
+import { REGISTRATION_PREFIX } from "../lifecycle/consumer-prefixes.ts";
 
 export interface LegNotify {
   /** The compiled argv (placeholders not substituted), or null: no registration. */
