@@ -60,6 +60,11 @@ export async function resolveIn(reads: LedgerReads, input: string, kinds: readon
   return target ? { found: target } : { notFound: true };
 }
 
+/** The one answer every command that takes an id gives for an id nothing matches (§16, exit 2). */
+export function notFoundMessage(input: string): string {
+  return `no run, session or branch matches '${input}'`;
+}
+
 /** One line naming an ambiguous prefix and some of what it matches. */
 export function ambiguityMessage(input: string, matches: readonly LookupMatch[]): string {
   const sample = matches.slice(0, 4).map((m) => `${m.kind} ${m.id}`).join(", ");
@@ -76,6 +81,6 @@ export async function resolveOneIn(reads: LedgerReads, input: string, kinds: rea
   if (!id) throw new UsageError("an id is required");
   const r = await resolveIn(reads, id, kinds);
   if ("found" in r) return r.found;
-  if ("notFound" in r) throw new UsageError(`no entity matches id '${id}'`);
+  if ("notFound" in r) throw new UsageError(notFoundMessage(id));
   throw new UsageError(ambiguityMessage(id, r.ambiguous));
 }

@@ -3,13 +3,15 @@
 import type { EntityRow, LegRow, RunningSession } from "../ledger/rows.ts";
 import { isUsablePid } from "../host/proc.ts";
 import type { Ledger } from "../ledger/ledger.ts";
+import type { LookupKind } from "../ledger/reads.ts";
+import { ambiguityMessage, notFoundMessage, resolveIn } from "../ledger/resolve.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
 import { UsageError } from "../util/errors.ts";
 import { judgeSession, killOrphanCommand, livenessEvidence, type Judgement } from "./judge.ts";
 import { hostEnv, type SweepEnv } from "./sweep.ts";
 import { guardConflict, writeJudged, type JudgedWriteOutcome } from "./write.ts";
 
-/** `li kill` refuses (exit 1): terminal target, a leg of another host, an unknown id (§16). */
+/** `li kill` refuses (exit 1): terminal target, a leg of another host (§16); an unknown id is a usage error (2). */
 export class KillRefusedError extends UsageError {
   constructor(message: string) {
     super(message, 1);
@@ -46,15 +48,16 @@ export interface KillDeps {
   pushTerminal?: (ledger: Ledger, event: AppliedTransition) => Promise<unknown>;
 }
 
+/** The kinds whose ids name a session li kill can stop: a branch or a run id names its owning session. */
+const KILL_LOOKUP: readonly LookupKind[] = ["session", "branch", "run"];
+
 async function findSession(ledger: Ledger, input: string): Promise<RunningSession> {
   const id = input.trim();
   if (!id) throw new UsageError("li kill: a session id is required");
-  const exact = await ledger.backend.getSweepSession(id);
-  if (exact) return exact;
-  const matches = await ledger.backend.findIdsByPrefix("session", id, 2);
-  if (matches.length > 1) throw new UsageError(`session id prefix '${id}' is ambiguous (${matches.join(", ")}, …); give more characters`);
-  const found = matches.length === 1 ? await ledger.backend.getSweepSession(matches[0]!) : null;
-  if (!found) throw new KillRefusedError(`no session matches id '${id}'`);
+  const r = await resolveIn(ledger.backend.reads, id, KILL_LOOKUP);
+  if ("ambiguous" in r) throw new UsageError(ambiguityMessage(id, r.ambiguous));
+  const found = "found" in r ? await ledger.backend.getSweepSession(r.found.id) : null;
+  if (!found) throw new UsageError(notFoundMessage(id));
   return found;
 }
 

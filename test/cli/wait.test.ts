@@ -125,7 +125,7 @@ describe("li wait: resolution and the frozen line", () => {
     await invocation(t, long, "completed", "run.completed.ok");
     const r = await li(["wait", long.slice(0, 36)], { home: t.paths.home });
     expect(r.stdout).toBe("");
-    expect(r.stderr).toContain(`not found: ${long.slice(0, 36)}`);
+    expect(r.stderr).toContain(`no run, session or branch matches '${long.slice(0, 36)}'`);
     expect(r.code).toBe(2);
   });
 
@@ -153,7 +153,7 @@ describe("li wait: resolution and the frozen line", () => {
     await invocation(t, "inv-here", "completed", "run.completed.ok");
     const r = await li(["wait", "nope-nothing", "inv-here"], { home: t.paths.home });
     expect(r.stdout).toBe(line("inv-here", "completed", "run.completed.ok") + "\n");
-    expect(r.stderr).toContain("not found: nope-nothing");
+    expect(r.stderr).toContain("no run, session or branch matches 'nope-nothing'");
     expect(r.code).toBe(2);
   });
 
@@ -418,18 +418,18 @@ describe("li wait on real `li agent` legs", () => {
     }
   }, 60_000);
 
-  test("exit_code is the command's own, never li's mapped exit: 137 when SIGKILL ended it, 143 on a timeout, - when it never ran", async () => {
+  test("exit_code is the command's own, never li's mapped exit: 137 when SIGKILL ended it, 143 on a timeout, 127 when it could not start (as a shell says)", async () => {
     const home = agentHome();
     const killed = await agent(home, ["--", fixture("kill-self"), "KILL"]);
     const timedOut = await agent(home, ["--timeout", "300ms", "--", fixture("forever")]);
     const neverRan = await agent(home, ["--", join(home.scratch, "no-such-program")]);
-    expect([killed.code, timedOut.code, neverRan.code]).toEqual([1, 124, 1]);
+    expect([killed.code, timedOut.code, neverRan.code]).toEqual([1, 124, 127]);
     const r = await li(["wait", killed.record.session_id, timedOut.record.session_id, neverRan.record.session_id], { home: home.home });
     const fields = r.stdout.trim().split("\n").map((l) => l.split("\t").filter((f) => f.startsWith("status=") || f.startsWith("exit_code=")));
     expect(fields).toEqual([
       ["status=failed", "exit_code=137"],
       ["status=timed_out", "exit_code=143"],
-      ["status=failed", "exit_code=-"],
+      ["status=failed", "exit_code=127"],
     ]);
     expect(r.code).toBe(1);
   }, 60_000);

@@ -5,6 +5,7 @@ import type { AppliedTransition } from "../../src/ledger/transition.ts";
 import { readStartTicks } from "../../src/host/proc.ts";
 import { killSession, KillRefusedError } from "../../src/sweeps/kill.ts";
 import { hostEnv } from "../../src/sweeps/sweep.ts";
+import { UsageError } from "../../src/util/errors.ts";
 import { rowsOf, tempLedger } from "../helpers/ledger.ts";
 import { deadPid, ELSEWHERE, HERE, insertSession, query, startFixture, type RunningFixture } from "../helpers/sweep-fixtures.ts";
 import { isAlive } from "../helpers/until.ts";
@@ -171,11 +172,22 @@ describe("li kill ID", () => {
     expect(await dump()).toEqual(before);
   }
 
-  test("a terminal target and an unknown id are refused with exit 1 and nothing changes", async () => {
+  test("a terminal target is refused with exit 1 and nothing changes", async () => {
     const { ledger, deps, dump } = setup();
     await insertSession(ledger, { id: "done", startedAt: now(), updatedAt: now() });
     await ledger.transition("session", "done", { newStatus: "completed", reasonCode: "run.completed.ok" });
-    await expectRefused(ledger, deps, dump, [["done", /already completed/], ["nope", /no session matches id 'nope'/]]);
+    await expectRefused(ledger, deps, dump, [["done", /already completed/]]);
+  });
+
+  test("an unknown id is a usage error (exit 2) in the wording every command uses, and nothing changes", async () => {
+    const { ledger, deps, dump } = setup();
+    const before = await dump();
+    const error = await killSession(ledger, "nope", { graceSeconds: 5 }, deps).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error).not.toBeInstanceOf(KillRefusedError);
+    expect((error as UsageError).exitCode).toBe(2);
+    expect((error as Error).message).toBe("no run, session or branch matches 'nope'");
+    expect(await dump()).toEqual(before);
   });
 
   testSqliteOnly("remote-kill-refused")("a leg of another host is refused with exit 1 naming its host, and nothing changes", async () => {

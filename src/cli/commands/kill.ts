@@ -11,11 +11,11 @@ import { safeText } from "../../util/text.ts";
 
 export default command({
   description:
-    "Cancel a running session: SIGTERM its leg and wait (--grace), then force; a leg of another host (PostgreSQL) gets the request through the ledger and stops itself. Exit 0 killed or written, 1 refused, not found, or a remote leg not stopped within the grace",
+    "Cancel a running session: SIGTERM its leg and wait (--grace), then force; a leg of another host (PostgreSQL) gets the request through the ledger and stops itself. Exit 0 killed or written, 1 refused or a remote leg not stopped within the grace, 2 not found or ambiguous",
   examples: ["li kill 1a2b3c4d --grace=10 --reason=\"stuck on input\"", "li kill --all-stale --threshold=2h --dry-run"],
   ledger: "existing",
   args: {
-    id: { type: "positional", valueHint: "ID", description: "the session id (or a unique prefix)", required: false },
+    id: { type: "positional", valueHint: "ID", description: "the session id (or a unique prefix; a branch or run id names its session)", required: false },
     grace: { type: "string", valueHint: "DURATION", description: "seconds to wait for the leg to finalize itself after SIGTERM or, on another host, after the request (default 5)" },
     reason: { type: "string", valueHint: "TEXT", description: "a note recorded with the cancellation" },
     "all-stale": { type: "boolean", description: "cancel every running session whose leg is stale and whose supervisor is dead" },
