@@ -8,7 +8,7 @@ import { randomId } from "../util/ids.ts";
 import type { CompletionEvidence, EvidenceOptions } from "./evidence.ts";
 import { runLeg, type LegHooks, type LegIo, type LegOptions } from "./leg.ts";
 import type { LegNotifier } from "./notify.ts";
-import { liExitCode } from "./outcome.ts";
+import { legExitCode } from "./outcome.ts";
 import { processIdentity } from "../host/proc.ts";
 import type { AgentRequest } from "./request.ts";
 import type { ResumeHooks, ResumeTarget } from "./resume.ts";
@@ -176,7 +176,7 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
     });
     if (outcome.result.persisted !== "deferred") {
       // An outcome the ledger could not take is a failure to write the ledger (78, §18), whatever it was.
-      const exit = outcome.result.persisted === "unrecorded" ? ExitCode.unavailable : liExitCode(outcome.result.status);
+      const exit = outcome.result.persisted === "unrecorded" ? ExitCode.unavailable : legExitCode(outcome.termination, outcome.result.status, outcome.result.exitCode);
       return { plan, result: outcome.result, exit, legs };
     }
     // A resume may have started a new session (its old one was removed): the next leg continues that one.

@@ -231,6 +231,7 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
       } catch (error) {
         if (!(error instanceof SpawnError)) throw error;
         failure = error.message;
+        exitCode = error.exitCode;
         o.io.log(error.message);
       }
     }

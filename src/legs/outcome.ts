@@ -45,6 +45,11 @@ export function liExitCode(status: string): number {
   return EXIT_CODE_BY_STATUS[status as SessionStatus] ?? 1;
 }
 
+/** li's exit for a leg it recorded: a command that could not start exits as a shell would (126/127, §16), any other by its status. */
+export function legExitCode(termination: Termination, status: string, commandExit: number | null): number {
+  return termination === "spawn_failed" && commandExit !== null ? commandExit : liExitCode(status);
+}
+
 /** The command's own exit code: its status, or 128+N when signal N ended it; null when it never ran. */
 export function commandExitCode(exitCode: number | null, signalCode: string | null): number | null {
   if (exitCode !== null) return exitCode;

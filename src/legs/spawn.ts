@@ -18,9 +18,20 @@ export interface SpawnedCommand {
   readonly exited: Promise<{ exitCode: number | null; signalCode: string | null }>;
 }
 
-/** A command that could not start (not found, not executable, bad cwd). */
+/** A command that could not start: not found (127) or not executable (126), the codes a shell gives (§16). */
 export class SpawnError extends Error {
   override readonly name = "SpawnError";
+  constructor(
+    message: string,
+    readonly exitCode: 126 | 127,
+  ) {
+    super(message);
+  }
+}
+
+/** ENOENT is "command not found" to a shell; anything else that stops an exec (EACCES, ENOEXEC…) is "cannot execute". */
+function shellExitCode(error: unknown): 126 | 127 {
+  return (error as { code?: unknown } | null)?.code === "ENOENT" ? 127 : 126;
 }
 
 export function spawnCommand(argv: readonly string[], options: SpawnOptions): SpawnedCommand {
@@ -36,7 +47,7 @@ export function spawnCommand(argv: readonly string[], options: SpawnOptions): Sp
       detached: true,
     });
   } catch (error) {
-    throw new SpawnError(`cannot run ${JSON.stringify(argv[0])}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new SpawnError(`cannot run ${JSON.stringify(argv[0])}: ${error instanceof Error ? error.message : String(error)}`, shellExitCode(error));
   }
   const exited = child.exited.then(() => {
     const signal = child.signalCode;

@@ -59,6 +59,20 @@ describe("--detach", () => {
     await until("the leg to finish", async () => (await sessionRow(home.db, r.stdout.trim())).status === "completed");
   }, 30_000);
 
+  test("a detached command that cannot be started records 127 (not found) and 126 (not executable)", async () => {
+    const home = agentHome();
+    const script = path.join(home.scratch, "not-executable.sh");
+    fs.writeFileSync(script, "echo never\n", { mode: 0o644 });
+    for (const [argv, code] of [[["no-such-command-anywhere"], 127], [[script], 126]] as const) {
+      const r = await li(["agent", "--detach", "--", ...argv], { home: home.home });
+      expect(r.code).toBe(0);
+      const id = r.stdout.trim();
+      await until("the detached leg to end", async () => (await sessionRow(home.db, id)).status !== "running");
+      const s = await sessionRow(home.db, id);
+      expect([s.status, s.status_reason_code, s.exit_code]).toEqual(["failed", "run.failed.exception", code]);
+    }
+  });
+
   test("a detached start without persistence fails with 78", async () => {
     const home = agentHome();
     const r = await li(["agent", "--detach", "--", "true"], { home: home.home, env: { LI_DB: "/etc/passwd/state.db" } });

@@ -74,11 +74,23 @@ describe("outcomes and exit codes (§8.1)", () => {
     signalPid(validPid(/grandchild (\d+)/.exec(r.stderr)?.[1], "the grandchild"), "SIGKILL", { what: "the grandchild" });
   });
 
-  test("a command that cannot be started is failed (run.failed.exception) with no exit code", async () => {
+  test("a command that is not found is failed (run.failed.exception) with 127 recorded, and li exits 127 as a shell does", async () => {
     const r = await agent(["--", "/nonexistent/command"]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(127);
     const s = await sessionRow(r.home.db, r.record.session_id);
-    expect([s.status, s.status_reason_code, s.exit_code]).toEqual(["failed", "run.failed.exception", null]);
+    expect([s.status, s.status_reason_code, s.exit_code]).toEqual(["failed", "run.failed.exception", 127]);
+    const onPath = await agent(["--", "no-such-command-anywhere"]);
+    expect(onPath.code).toBe(127);
+  });
+
+  test("a file that is not executable is failed with 126 recorded, and li exits 126", async () => {
+    const home = agentHome();
+    const script = path.join(home.scratch, "not-executable.sh");
+    fs.writeFileSync(script, "echo never\n", { mode: 0o644 });
+    const r = await agent(["--", script], { home });
+    expect(r.code).toBe(126);
+    const s = await sessionRow(r.home.db, r.record.session_id);
+    expect([s.status, s.status_reason_code, s.exit_code]).toEqual(["failed", "run.failed.exception", 126]);
   });
 });
 
