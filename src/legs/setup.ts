@@ -102,6 +102,12 @@ export interface NewSessionRows {
   leg: LegRow;
 }
 
+/** What a leg whose setup never reached the ledger writes first at replay: its session, branch, leg and notice (§17, item 4). */
+export interface SpooledSetup extends NewSessionRows {
+  /** The leg's registration (§9.1); its consumer's watermark is taken at replay. */
+  registration: { id: string; argv: string[]; origin: string; hostId: string; createdAt: number } | null;
+}
+
 export function newSessionRows(plan: LegPlan): NewSessionRows {
   return {
     branch: { id: plan.branchId, session_id: plan.sessionId, name: null, metadata: null, created_at: plan.startedAt, updated_at: plan.startedAt },

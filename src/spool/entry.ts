@@ -2,16 +2,10 @@
 // Types and ids only: the leg that writes an entry loads no validator (replay validates, validate.ts).
 
 import type { FinalRecord } from "../legs/teardown/record.ts";
-import type { NewSessionRows } from "../legs/setup.ts";
+import type { SpooledSetup } from "../legs/setup.ts";
 
 export const SPOOL_SCHEMA = "li.spool";
 export const SPOOL_VERSION = 1;
-
-/** What a leg whose setup never reached the ledger writes first at replay: its session, branch, leg and notice (§17, item 4). */
-export interface SpooledSetup extends NewSessionRows {
-  /** The leg's registration (§9.1); its consumer's watermark is taken at replay. */
-  registration: { id: string; argv: string[]; origin: string; hostId: string; createdAt: number } | null;
-}
 
 export interface SpoolEntry {
   schema: typeof SPOOL_SCHEMA;

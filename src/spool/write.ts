@@ -1,12 +1,11 @@
 // Spooling a leg's outcome (SPEC §17): loaded only when the ledger stayed unreachable past --ledger-retry.
 
-import type { FinalRecord } from "../legs/teardown/record.ts";
-import type { LegOutage } from "../legs/teardown/state.ts";
-import { newEntryId, SPOOL_SCHEMA, SPOOL_VERSION, type SpooledSetup } from "./entry.ts";
+import type { LegOutage, SpoolRequest } from "../legs/teardown/state.ts";
+import { newEntryId, SPOOL_SCHEMA, SPOOL_VERSION } from "./entry.ts";
 import { writeEntry } from "./store.ts";
 
 /** Writes one entry holding the leg's outcome (and its setup, when that never reached the ledger); returns the file. */
-export function spoolFinal(outage: Pick<LegOutage, "spoolDir" | "hostId">, o: { ledger: string; now: number; record: FinalRecord; setup: SpooledSetup | null }): string {
+export function spoolFinal(outage: Pick<LegOutage, "spoolDir" | "hostId">, o: SpoolRequest): string {
   return writeEntry(outage.spoolDir, {
     schema: SPOOL_SCHEMA,
     version: SPOOL_VERSION,

@@ -7,6 +7,7 @@ import type { Ledger } from "../../ledger/ledger.ts";
 import { runAgent, type AgentDeps, type AgentOutcome } from "../../legs/agent.ts";
 import { SUPERVISOR_ENV } from "../../legs/env.ts";
 import { PersistenceSetupError, type LegIo } from "../../legs/leg.ts";
+import type { LegOutage } from "../../legs/teardown/state.ts";
 import { LegNotifier } from "../../legs/notify.ts";
 import { EXIT_CODE_BY_STATUS } from "../../legs/outcome.ts";
 import { parseAgentRequest, type AgentArgs, type AgentRequest } from "../../legs/request.ts";
@@ -235,9 +236,12 @@ function agentArgs(parsed: Record<string, unknown>, rawArgs: readonly string[]):
   };
 }
 
+/** The spool's writer, handed down to the leg: loaded only when the ledger stayed unreachable past --ledger-retry. */
+const spoolOutcome: LegOutage["spool"] = async (outage, request) => (await import("../../spool/write.ts")).spoolFinal(outage, request);
+
 function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit" | "ignore", req: AgentRequest): AgentDeps {
   const heartbeatMs = heartbeatMsFromEnv(process.env);
-  const outage = { retrySeconds: req.ledgerRetry ?? DEFAULT_LEDGER_RETRY_SECONDS, spoolDir: spoolDirOf(cliPaths().home) };
+  const outage = { retrySeconds: req.ledgerRetry ?? DEFAULT_LEDGER_RETRY_SECONDS, spoolDir: spoolDirOf(cliPaths().home), spool: spoolOutcome };
   return { ledger, runsRoot: cliPaths().runsRoot, workdir, io, env: process.env, stdin, outage, ...(heartbeatMs !== undefined ? { heartbeatMs } : {}) };
 }
 

@@ -100,9 +100,8 @@ async function recordAfterOutage(s: TeardownState, input: TeardownInput): Promis
   }
   s.ledgerError = attempt.error as LedgerUnavailableError;
   if (!s.ledgerError.unreachable) return unrecorded(s);
-  const { spoolFinal } = await import("../../spool/write.ts");
   try {
-    const file = spoolFinal(outage, { ledger: ledger.location, now: s.now(), record, setup: null });
+    const file = await outage.spool(outage, { ledger: ledger.location, now: s.now(), record, setup: null });
     const own = { status: s.status, reasonCode: s.reasonCode };
     return { ...own, persisted: "spooled", own, exitCode: s.exitCode, transition: null, ledgerError: s.ledgerError, spoolFile: file };
   } catch (error) {

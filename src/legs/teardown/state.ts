@@ -5,9 +5,10 @@ import type { Ledger } from "../../ledger/ledger.ts";
 import type { AppliedTransition } from "../../ledger/transition.ts";
 import type { MessageRow } from "../../ledger/rows.ts";
 import type { LedgerUnavailableError } from "../../util/errors.ts";
-import type { SpooledSetup } from "../../spool/entry.ts";
 import type { CompletionEvidence, EvidenceOptions } from "../evidence.ts";
 import type { Termination } from "../outcome.ts";
+import type { SpooledSetup } from "../setup.ts";
+import type { FinalRecord } from "./record.ts";
 
 export type Evidence = Record<string, unknown>;
 
@@ -40,9 +41,23 @@ export interface LegOutage {
   spoolDir: string;
   /** The host the entry is spooled on. */
   hostId: string;
+  /**
+   * Writes one spool entry in `spoolDir` and returns its file. The spool sits on the floor above legs
+   * (its entries are legs' records, replayed with legs' writers), so the command hands its writer down.
+   */
+  spool: (outage: Pick<LegOutage, "spoolDir" | "hostId">, request: SpoolRequest) => Promise<string>;
   /** Test seams for the backoff. */
   clockMs?: () => number;
   sleep?: (ms: number) => Promise<void>;
+}
+
+/** A leg's outcome (and its setup, when that never reached the ledger) as the spool keeps it (§17). */
+export interface SpoolRequest {
+  /** The ledger the leg could not reach, printable (no password). */
+  ledger: string;
+  now: number;
+  record: FinalRecord;
+  setup: SpooledSetup | null;
 }
 
 /** Runs after the guarded write committed (step 10): callbacks are pushed from here. */
