@@ -4,7 +4,7 @@
 
 import type { ArgDef, ParsedArgs } from "citty";
 import type { Ledger } from "../ledger/ledger.ts";
-import type { OpenedReads } from "../ledger/open-reads.ts";
+import type { OpenedReads } from "../ledger/reads.ts";
 
 /** What a completion offers for a flag's value or a positional: words from the registry, or paths. */
 export type CompleteAs = "kinds" | "statuses" | "files" | "dirs";

@@ -1,22 +1,10 @@
 // Opens a ledger for reading only, without the write machinery: `li wait`'s cold path.
 
 import type { Paths } from "./location.ts";
-import type { LedgerReads } from "./reads.ts";
-import type { ChangeWake, WakeOptions } from "./wake.ts";
+import type { OpenedReads } from "./reads.ts";
 import { openSqliteForReads } from "./sqlite/open-read.ts";
 import { SqliteReads } from "./sqlite/reads.ts";
 import { hostClock } from "../util/host-clock.ts";
-
-export interface OpenedReads {
-  reads: LedgerReads;
-  /** Wakes on commits by other processes (SQLite: the file watch, loaded on first call, so a wait that ends at once never loads node:fs). */
-  wake(options?: WakeOptions): Promise<ChangeWake>;
-  /** The ledger's clock for the ages views show: on PostgreSQL the server's once the first read returned. */
-  now(): number;
-  /** Resolves once `now()` is the ledger's clock (PostgreSQL: connected, the server's clock measured): await it before a time taken ahead of any read. */
-  ready(): Promise<void>;
-  close(): void;
-}
 
 /** A missing ledger is a UsageError ("nothing recorded yet", exit 2) and is never created (§16). */
 export function openReads(paths: Paths): OpenedReads {

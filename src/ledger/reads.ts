@@ -3,6 +3,7 @@
 
 import type { EntityKind } from "../lifecycle/policy.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, CallbackRow, DeliveryRow, RecentRow, WaitState } from "./rows.ts";
+import type { ChangeWake, WakeOptions } from "./wake.ts";
 
 /** Kinds an id is looked up in: the entity tables plus branch ids and run ids (legs.run_id), §11. */
 export type LookupKind = EntityKind | "branch" | "run";
@@ -41,4 +42,16 @@ export interface LedgerReads {
   legsOf(sessionId: string): LegRow[] | Promise<LegRow[]>;
   /** A session's branches, oldest first (by the branches_session_idx index). */
   branchesOf(sessionId: string): BranchRow[] | Promise<BranchRow[]>;
+}
+
+/** A ledger opened for reading only (open-reads.ts, and each backend's own opener): its reads, wake-ups and clock. */
+export interface OpenedReads {
+  reads: LedgerReads;
+  /** Wakes on commits by other processes (SQLite: the file watch, loaded on first call, so a wait that ends at once never loads node:fs). */
+  wake(options?: WakeOptions): Promise<ChangeWake>;
+  /** The ledger's clock for the ages views show: on PostgreSQL the server's once the first read returned. */
+  now(): number;
+  /** Resolves once `now()` is the ledger's clock (PostgreSQL: connected, the server's clock measured): await it before a time taken ahead of any read. */
+  ready(): Promise<void>;
+  close(): void;
 }

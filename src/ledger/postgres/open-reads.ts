@@ -2,7 +2,7 @@
 // queries, never the write path (backend.ts and what it loads). src/ledger/open-reads.ts loads this
 // module only for a postgres:// location.
 
-import type { OpenedReads } from "../open-reads.ts";
+import type { OpenedReads } from "../reads.ts";
 import { PgConnection } from "./connection.ts";
 import { adoptEarly, POOL_SHAPES } from "./early.ts";
 import { resolvePgTarget } from "./options.ts";
