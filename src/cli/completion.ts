@@ -3,7 +3,7 @@
 
 import { ENTITY_KINDS, POLICIES } from "../lifecycle/policy.ts";
 import type { CompleteAs, LiCommand } from "./command.ts";
-import { isGroup, TREE, type Group } from "./tree.ts";
+import { isGroup, type Group } from "./tree-node.ts";
 
 /** What completes after a flag or in a positional slot. `value` = a free value (nothing to offer). */
 type ValueKind = CompleteAs | "value";
@@ -43,7 +43,7 @@ function positionalOf(cmd: LiCommand): ValueKind | null {
 }
 
 /** Every node of the tree, loading each command's declaration (completion is never on a fast path). */
-export async function completionModel(group: Group = TREE, prefix: string[] = []): Promise<NodeModel[]> {
+export async function completionModel(group: Group, prefix: string[] = []): Promise<NodeModel[]> {
   const fallback = group.fallback ? await group.fallback.load() : null;
   const nodes: NodeModel[] = [
     {

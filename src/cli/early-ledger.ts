@@ -5,7 +5,7 @@
 import { openEarly } from "../ledger/early-open.ts";
 import { resolvePaths, type LedgerLocation } from "../ledger/location.ts";
 import { splitArgv, walk } from "./route.ts";
-import { isGroup } from "./tree.ts";
+import { isGroup } from "./tree-node.ts";
 
 export async function openLedgerEarly(argv: readonly string[]): Promise<void> {
   let location: LedgerLocation;

@@ -1,7 +1,7 @@
 // `--help` text for commands and groups, rendered from their declarations (never colour: it is often piped).
 
 import type { LiArgDef, LiCommand } from "./command.ts";
-import { isGroup, type Group } from "./tree.ts";
+import { isGroup, type Group } from "./tree-node.ts";
 
 /** How a flag is written in help and in errors: `--keep-days=DAYS`, `-r, --resume=BRANCH_ID`, `--no-persist`. */
 export function flagSpelling(name: string, def: LiArgDef): string {

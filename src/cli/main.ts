@@ -7,7 +7,7 @@ import { cliContext } from "./globals.ts";
 import { writeErr, writeNote, writeOut } from "./io.ts";
 import { parseArgs } from "./parse-args.ts";
 import { splitArgv, walk } from "./route.ts";
-import { isGroup } from "./tree.ts";
+import { isGroup } from "./tree-node.ts";
 import { versionText } from "./version.ts";
 
 export { commandPaths, TREE } from "./tree.ts";

@@ -2,7 +2,8 @@
 // out first. main.ts routes with it; the early ledger open (early-ledger.ts) looks ahead with it.
 
 import { UsageError } from "../util/errors.ts";
-import { isGroup, TREE, type Command, type Group } from "./tree.ts";
+import { isGroup, type Command, type Group } from "./tree-node.ts";
+import { TREE } from "./tree.ts";
 
 export interface SplitArgv {
   /** li's own tokens: before `--`, without `--db`. */

@@ -2,15 +2,7 @@
 // start-up pays only for the command it runs; help, completion and the tree test walk this one list.
 
 import type { LiCommand } from "./command.ts";
-
-export type Command = { summary: string; load: () => Promise<LiCommand> };
-export type Group = {
-  description: string;
-  examples: readonly string[];
-  commands: Record<string, Command | Group>;
-  /** What `li GROUP --flag…` runs when no subcommand word is given (kept where SPEC promises that spelling). */
-  fallback?: Command;
-};
+import { isGroup, type Command, type Group } from "./tree-node.ts";
 
 type Loaded = LiCommand<any, any>;
 
@@ -77,17 +69,13 @@ export const TREE: Group = {
       description: "print a shell completion script generated from this command tree",
       examples: ["source <(li completion bash)", "li completion fish > ~/.config/fish/completions/li.fish"],
       commands: {
-        bash: cmd("the bash completion script", completion, (m) => m.bash),
-        zsh: cmd("the zsh completion script", completion, (m) => m.zsh),
-        fish: cmd("the fish completion script", completion, (m) => m.fish),
+        bash: cmd("the bash completion script", completion, (m) => m.bash(TREE)),
+        zsh: cmd("the zsh completion script", completion, (m) => m.zsh(TREE)),
+        fish: cmd("the fish completion script", completion, (m) => m.fish(TREE)),
       },
     },
   },
 };
-
-export function isGroup(node: Command | Group): node is Group {
-  return "commands" in node;
-}
 
 /** Every command's words, walked from the tree (tests drive every command from this). */
 export function commandPaths(group: Group = TREE, prefix: string[] = []): string[][] {

@@ -4,7 +4,8 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ENTITY_KINDS, POLICIES } from "../../src/lifecycle/policy.ts";
-import { commandPaths, isGroup, TREE } from "../../src/cli/tree.ts";
+import { commandPaths, TREE } from "../../src/cli/tree.ts";
+import { isGroup } from "../../src/cli/tree-node.ts";
 import { li } from "../helpers/cli.ts";
 import { tempDir } from "../helpers/ledger.ts";
 

@@ -3,7 +3,7 @@
 
 import { describe, expect, test } from "bun:test";
 import { splitArgv, walk } from "../../src/cli/route.ts";
-import { isGroup } from "../../src/cli/tree.ts";
+import { isGroup } from "../../src/cli/tree-node.ts";
 import { UsageError } from "../../src/util/errors.ts";
 
 describe("splitArgv", () => {

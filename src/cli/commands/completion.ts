@@ -2,18 +2,21 @@
 import { command } from "../command.ts";
 import { bashScript, completionModel, fishScript, zshScript } from "../completion.ts";
 import { writeOut } from "../io.ts";
+import type { Group } from "../tree-node.ts";
 
+/** The command for one shell, over the tree it is given (the tree names this module: it cannot import the tree). */
 function shell(name: string, render: typeof bashScript, examples: readonly string[]) {
-  return command({
-    description: `Print li's ${name} completion script (commands, subcommands, flags, and the registry's kinds and statuses)`,
-    examples,
-    ledger: "none",
-    args: {},
-    async run() {
-      writeOut(render(await completionModel()));
-      return 0;
-    },
-  });
+  return (tree: Group) =>
+    command({
+      description: `Print li's ${name} completion script (commands, subcommands, flags, and the registry's kinds and statuses)`,
+      examples,
+      ledger: "none",
+      args: {},
+      async run() {
+        writeOut(render(await completionModel(tree)));
+        return 0;
+      },
+    });
 }
 
 export const bash = shell("bash", bashScript, ["li completion bash > ~/.local/share/bash-completion/completions/li", "source <(li completion bash)"]);
