@@ -1,7 +1,7 @@
 // Finds the entity an id (or a unique id prefix) names, across kinds, in a fixed order (§11).
 
 import { ENTITY_KINDS, type EntityKind, type WAITABLE_KINDS } from "../lifecycle/policy.ts";
-import { UsageError } from "../util/errors.ts";
+import { UnknownIdError, UsageError } from "../util/errors.ts";
 import type { Backend } from "./backend.ts";
 import type { LedgerReads, LookupKind } from "./reads.ts";
 
@@ -60,11 +60,6 @@ export async function resolveIn(reads: LedgerReads, input: string, kinds: readon
   return target ? { found: target } : { notFound: true };
 }
 
-/** The one answer every command that takes an id gives for an id nothing matches (§16, exit 2). */
-export function notFoundMessage(input: string): string {
-  return `no run, session or branch matches '${input}'`;
-}
-
 /** One line naming an ambiguous prefix and some of what it matches. */
 export function ambiguityMessage(input: string, matches: readonly LookupMatch[]): string {
   const sample = matches.slice(0, 4).map((m) => `${m.kind} ${m.id}`).join(", ");
@@ -81,6 +76,6 @@ export async function resolveOneIn(reads: LedgerReads, input: string, kinds: rea
   if (!id) throw new UsageError("an id is required");
   const r = await resolveIn(reads, id, kinds);
   if ("found" in r) return r.found;
-  if ("notFound" in r) throw new UsageError(notFoundMessage(id));
+  if ("notFound" in r) throw new UnknownIdError(id);
   throw new UsageError(ambiguityMessage(id, r.ambiguous));
 }

@@ -4,9 +4,11 @@ import type { ArtifactContract } from "../contracts/artifacts.ts";
 import type { Tx } from "../ledger/backend.ts";
 import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
+import type { LookupKind } from "../ledger/reads.ts";
+import { ambiguityMessage, type LookupMatch } from "../ledger/resolve.ts";
 import { applyTransition, validateTransition, type TransitionOutcome } from "../ledger/transition.ts";
 import { isTerminal, SESSION_TERMINAL_STATUSES } from "../lifecycle/policy.ts";
-import { NotFoundError, UsageError } from "../util/errors.ts";
+import { NotFoundError, UnknownIdError, UsageError } from "../util/errors.ts";
 import { findBranchSnapshot } from "./rundir.ts";
 import { legRow, MARKER_KEYS, nodeMetadata, writeNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
 import { storedObject } from "./stored-json.ts";
@@ -50,13 +52,29 @@ function parseContract(stored: unknown): ArtifactContract | null {
   return Array.isArray(parsed.expected) ? (parsed as unknown as ArtifactContract) : null;
 }
 
-/** The branch by exact id, then unique prefix, in the ledger. */
-async function ledgerBranch(ledger: Ledger, idOrPrefix: string): Promise<{ id: string; session_id: string } | null> {
-  const exact = await ledger.backend.getBranch(idOrPrefix);
+/** What `-r` takes (§10): a branch id, or a session or run id, which names that session's current branch. */
+const RESUME_LOOKUP = ["branch", "session", "run"] as const satisfies readonly LookupKind[];
+
+/** The session's current branch: its newest (a resume continues the branch it has, so that is the one of its current leg). */
+async function currentBranchOf(ledger: Ledger, kind: "session" | "run", id: string): Promise<{ id: string; session_id: string } | null> {
+  const reads = ledger.backend.reads;
+  const sessionId = kind === "session" ? id : await reads.owningSession("run", id);
+  if (sessionId === null) return null;
+  return (await reads.branchesOf(sessionId)).at(-1) ?? null;
+}
+
+/** The branch an id names in the ledger: exact ids first (branch, session, run), then a unique prefix across the three; ambiguity is refused, listing the matches. */
+async function ledgerBranch(ledger: Ledger, input: string): Promise<{ id: string; session_id: string } | null> {
+  const { backend } = ledger;
+  const exact = await backend.getBranch(input);
   if (exact) return exact;
-  const ids = await ledger.backend.reads.idsWithPrefix("branch", idOrPrefix, 2);
-  if (ids.length > 1) throw new UsageError(`-r ${idOrPrefix}: the branch prefix is ambiguous (${ids.join(", ")}, …)`);
-  return ids[0] === undefined ? null : await ledger.backend.getBranch(ids[0]);
+  for (const kind of ["session", "run"] as const) if (await backend.reads.exists(kind, input)) return currentBranchOf(ledger, kind, input);
+  const matches: LookupMatch[] = [];
+  for (const kind of RESUME_LOOKUP) for (const id of await backend.reads.idsWithPrefix(kind, input, 2)) matches.push({ kind, id });
+  if (matches.length > 1) throw new UsageError(`-r: ${ambiguityMessage(input, matches)}`);
+  const only = matches[0];
+  if (only === undefined) return null;
+  return only.kind === "branch" ? backend.getBranch(only.id) : currentBranchOf(ledger, only.kind as "session" | "run", only.id);
 }
 
 /**
@@ -64,11 +82,11 @@ async function ledgerBranch(ledger: Ledger, idOrPrefix: string): Promise<{ id: s
  * An unknown branch is a usage error; a branch whose session is gone resumes into a new session.
  */
 export async function resolveResume(ledger: Ledger | null, runsRoot: string, idOrPrefix: string, hooks: ResumeHooks = {}): Promise<ResumeTarget> {
-  if (idOrPrefix.trim() === "") throw new UsageError("-r: an empty branch id");
+  if (idOrPrefix.trim() === "") throw new UsageError("-r: an empty id (give a session or branch id)");
   const branch = ledger ? await ledgerBranch(ledger, idOrPrefix) : null;
   if (!branch) {
     const snapshot = findBranchSnapshot(runsRoot, idOrPrefix);
-    if (!snapshot) throw new UsageError(`-r ${idOrPrefix}: no branch with this id or prefix`);
+    if (!snapshot) throw new UnknownIdError(idOrPrefix, "-r");
     await hooks.afterBranchRead?.(snapshot.branchId, null);
     const saved = (typeof snapshot.snapshot === "object" && snapshot.snapshot !== null ? snapshot.snapshot : {}) as Record<string, unknown>;
     return {

@@ -4,9 +4,9 @@ import type { EntityRow, LegRow, RunningSession } from "../ledger/rows.ts";
 import { isUsablePid } from "../host/proc.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { LookupKind } from "../ledger/reads.ts";
-import { ambiguityMessage, notFoundMessage, resolveIn } from "../ledger/resolve.ts";
+import { ambiguityMessage, resolveIn } from "../ledger/resolve.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
-import { UsageError } from "../util/errors.ts";
+import { UnknownIdError, UsageError } from "../util/errors.ts";
 import { judgeSession, killOrphanCommand, livenessEvidence, type Judgement } from "./judge.ts";
 import { hostEnv, type SweepEnv } from "./sweep.ts";
 import { guardConflict, writeJudged, type JudgedWriteOutcome } from "./write.ts";
@@ -57,7 +57,7 @@ async function findSession(ledger: Ledger, input: string): Promise<RunningSessio
   const r = await resolveIn(ledger.backend.reads, id, KILL_LOOKUP);
   if ("ambiguous" in r) throw new UsageError(ambiguityMessage(id, r.ambiguous));
   const found = "found" in r ? await ledger.backend.getSweepSession(r.found.id) : null;
-  if (!found) throw new UsageError(notFoundMessage(id));
+  if (!found) throw new UnknownIdError(id);
   return found;
 }
 

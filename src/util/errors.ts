@@ -22,6 +22,18 @@ export class UsageError extends Error {
   }
 }
 
+/** The one answer every command that takes an id gives for an id nothing matches (§16). */
+export function unknownIdMessage(input: string): string {
+  return `no run, session or branch matches '${input}'`;
+}
+
+/** An id nothing matches: exit 2, in the one wording; `flag` names the flag that took it (`-r`). */
+export class UnknownIdError extends UsageError {
+  constructor(input: string, flag?: string) {
+    super(`${flag ? `${flag}: ` : ""}${unknownIdMessage(input)}`);
+  }
+}
+
 /**
  * The ledger cannot be opened, migrated, read or written, or was written by a newer li (exit 78, §16,
  * §18). `unreachable` is §17's distinction: disk full or busy (worth retrying, later spooling) versus

@@ -112,6 +112,40 @@ describe("the notice of a resumed leg (ADR-0105 Verification 1)", () => {
   });
 });
 
+describe("-r takes the id the user has (§10)", () => {
+  test("a session id prefix, as --detach prints it, resumes that session's current branch: two legs on one session", async () => {
+    const home = agentHome();
+    const detached = await li(["agent", "--detach", "--", "true"], { home: home.home });
+    expect(detached.code).toBe(0);
+    const sessionId = detached.stdout.trim();
+    await until("the detached leg to end", async () => (await sessionRow(home.db, sessionId)).status !== "running");
+    const r = await agent(home, ["-r", sessionId.slice(0, 8), "--", "true"]);
+    expect(r.code).toBe(0);
+    expect(r.record.session_id).toBe(sessionId);
+    const legs = await rows<{ seq: number }>(home.db, "SELECT seq FROM legs WHERE session_id = ? ORDER BY seq", sessionId);
+    expect(legs.map((l) => l.seq)).toEqual([1, 2]);
+    const [branch] = await rows<{ id: string }>(home.db, "SELECT id FROM branches WHERE session_id = ?", sessionId);
+    expect(r.record.branch_id).toBe(branch!.id);
+    // The full session id resumes it too.
+    expect((await agent(home, ["-r", sessionId, "--", "true"])).record.session_id).toBe(sessionId);
+  });
+
+  test("a prefix matching both a session and a branch is refused, listing both, and nothing runs", async () => {
+    const home = agentHome();
+    const out = path.join(home.scratch, "ran");
+    const a = await agent(home, ["--", "true"]);
+    // Give the branch an id sharing the session's first characters, as two random ids might.
+    const twin = `${a.record.session_id.slice(0, 8)}-twin`;
+    await home.db.run("UPDATE branches SET id = ? WHERE id = ?", twin, a.record.branch_id);
+    const before = await rows(home.db, "SELECT id FROM legs");
+    const r = await agent(home, ["-r", a.record.session_id.slice(0, 8), "--", "touch", out]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toEqual([expect.stringMatching(new RegExp(`^li: -r: .*ambiguous.*session ${a.record.session_id}.*branch ${twin}|^li: -r: .*ambiguous.*branch ${twin}.*session ${a.record.session_id}`))]);
+    expect(fs.existsSync(out)).toBe(false);
+    expect(await rows(home.db, "SELECT id FROM legs")).toEqual(before);
+  });
+});
+
 describe("--detach -r", () => {
   test("an unknown branch fails the start with the usage error (exit 2), and nothing runs", async () => {
     const home = agentHome();

@@ -252,7 +252,17 @@ describe("resolving the branch", () => {
     const w = world();
     await setupNewSession(w.ledger, planFor(w, "leg-1", { branchId: "abc-1", sessionId: "s1" }));
     await setupNewSession(w.ledger, planFor(w, "leg-2", { branchId: "abc-2", sessionId: "s2" }));
-    await expect(resolveResume(w.ledger, w.runs, "abc")).rejects.toThrow(/ambiguous.*abc-1, abc-2/);
+    await expect(resolveResume(w.ledger, w.runs, "abc")).rejects.toThrow(/ambiguous.*branch abc-1, branch abc-2/);
+  });
+
+  test("a session id, exact or a unique prefix, names the session's current branch; one matching a session and a branch is refused, listing both", async () => {
+    const w = world();
+    await setupNewSession(w.ledger, planFor(w, "leg-1", { branchId: "br-77", sessionId: "sess-77" }));
+    expect(await resolveResume(w.ledger, w.runs, "sess-77")).toMatchObject({ branchId: "br-77", sessionId: "sess-77", from: "ledger" });
+    expect(await resolveResume(w.ledger, w.runs, "sess-7")).toMatchObject({ branchId: "br-77", sessionId: "sess-77" });
+    await setupNewSession(w.ledger, planFor(w, "leg-2", { branchId: "sess-7-branch", sessionId: "other" }));
+    await expect(resolveResume(w.ledger, w.runs, "sess-7")).rejects.toThrow(/^-r: id prefix 'sess-7' is ambiguous \(.*session sess-77.*branch sess-7-branch|branch sess-7-branch.*session sess-77/);
+    await expect(resolveResume(w.ledger, w.runs, "zzz")).rejects.toThrow("-r: no run, session or branch matches 'zzz'");
   });
 
   test("a branch the ledger no longer holds is found in the run directories' snapshots, with its contract and artifact root", async () => {

@@ -2,7 +2,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { command } from "../command.ts";
-import { ExitCode, LedgerUnavailableError, UsageError } from "../../util/errors.ts";
+import { ExitCode, LedgerUnavailableError, UnknownIdError, UsageError } from "../../util/errors.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
 import { runAgent, type AgentDeps, type AgentOutcome } from "../../legs/agent.ts";
 import { SUPERVISOR_ENV } from "../../legs/env.ts";
@@ -47,18 +47,18 @@ async function refuseUnknownBranchBeforeCreating(resume: string | null): Promise
   const { ledgerExists } = await import("../../ledger/exists.ts");
   const paths = cliPaths();
   if (await ledgerExists(paths)) return;
-  if (!findBranchSnapshot(paths.runsRoot, resume)) throw new UsageError(`-r ${resume}: no branch with this id or prefix`);
+  if (!findBranchSnapshot(paths.runsRoot, resume)) throw new UnknownIdError(resume, "-r");
 }
 
 export default command({
   description:
       `Run a command as a tracked leg: li agent [options] -- <command…>. Exit ${exitCodesByStatus()}, ${ExitCode.unavailable} cannot start or the outcome could not be recorded, ${ExitCode.usage} usage. When li's stdin is a terminal the command reads /dev/null.`,
-  examples: ["li agent --timeout=30m --artifact=report=out/report.json -- make test", "li agent -r BRANCH_ID -- make test"],
+  examples: ["li agent --timeout=30m --artifact=report=out/report.json -- make test", "li agent -r SESSION_ID -- make test"],
   // Opened by the leg only when it persists: a foreground leg still runs when the ledger cannot be opened (§8.4).
   ledger: "create",
   takesCommand: true,
   args: {
-    resume: { type: "string", alias: "r", valueHint: "BRANCH_ID", description: "resume this branch (a new leg on an existing branch)" },
+    resume: { type: "string", alias: "r", valueHint: "ID", description: "resume a branch: a new leg on it; a session id (what --detach prints) names its current branch" },
     notify: { type: "string", valueHint: "TEMPLATE", description: "an argv template run once when the leg's session ends" },
     timeout: { type: "string", valueHint: "DURATION", description: "after this long the command's group gets SIGTERM, then SIGKILL" },
     "ledger-retry": { type: "string", valueHint: "DURATION", description: "how long to retry an unreachable ledger before spooling the outcome under $LI_HOME/spool (default 2m)" },

@@ -4,13 +4,13 @@
 // `--raw` writes them exactly as captured, for a pipe or a terminal that should render them.
 import { command } from "../command.ts";
 import type { BranchRow, LegRow } from "../../ledger/rows.ts";
-import { notFoundMessage, resolveOneIn, WAIT_LOOKUP_ORDER } from "../../ledger/resolve.ts";
+import { resolveOneIn, WAIT_LOOKUP_ORDER } from "../../ledger/resolve.ts";
 import { isTerminal } from "../../lifecycle/policy.ts";
 import { followSession } from "../../logs/follow.ts";
 import { locateLegOutput, type LegOutput } from "../../logs/locate.ts";
 import { LogFileError, StreamReader } from "../../logs/read.ts";
 import { parseDuration, parseNonNegativeInt } from "../../util/duration.ts";
-import { UsageError } from "../../util/errors.ts";
+import { UnknownIdError, UsageError } from "../../util/errors.ts";
 import { toOutcome } from "../../wait/line.ts";
 import { waitExitCode } from "../../wait/waiter.ts";
 import { writeAll } from "../fd.ts";
@@ -110,7 +110,7 @@ export default command({
     const target = await resolveOneIn(reads, args.id, WAIT_LOOKUP_ORDER);
     if (target.kind !== "session") throw new UsageError(`li logs shows sessions; ${args.id} is ${target.kind === "invocation" ? "an" : "a"} ${target.kind} (li show ${args.id} lists its sessions)`);
     const [row, legs, branches] = await Promise.all([reads.entityRow("session", target.id), reads.legsOf(target.id), reads.branchesOf(target.id)]);
-    if (!row) throw new UsageError(notFoundMessage(args.id));
+    if (!row) throw new UnknownIdError(args.id);
     const byRun = target.via?.kind === "run" ? (legs.find((l) => l.run_id === target.via!.id) ?? null) : null;
     const current = legs.find((l) => l.id === row.current_leg_id) ?? null;
     const chosen = chooseLegs(legs, args.leg, byRun ?? current, target.id);

@@ -1,9 +1,9 @@
 // `li wait ID…`: block until each target is terminal and print the frozen line per target (§11).
 // Its imports stay free of drizzle and zod: a script calls it in a loop, so start-up time matters.
 import { command } from "../command.ts";
-import { ambiguityMessage, notFoundMessage } from "../../ledger/resolve.ts";
+import { ambiguityMessage } from "../../ledger/resolve.ts";
 import { parseDuration } from "../../util/duration.ts";
-import { UsageError } from "../../util/errors.ts";
+import { unknownIdMessage, UsageError } from "../../util/errors.ts";
 import { parseWaitIds } from "../../wait/ids.ts";
 import { formatWaitLine, waitJson } from "../../wait/line.ts";
 import { resolveTargets, waitExitCode, waitForTerminal, withinMs } from "../../wait/waiter.ts";
@@ -42,7 +42,7 @@ export default command({
       }
       const { targets, problems } = resolved.value;
       for (const p of problems) {
-        writeNote(p.problem === "ambiguous" ? ambiguityMessage(p.input, p.matches) : notFoundMessage(p.input));
+        writeNote(p.problem === "ambiguous" ? ambiguityMessage(p.input, p.matches) : unknownIdMessage(p.input));
       }
       // Several targets on a terminal: one status line on stderr ("3/10 finished, 1 failed"). Loaded only
       // then: it brings node:fs, which a single-id wait (a script's loop) never pays for.
