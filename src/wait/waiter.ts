@@ -5,7 +5,7 @@ import { isTerminal, type EntityKind } from "../lifecycle/policy.ts";
 import type { LedgerReads } from "../ledger/reads.ts";
 import type { ChangeWake } from "../ledger/wake.ts";
 import { resolveIn, WAIT_LOOKUP_ORDER, type LookupMatch } from "../ledger/resolve.ts";
-import { LedgerUnavailableError } from "../util/errors.ts";
+import { ExitCode, LedgerUnavailableError } from "../util/errors.ts";
 import { armTimer } from "../util/timer.ts";
 import { toOutcome, type WaitOutcome } from "./line.ts";
 import { startUpDone } from "../util/jit.ts";
@@ -165,8 +165,8 @@ export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes:
 
 /** §11 exit precedence: 3 interrupted or timed out > 2 not found/unknown/ambiguous > 1 unsuccessful > 0. */
 export function waitExitCode(end: WaitEnd, problems: readonly WaitProblem[], outcomes: readonly WaitOutcome[]): number {
-  if (end !== "done") return 3;
-  if (problems.length > 0 || outcomes.some((o) => o.status === "unknown")) return 2;
-  if (outcomes.some((o) => !o.success)) return 1;
-  return 0;
+  if (end !== "done") return ExitCode.interrupted;
+  if (problems.length > 0 || outcomes.some((o) => o.status === "unknown")) return ExitCode.usage;
+  if (outcomes.some((o) => !o.success)) return ExitCode.failure;
+  return ExitCode.ok;
 }
