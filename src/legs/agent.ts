@@ -85,7 +85,7 @@ export async function allocateFirstRun(req: AgentRequest, deps: AgentDeps, inher
     throw new UsageError(`run id ${runId} is already used by another leg`);
   }
   const saveDir = req.saveDir ?? inherited?.artifactRoot ?? undefined;
-  const run = allocateRun({ runsRoot: deps.runsRoot, saveDir, runId, env: {}, tolerateUnwritable: true, ...(deps.now ? { now: deps.now() } : {}) });
+  const run = allocateRun({ runsRoot: deps.runsRoot, saveDir, runId, tolerateUnwritable: true, ...(deps.now ? { now: deps.now() } : {}) });
   const contract = inherited ? inherited.contract : req.contract;
   try {
     // The contract module loads only for a leg that has a contract (an absent one is always valid).
@@ -183,7 +183,7 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
     sessionId = plan.sessionId;
     previousLegId = plan.legId;
     // The next leg continues the same branch and session in a new run directory, with the session's artifact root.
-    run = allocateRun({ runsRoot: deps.runsRoot, saveDir: run.artifactRoot, env: {}, now: now(), tolerateUnwritable: true });
+    run = allocateRun({ runsRoot: deps.runsRoot, saveDir: run.artifactRoot, now: now(), tolerateUnwritable: true });
   }
 }
 

@@ -119,10 +119,8 @@ export interface AllocateRunOptions {
   runsRoot: string;
   /** `--save-dir`: becomes the artifact root, resolved against the working directory, `~` expanded. */
   saveDir?: string | undefined;
-  /** `--run-id`. */
+  /** The run id asked for, as takeRunId chose it (`--run-id`, else LI_RUN_ID); absent: a generated one. */
   runId?: string | undefined;
-  /** Where LI_RUN_ID is read from and removed; defaults to process.env. */
-  env?: Record<string, string | undefined>;
   /** Unix seconds; the generated id uses its UTC time. */
   now?: number;
   /** Hex source for a generated id's suffix; the first 6 characters are used. */
@@ -137,12 +135,12 @@ export interface AllocateRunOptions {
 }
 
 /**
- * Allocates a new leg's run directory (SPEC §6): picks the run id, claims RUNS_ROOT/<run_id>
+ * Allocates a new leg's run directory (SPEC §6): the run id asked for or a new one, claims RUNS_ROOT/<run_id>
  * (a usage error when it exists), creates branches/ and stream/, never the artifact root.
  */
 export function allocateRun(options: AllocateRunOptions): RunDir {
-  const env = options.env ?? process.env;
-  const runId = pickRunId(options, env);
+  // The id names a directory: one that could leave RUNS_ROOT is refused here too, whoever chose it.
+  const runId = options.runId !== undefined ? assertSafeId(options.runId, "run id") : generateRunId(options.now ?? Date.now() / 1000, options.randomHex ?? randomUuidHex);
   const runsRoot = path.resolve(options.runsRoot);
   const stateRoot = path.join(runsRoot, runId);
   const artifactRoot = options.saveDir !== undefined ? resolveSaveDir(options.saveDir, options.homeDir) : path.join(stateRoot, "artifacts");
@@ -183,10 +181,6 @@ export function removeRunDir(stateRoot: string): void {
 /** Rebuilds the RunDir of an existing leg from its recorded paths; creates nothing. */
 export function openRun(fields: { runId: string; stateRoot: string; artifactRoot: string }): RunDir {
   return new RunDir(assertSafeId(fields.runId, "run id"), path.resolve(fields.stateRoot), path.resolve(fields.artifactRoot));
-}
-
-function pickRunId(options: AllocateRunOptions, env: Record<string, string | undefined>): string {
-  return takeRunId(options.runId, env) ?? generateRunId(options.now ?? Date.now() / 1000, options.randomHex ?? randomUuidHex);
 }
 
 /**

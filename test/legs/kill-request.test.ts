@@ -27,7 +27,7 @@ function fakeBackend(getLeg: () => Promise<Partial<LegRow> | null>) {
 describe("watchKillRequest", () => {
   test("a request recorded on the leg is seen at the next check and reported once", async () => {
     const t = tempLedger();
-    const run = allocateRun({ runsRoot: path.join(tempDir(), "runs"), env: {} });
+    const run = allocateRun({ runsRoot: path.join(tempDir(), "runs") });
     await setupNewSession(t.ledger, { sessionId: "s-1", branchId: "b-1", legId: "leg-1", runId: run.runId, run, argv: ["true"], cwd: "/tmp", startedAt: t.ledger.now(), supervisor: processIdentity(), contract: null, invocationId: null, linkedSessionId: null });
     let requests = 0;
     const watch = watchKillRequest(t.ledger.backend, "leg-1", () => requests++);

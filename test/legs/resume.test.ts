@@ -30,7 +30,7 @@ const CLOSING_REASON: Record<string, string> = {
 };
 
 function planFor(t: { runs: string }, legId: string, ids: { sessionId?: string; branchId?: string } = {}): LegPlan {
-  const run = allocateRun({ runsRoot: t.runs, env: {} });
+  const run = allocateRun({ runsRoot: t.runs });
   return {
     sessionId: ids.sessionId ?? "sess-1",
     branchId: ids.branchId ?? "branch-1",

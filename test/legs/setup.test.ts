@@ -10,7 +10,7 @@ import { fakeClock, sequentialIds, tempDir, tempLedger } from "../helpers/ledger
 import { until } from "../helpers/until.ts";
 
 function planFor(legId = "leg-1"): LegPlan {
-  const run = allocateRun({ runsRoot: path.join(tempDir(), "runs"), env: {} });
+  const run = allocateRun({ runsRoot: path.join(tempDir(), "runs") });
   return {
     sessionId: "sess-1",
     branchId: "branch-1",

@@ -45,7 +45,7 @@ interface Leg {
 async function startedLeg(c: ArtifactContract | null = null): Promise<Leg> {
   const clock = fakeClock();
   const { ledger } = tempLedger({ now: clock.now, newId: sequentialIds() });
-  const run = allocateRun({ runsRoot: path.join(tempDir(), "runs"), env: {} });
+  const run = allocateRun({ runsRoot: path.join(tempDir(), "runs") });
   const plan: LegPlan = {
     sessionId: "sess-1",
     branchId: "branch-1",

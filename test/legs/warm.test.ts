@@ -39,7 +39,7 @@ describe("warming the teardown while the command runs", () => {
     const notifier = await LegNotifier.load({ notifyFlag: null, settings: null, log: () => {} });
     const runsRoot = path.join(t.home, "runs");
     fs.mkdirSync(runsRoot, { recursive: true });
-    const plan = { run: allocateRun({ runsRoot, env: {} }) } as unknown as LegPlan;
+    const plan = { run: allocateRun({ runsRoot }) } as unknown as LegPlan;
     expect(typeof notifier.afterCommit(plan, t.ledger).warm).toBe("function");
     expect(notifier.afterCommit(plan, null).warm).toBeUndefined();
   });

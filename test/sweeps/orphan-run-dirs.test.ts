@@ -84,17 +84,17 @@ describe("orphan run directories (killed between allocation and setup)", () => {
     fs.mkdirSync(noMarker);
     fs.writeFileSync(path.join(noMarker, "keep.txt"), "mine");
     // Allocated (marker) and then used by another leg as its --save-dir.
-    const savedInto = allocateRun({ runsRoot: home.runs, runId: "saved-into", env: {} }).stateRoot;
+    const savedInto = allocateRun({ runsRoot: home.runs, runId: "saved-into" }).stateRoot;
     expect((await li(["agent", "--save-dir", savedInto, "--", "true"], { home: home.home })).code).toBe(0);
     // A marker left in a directory whose setup did commit (li killed between the commit and the marker's removal).
     expect((await li(["agent", "--run-id", "committed", "--", "true"], { home: home.home })).code).toBe(0);
     const committed = path.join(home.runs, "committed");
     fs.writeFileSync(path.join(committed, SETUP_PENDING_FILE), "{}");
     // A symlink in RUNS_ROOT to an allocated directory elsewhere.
-    const elsewhere = allocateRun({ runsRoot: outside, runId: "elsewhere", env: {} }).stateRoot;
+    const elsewhere = allocateRun({ runsRoot: outside, runId: "elsewhere" }).stateRoot;
     fs.symlinkSync(elsewhere, path.join(home.runs, "link-out"));
     // A real orphan whose tree holds a symlink to a file outside: the link goes, the file stays.
-    const orphan = allocateRun({ runsRoot: home.runs, runId: "orphan", env: {} }).stateRoot;
+    const orphan = allocateRun({ runsRoot: home.runs, runId: "orphan" }).stateRoot;
     const precious = path.join(outside, "precious.txt");
     fs.writeFileSync(precious, "keep me");
     fs.symlinkSync(precious, path.join(orphan, "stream", "link-to-precious"));
@@ -133,10 +133,10 @@ describe("orphan run directories (killed between allocation and setup)", () => {
   test("a marker over 1 MiB is not read: the directory is kept as unreadable_marker, not removed", async () => {
     const home = agentHome();
     expect((await li(["agent", "--run-id", "first", "--", "true"], { home: home.home })).code).toBe(0);
-    const planted = allocateRun({ runsRoot: home.runs, runId: "planted", env: {} }).stateRoot;
+    const planted = allocateRun({ runsRoot: home.runs, runId: "planted" }).stateRoot;
     const marker = path.join(planted, SETUP_PENDING_FILE);
     fs.writeFileSync(marker, JSON.stringify({ artifact_root: "/nowhere", pad: "x".repeat(2 * 1024 * 1024) }));
-    const small = allocateRun({ runsRoot: home.runs, runId: "small", env: {} }).stateRoot;
+    const small = allocateRun({ runsRoot: home.runs, runId: "small" }).stateRoot;
     for (const dir of [planted, small]) backdate(dir, 2 * HOUR);
     const ledger = openLedger(pathsForHome(home.home), { create: false });
     try {
