@@ -5,6 +5,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { li } from "../helpers/cli.ts";
+import { sentinelPath } from "../helpers/sentinel.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { agentHome, rows, sessionRow } from "../legs/agent-harness.ts";
@@ -119,7 +120,7 @@ describe("with --cwd the gate runs", () => {
 
   test("a broken repository (the probe fails) is no opinion: completed", async () => {
     const dir = tempDir();
-    fs.writeFileSync(path.join(dir, ".git"), "gitdir: /nonexistent/li-test-gitdir\n");
+    fs.writeFileSync(path.join(dir, ".git"), `gitdir: ${sentinelPath("li-test-gitdir")}\n`);
     const r = await gate(["--cwd", dir]);
     expect([r.code, r.status]).toEqual([0, "completed"]);
     expect(r.checked).toMatchObject({ checked: false });

@@ -4,6 +4,7 @@ import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { li } from "../helpers/cli.ts";
+import { sentinelPath } from "../helpers/sentinel.ts";
 import { fixture } from "../helpers/fixtures.ts";
 import { agentHome, rows, runningSession, sessionRow, spawnLi } from "../legs/agent-harness.ts";
 import { signalPid, until, validPid } from "../helpers/until.ts";
@@ -75,7 +76,7 @@ describe("outcomes and exit codes (§8.1)", () => {
   });
 
   test("a command that is not found is failed (run.failed.exception) with 127 recorded, and li exits 127 as a shell does", async () => {
-    const r = await agent(["--", "/nonexistent/command"]);
+    const r = await agent(["--", sentinelPath("command")]);
     expect(r.code).toBe(127);
     const s = await sessionRow(r.home.db, r.record.session_id);
     expect([s.status, s.status_reason_code, s.exit_code]).toEqual(["failed", "run.failed.exception", 127]);

@@ -46,9 +46,13 @@ export interface SessionSpec {
   linkedSessionId?: string;
 }
 
+/** One temp directory per process holds the default run directories: each a path inside it that does not exist until something writes it. */
+let defaultRunsRoot: string | undefined;
+const runsRoot = () => (defaultRunsRoot ??= tempDir("li-sweep-runs-"));
+
 /** A leg row as a leg's setup writes it (what `spec` leaves out is null, or the default it names). */
 export function legRow(sessionId: string, spec: LegSpec, index: number): LegRow {
-  const stateRoot = spec.stateRoot ?? `/nonexistent/runs/${spec.id}`;
+  const stateRoot = spec.stateRoot ?? join(runsRoot(), spec.id);
   return {
     id: spec.id,
     session_id: sessionId,

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { watchSqliteFile } from "../../src/ledger/sqlite/wake.ts";
 import { pollingOnly } from "../../src/ledger/wake.ts";
 import { tempDir } from "../helpers/ledger.ts";
+import { sentinelPath } from "../helpers/sentinel.ts";
 import { until } from "../helpers/until.ts";
 import { describeSqliteOnly } from "../helpers/backends.ts";
 
@@ -82,7 +83,7 @@ describeSqliteOnly("file-wake")("watchSqliteFile", () => {
   });
 
   test("a directory that cannot be watched falls back to polling only", async () => {
-    const wake = watchSqliteFile("/nonexistent-dir-for-li/state.db");
+    const wake = watchSqliteFile(sentinelPath("li-dir", "state.db"));
     expect(wake.watching).toBe(false);
     await wake.changed(wake.generation, 10);
     wake.close();
