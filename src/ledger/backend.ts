@@ -6,6 +6,7 @@ import type { EntityKind } from "../lifecycle/policy.ts";
 import type { SweepReads, SweepWrites } from "./sweep-store.ts";
 import type { LedgerReads } from "./reads.ts";
 import type { NotifyStore } from "./notify-store.ts";
+import type { ScheduleStore } from "./schedule-store.ts";
 import type { LedgerUnavailableError } from "../util/errors.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, TransitionRow } from "./rows.ts";
 import type { Awaitable } from "../util/awaitable.ts";
@@ -48,6 +49,8 @@ export interface Tx extends SweepWrites {
   recordSpoolReplay(row: SpoolReplayRow): Awaitable<void>;
   /** Handlers, consumers and deliveries (§9), under this transaction. */
   readonly notify: NotifyStore;
+  /** Queues, scheduled runs' bookkeeping and dependencies (§19), under this transaction (with row locks where the backend has them). */
+  readonly schedule: ScheduleStore;
 }
 
 export interface TransactionOptions {
@@ -74,6 +77,8 @@ export interface Backend extends SweepReads {
   readonly reads: LedgerReads;
   /** Handler, consumer and delivery reads outside a transaction (§9); write through `tx.notify`. */
   readonly notify: NotifyStore;
+  /** Queue and scheduled-run reads outside a transaction (§19); write through `tx.schedule`. */
+  readonly schedule: ScheduleStore;
   /**
    * Runs `fn` in one write transaction and commits; any throw rolls back.
    * `fn` must only touch storage through `tx` (on SQLite it runs under the database write lock).

@@ -267,3 +267,72 @@ export interface SpoolReplayRow {
   spooled_at: number;
   replayed_at: number;
 }
+
+/** Where a queue's `parallel` is counted: on each host, or across every host of the ledger (§19). */
+export const QUEUE_SCOPES = ["host", "fleet"] as const;
+export type QueueScope = (typeof QUEUE_SCOPES)[number];
+
+/** What `--after` may name: a run of a queue, a session (or a leg's run id, resolved to its session), an invocation, a play. */
+export const DEPENDENCY_KINDS = ["schedule_run", "session", "invocation", "play"] as const;
+export type DependencyKind = (typeof DEPENDENCY_KINDS)[number];
+
+/** How a retry's delay grows: the same each time, or doubling per attempt. */
+export const RETRY_BACKOFFS = ["fixed", "exp"] as const;
+export type RetryBackoff = (typeof RETRY_BACKOFFS)[number];
+
+/** A `queues` row (§19). */
+export interface QueueRow {
+  name: string;
+  parallel: number;
+  scope: QueueScope;
+  paused: number;
+  lease_attempts: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A `schedule_runs` row with the columns of §19. */
+export interface ScheduleRunRow {
+  id: string;
+  status: string;
+  status_reason_code: string | null;
+  status_reason_summary: string | null;
+  status_evidence_refs: string | null;
+  created_at: number;
+  updated_at: number;
+  invocation_id: string | null;
+  started_at: number | null;
+  ended_at: number | null;
+  exit_code: number | null;
+  queue: string | null;
+  request_json: string | null;
+  needs: string | null;
+  leased_by: string | null;
+  lease_expires_at: number | null;
+  lease_seconds: number | null;
+  attempts: number;
+  session_id: string | null;
+  chain_parent_id: string | null;
+  chain_depth: number;
+  retries: number;
+  retry_delay: number | null;
+  retry_backoff: RetryBackoff | null;
+  retry_jitter: number;
+  retry_at: number | null;
+}
+
+/** One `schedule_run_deps` row: run `run_id` waits for `depends_on_id`. */
+export interface ScheduleDepRow {
+  run_id: string;
+  depends_on_kind: DependencyKind;
+  depends_on_id: string;
+  created_at: number;
+}
+
+/** A `watch_hosts` row: a host that takes scheduled runs, and its labels (a JSON array). */
+export interface WatchHostRow {
+  host_id: string;
+  host_name: string | null;
+  labels: string;
+  seen_at: number;
+}

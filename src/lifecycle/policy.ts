@@ -54,7 +54,8 @@ export const POLICY_SPECS = {
       running: ["completed", "failed", "timed_out", "retry_wait", "queued", "cancelled"],
       retry_wait: ["queued", "cancelled"],
     },
-    extraFields: ["ended_at", "exit_code", "invocation_id"],
+    // §4's list, plus what a lease, its leg and a retry's wait move together with the status (§19).
+    extraFields: ["ended_at", "exit_code", "invocation_id", "started_at", "leased_by", "lease_expires_at", "attempts", "session_id", "retry_at"],
     reasonDomains: ["run", "schedule"],
     execution: true,
   },

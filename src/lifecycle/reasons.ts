@@ -26,6 +26,8 @@ export const REASONS = {
   "run.cancelled.force_kill": "li kill had to SIGKILL the leg",
   "run.cancelled.stale_auto": "cancelled by li kill --all-stale: supervisor dead, leg stale",
   "run.cancelled.operator": "cancelled by an operator",
+  "run.queued.lease_expired": "its lease expired (the host or leg holding it stopped renewing it): queued again",
+  "run.failed.lease_attempts_exhausted": "its lease expired as many times as the queue's lease_attempts allow",
 
   "session.phantom.process_dead": "the reaper found the leg's supervisor dead",
   "session.stale.no_heartbeat": "li state doctor found the leg stale with its supervisor dead",
@@ -36,8 +38,11 @@ export const REASONS = {
 
   "schedule.queued.created": "the schedule run was queued",
   "schedule.queued.requeued": "the schedule run was queued again",
+  "schedule.queued.dependencies_met": "every run it waited for (--after) succeeded",
+  "schedule.queued.retry": "a new attempt of a failed run, queued once its retry delay passed",
   "schedule.fired.due": "the schedule fired because it was due",
   "schedule.running.started": "the schedule run started",
+  "schedule.running.leased": "a host leased the run and starts its leg",
   "schedule.waiting_dependency.blocked": "waiting for a dependency",
   "schedule.retry_wait.backoff": "waiting before a retry",
   "schedule.skipped.precondition": "skipped: a precondition did not hold",

@@ -25,6 +25,17 @@ import { holdPgWatcherLock } from "./watch-lock.ts";
 import { laterOf, serverStart } from "./availability.ts";
 import { num } from "./row-numbers.ts";
 import { nextSeqStatement } from "../rules/seq.ts";
+import { numberedPlaceholders, ScheduleStatements, type ScheduleRunner } from "../rules/schedule.ts";
+
+/** §19's statements over `run` (the pool, or a transaction's handle); row locks only inside a transaction. */
+function scheduleRunner(run: <T>(fn: (sql: SQL) => Promise<T>) => Promise<T>, inTransaction: boolean): ScheduleRunner {
+  return {
+    all: <T>(text: string, params: readonly unknown[]) => run(async (sql) => (await sql.unsafe(numberedPlaceholders(text), [...params])) as T[]),
+    run: (text: string, params: readonly unknown[]) => run(async (sql) => (await sql.unsafe(numberedPlaceholders(text), [...params])).count),
+    forUpdate: inTransaction ? " FOR UPDATE" : "",
+    skipLocked: inTransaction ? " FOR UPDATE SKIP LOCKED" : "",
+  };
+}
 
 const NEXT_SEQ = nextSeqStatement("GREATEST");
 
@@ -56,6 +67,7 @@ export interface PgBackendOptions {
 export class PgBackend implements Backend {
   readonly reads: PgReads;
   readonly notify: NotifyStore;
+  readonly schedule: ScheduleStatements;
   private readonly sweeps: PgSweeps;
   private readonly injectedNow: (() => number) | undefined;
   private readonly injectedStart: number | null;
@@ -68,6 +80,7 @@ export class PgBackend implements Backend {
     this.injectedStart = options.serverStartedAt ?? null;
     this.reads = new PgReads((fn) => conn.run(fn));
     this.notify = new PgNotifyStore((fn) => conn.run(fn), () => this.now());
+    this.schedule = new ScheduleStatements(scheduleRunner((fn) => conn.run(fn), false));
     this.sweeps = pgSweeps;
   }
 
@@ -222,6 +235,7 @@ export class PgBackend implements Backend {
 /** Write operations of one transaction (`sql.begin`'s handle: one reserved connection). */
 class PgTx implements Tx {
   readonly notify: NotifyStore;
+  readonly schedule: ScheduleStatements;
   private seqLocked = false;
 
   constructor(
@@ -231,6 +245,7 @@ class PgTx implements Tx {
     now: () => number,
   ) {
     this.notify = PgNotifyStore.on(sql, now);
+    this.schedule = new ScheduleStatements(scheduleRunner((fn) => fn(sql), true));
   }
 
   async readStatus(kind: EntityKind, id: string): Promise<StatusRow | null> {
@@ -319,8 +334,11 @@ class PgTx implements Tx {
     return legStore.updateLeg(this.sql, id, patch, opts);
   }
 
-  refreshHeartbeat(legId: string, at: number): Promise<number> {
-    return legStore.refreshHeartbeat(this.sql, legId, at);
+  async refreshHeartbeat(legId: string, at: number): Promise<number> {
+    const changed = await legStore.refreshHeartbeat(this.sql, legId, at);
+    // A leased run's lease is renewed by its leg's heartbeat (§19), in the same transaction.
+    if (changed > 0) await this.schedule.renewLeaseOfLeg(legId, at);
+    return changed;
   }
 
   getLeg(id: string): Promise<LegRow | null> {

@@ -127,5 +127,36 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "DROP INDEX \"admin_events_entity_idx\";",
       "CREATE INDEX \"admin_events_entity_idx\" ON \"admin_events\" USING btree (\"entity_type\",\"entity_id\",\"created_at\",\"id\");"
     ]
+  },
+  {
+    "name": "0008_scheduled_runs",
+    "hash": "77476c328bc259baec9b4ea0239477cc56ee206938efb2a05bd21071ac6e4a81",
+    "statements": [
+      "CREATE TABLE \"queues\" (\n\t\"name\" text PRIMARY KEY NOT NULL,\n\t\"parallel\" integer NOT NULL,\n\t\"scope\" text NOT NULL,\n\t\"paused\" integer DEFAULT 0 NOT NULL,\n\t\"lease_attempts\" integer NOT NULL,\n\t\"created_at\" double precision NOT NULL,\n\t\"updated_at\" double precision NOT NULL,\n\tCONSTRAINT \"queues_scope_check\" CHECK (\"queues\".\"scope\" IN ('host', 'fleet')),\n\tCONSTRAINT \"queues_parallel_check\" CHECK (\"queues\".\"parallel\" >= 0),\n\tCONSTRAINT \"queues_lease_attempts_check\" CHECK (\"queues\".\"lease_attempts\" >= 1)\n);",
+      "CREATE TABLE \"schedule_run_deps\" (\n\t\"run_id\" text NOT NULL,\n\t\"depends_on_kind\" text NOT NULL,\n\t\"depends_on_id\" text NOT NULL,\n\t\"created_at\" double precision NOT NULL,\n\tCONSTRAINT \"schedule_run_deps_run_id_depends_on_id_pk\" PRIMARY KEY(\"run_id\",\"depends_on_id\"),\n\tCONSTRAINT \"schedule_run_deps_kind_check\" CHECK (\"schedule_run_deps\".\"depends_on_kind\" IN ('schedule_run', 'session', 'invocation', 'play'))\n);",
+      "CREATE TABLE \"watch_hosts\" (\n\t\"host_id\" text PRIMARY KEY NOT NULL,\n\t\"host_name\" text,\n\t\"labels\" text NOT NULL,\n\t\"seen_at\" double precision NOT NULL\n);",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"queue\" text;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"request_json\" text;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"needs\" text;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"leased_by\" text;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"lease_expires_at\" double precision;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"lease_seconds\" double precision;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"attempts\" integer DEFAULT 0 NOT NULL;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"session_id\" text;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"chain_parent_id\" text;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"chain_depth\" integer DEFAULT 0 NOT NULL;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"retries\" integer DEFAULT 0 NOT NULL;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"retry_delay\" double precision;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"retry_backoff\" text;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"retry_jitter\" integer DEFAULT 0 NOT NULL;",
+      "ALTER TABLE \"schedule_runs\" ADD COLUMN \"retry_at\" double precision;",
+      "CREATE INDEX \"schedule_run_deps_target_idx\" ON \"schedule_run_deps\" USING btree (\"depends_on_id\",\"run_id\");",
+      "CREATE INDEX \"schedule_runs_queue_idx\" ON \"schedule_runs\" USING btree (\"queue\",\"status\",\"created_at\",\"id\");",
+      "CREATE INDEX \"schedule_runs_lease_idx\" ON \"schedule_runs\" USING btree (\"status\",\"lease_expires_at\") WHERE \"schedule_runs\".\"status\" = 'running';",
+      "CREATE INDEX \"schedule_runs_retry_idx\" ON \"schedule_runs\" USING btree (\"status\",\"retry_at\") WHERE \"schedule_runs\".\"status\" = 'retry_wait';",
+      "CREATE INDEX \"schedule_runs_session_idx\" ON \"schedule_runs\" USING btree (\"session_id\");",
+      "CREATE INDEX \"schedule_runs_chain_idx\" ON \"schedule_runs\" USING btree (\"chain_parent_id\");",
+      "ALTER TABLE \"schedule_runs\" ADD CONSTRAINT \"schedule_runs_backoff_check\" CHECK (\"schedule_runs\".\"retry_backoff\" IS NULL OR \"schedule_runs\".\"retry_backoff\" IN ('fixed', 'exp'));"
+    ]
   }
 ];

@@ -15,7 +15,7 @@
 import { sql } from "drizzle-orm";
 import { bigint, check, doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 import type { EntityKind } from "../../lifecycle/policy.ts";
-import { SOURCES, CALLBACK_SCOPES, DELIVERY_STATES } from "../rows.ts";
+import { SOURCES, CALLBACK_SCOPES, DELIVERY_STATES, DEPENDENCY_KINDS, QUEUE_SCOPES, RETRY_BACKOFFS } from "../rows.ts";
 import { oneOf, plainLiveConsumer, statusIn } from "../schema-checks.ts";
 
 /** A Unix time in seconds (SQLite REAL). */
@@ -179,12 +179,87 @@ export const scheduleRuns = pgTable(
     started_at: seconds("started_at"),
     ended_at: seconds("ended_at"),
     exit_code: integer("exit_code"),
+    // §19: the queue it waits in and the whole leg request (argv, cwd, env allowlist, leg options), as JSON.
+    queue: text("queue"),
+    request_json: text("request_json"),
+    /** Labels a host's `watch.labels` must cover (a JSON array), or null. */
+    needs: text("needs"),
+    /** The lease: the host that holds it, until when (the ledger's clock), how long a renewal extends it. */
+    leased_by: text("leased_by"),
+    lease_expires_at: seconds("lease_expires_at"),
+    lease_seconds: seconds("lease_seconds"),
+    /** How many leases this run has had (an expired one counts against `queues.lease_attempts`). */
+    attempts: integer("attempts").notNull().default(0),
+    /** The session of the leg started for the current lease. */
+    session_id: text("session_id"),
+    /** A retry is a new run chained to the attempt before it. */
+    chain_parent_id: text("chain_parent_id"),
+    chain_depth: integer("chain_depth").notNull().default(0),
+    /** Retries left after this attempt, the base delay (seconds), and how it grows. */
+    retries: integer("retries").notNull().default(0),
+    retry_delay: seconds("retry_delay"),
+    retry_backoff: text("retry_backoff"),
+    retry_jitter: integer("retry_jitter").notNull().default(0),
+    /** While in retry_wait: when the next attempt is due. */
+    retry_at: seconds("retry_at"),
   },
   (t) => [
     check("schedule_runs_status_check", statusIn("schedule_run", t.status)),
+    check("schedule_runs_backoff_check", sql`${t.retry_backoff} IS NULL OR ${oneOf(t.retry_backoff, RETRY_BACKOFFS)}`),
     index("schedule_runs_status_idx").on(t.status, t.updated_at, t.id),
     index("schedule_runs_updated_idx").on(t.updated_at, t.id),
     index("schedule_runs_invocation_idx").on(t.invocation_id),
+    // Leasing takes the oldest runs of one queue in one status; counting a queue's running runs uses the same.
+    index("schedule_runs_queue_idx").on(t.queue, t.status, t.created_at, t.id),
+    index("schedule_runs_lease_idx").on(t.status, t.lease_expires_at).where(sql`${t.status} = 'running'`),
+    index("schedule_runs_retry_idx").on(t.status, t.retry_at).where(sql`${t.status} = 'retry_wait'`),
+    index("schedule_runs_session_idx").on(t.session_id),
+    index("schedule_runs_chain_idx").on(t.chain_parent_id),
+  ],
+);
+
+/** What a run waits for (`--after`): each dependency by kind and id (§19). */
+export const scheduleRunDeps = pgTable(
+  "schedule_run_deps",
+  {
+    run_id: text("run_id").notNull(),
+    depends_on_kind: text("depends_on_kind").notNull(),
+    depends_on_id: text("depends_on_id").notNull(),
+    created_at: seconds("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.run_id, t.depends_on_id] }),
+    check("schedule_run_deps_kind_check", oneOf(t.depends_on_kind, DEPENDENCY_KINDS)),
+    index("schedule_run_deps_target_idx").on(t.depends_on_id, t.run_id),
+  ],
+);
+
+/** Hosts that take scheduled runs and the labels they offer (`watch.labels`), so a submit can say when no host has a label. */
+export const watchHosts = pgTable("watch_hosts", {
+  host_id: text("host_id").primaryKey(),
+  host_name: text("host_name"),
+  /** A JSON array of labels. */
+  labels: text("labels").notNull(),
+  seen_at: seconds("seen_at").notNull(),
+});
+
+/** Queues as rows, so every watcher on every host sees a limit or a pause at its next pass (§19). */
+export const queues = pgTable(
+  "queues",
+  {
+    name: text("name").primaryKey(),
+    /** At most this many running at once (0 = unlimited), per host or across the fleet. */
+    parallel: integer("parallel").notNull(),
+    scope: text("scope").notNull(),
+    paused: integer("paused").notNull().default(0),
+    lease_attempts: integer("lease_attempts").notNull(),
+    created_at: seconds("created_at").notNull(),
+    updated_at: seconds("updated_at").notNull(),
+  },
+  (t) => [
+    check("queues_scope_check", oneOf(t.scope, QUEUE_SCOPES)),
+    check("queues_parallel_check", sql`${t.parallel} >= 0`),
+    check("queues_lease_attempts_check", sql`${t.lease_attempts} >= 1`),
   ],
 );
 

@@ -17,6 +17,17 @@ import type { PruneSqlStatement } from "../rules/prune.ts";
 import type { ChangeWake, WakeOptions } from "../wake.ts";
 import type { WatcherLock } from "../watcher-lock.ts";
 import { nextSeqStatement } from "../rules/seq.ts";
+import { ScheduleStatements, type ScheduleRunner } from "../rules/schedule.ts";
+
+/** §19's statements on this connection: SQLite has no row locks (BEGIN IMMEDIATE already serializes writers). */
+function scheduleRunner(db: Database): ScheduleRunner {
+  return {
+    all: async <T>(text: string, params: readonly unknown[]) => db.query(text).all(...(params as [])) as T[],
+    run: async (text: string, params: readonly unknown[]) => db.query(text).run(...(params as [])).changes,
+    forUpdate: "",
+    skipLocked: "",
+  };
+}
 
 const NEXT_SEQ = nextSeqStatement("MAX");
 
@@ -37,6 +48,7 @@ export class SqliteBackend implements Backend {
   private readonly tx: SqliteTx;
   readonly reads: SqliteReads;
   readonly notify: SqliteNotifyStore;
+  readonly schedule: ScheduleStatements;
 
   private readonly clock: () => number;
 
@@ -50,7 +62,8 @@ export class SqliteBackend implements Backend {
     this.clock = options.now ?? hostClock;
     this.reads = new SqliteReads(db);
     this.notify = new SqliteNotifyStore(db, () => this.clock());
-    this.tx = new SqliteTx(db, this.notify);
+    this.schedule = new ScheduleStatements(scheduleRunner(db));
+    this.tx = new SqliteTx(db, this.notify, this.schedule);
   }
 
   now(): number {
@@ -197,6 +210,7 @@ class SqliteTx implements Tx {
   constructor(
     private readonly db: Database,
     readonly notify: SqliteNotifyStore,
+    readonly schedule: ScheduleStatements,
   ) {}
 
   readStatus(kind: EntityKind, id: string): StatusRow | null {
@@ -279,8 +293,11 @@ class SqliteTx implements Tx {
     return legStore.updateLeg(this.db, id, patch, opts);
   }
 
-  refreshHeartbeat(legId: string, at: number): number {
-    return legStore.refreshHeartbeat(this.db, legId, at);
+  async refreshHeartbeat(legId: string, at: number): Promise<number> {
+    const changed = legStore.refreshHeartbeat(this.db, legId, at);
+    // A leased run's lease is renewed by its leg's heartbeat (§19), in the same transaction.
+    if (changed > 0) await this.schedule.renewLeaseOfLeg(legId, at);
+    return changed;
   }
 
   getLeg(id: string): LegRow | null {

@@ -125,5 +125,29 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "DROP INDEX `admin_events_entity_idx`;",
       "CREATE INDEX `admin_events_entity_idx` ON `admin_events` (`entity_type`,`entity_id`,`created_at`,`id`);"
     ]
+  },
+  {
+    "name": "0007_scheduled_runs",
+    "hash": "2133c698ca04776b2697acddac7f6eee3c29028fee1bdee0bcc362fdc0363cef",
+    "statements": [
+      "CREATE TABLE `queues` (\n\t`name` text PRIMARY KEY NOT NULL,\n\t`parallel` integer NOT NULL,\n\t`scope` text NOT NULL,\n\t`paused` integer DEFAULT 0 NOT NULL,\n\t`lease_attempts` integer NOT NULL,\n\t`created_at` real NOT NULL,\n\t`updated_at` real NOT NULL,\n\tCONSTRAINT \"queues_scope_check\" CHECK(\"queues\".\"scope\" IN ('host', 'fleet')),\n\tCONSTRAINT \"queues_parallel_check\" CHECK(\"queues\".\"parallel\" >= 0),\n\tCONSTRAINT \"queues_lease_attempts_check\" CHECK(\"queues\".\"lease_attempts\" >= 1)\n);",
+      "CREATE TABLE `schedule_run_deps` (\n\t`run_id` text NOT NULL,\n\t`depends_on_kind` text NOT NULL,\n\t`depends_on_id` text NOT NULL,\n\t`created_at` real NOT NULL,\n\tPRIMARY KEY(`run_id`, `depends_on_id`),\n\tCONSTRAINT \"schedule_run_deps_kind_check\" CHECK(\"schedule_run_deps\".\"depends_on_kind\" IN ('schedule_run', 'session', 'invocation', 'play'))\n);",
+      "CREATE INDEX `schedule_run_deps_target_idx` ON `schedule_run_deps` (`depends_on_id`,`run_id`);",
+      "CREATE TABLE `watch_hosts` (\n\t`host_id` text PRIMARY KEY NOT NULL,\n\t`host_name` text,\n\t`labels` text NOT NULL,\n\t`seen_at` real NOT NULL\n);",
+      "PRAGMA foreign_keys=OFF;",
+      "CREATE TABLE `__new_schedule_runs` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`status` text NOT NULL,\n\t`status_reason_code` text,\n\t`status_reason_summary` text,\n\t`status_evidence_refs` text,\n\t`created_at` real NOT NULL,\n\t`updated_at` real NOT NULL,\n\t`invocation_id` text,\n\t`started_at` real,\n\t`ended_at` real,\n\t`exit_code` integer,\n\t`queue` text,\n\t`request_json` text,\n\t`needs` text,\n\t`leased_by` text,\n\t`lease_expires_at` real,\n\t`lease_seconds` real,\n\t`attempts` integer DEFAULT 0 NOT NULL,\n\t`session_id` text,\n\t`chain_parent_id` text,\n\t`chain_depth` integer DEFAULT 0 NOT NULL,\n\t`retries` integer DEFAULT 0 NOT NULL,\n\t`retry_delay` real,\n\t`retry_backoff` text,\n\t`retry_jitter` integer DEFAULT 0 NOT NULL,\n\t`retry_at` real,\n\tCONSTRAINT \"schedule_runs_status_check\" CHECK(\"__new_schedule_runs\".\"status\" IN ('queued', 'waiting_dependency', 'running', 'retry_wait', 'completed', 'failed', 'timed_out', 'skipped', 'cancelled')),\n\tCONSTRAINT \"schedule_runs_backoff_check\" CHECK(\"__new_schedule_runs\".\"retry_backoff\" IS NULL OR \"__new_schedule_runs\".\"retry_backoff\" IN ('fixed', 'exp'))\n);",
+      "INSERT INTO `__new_schedule_runs`(\"id\", \"status\", \"status_reason_code\", \"status_reason_summary\", \"status_evidence_refs\", \"created_at\", \"updated_at\", \"invocation_id\", \"started_at\", \"ended_at\", \"exit_code\", \"queue\", \"request_json\", \"needs\", \"leased_by\", \"lease_expires_at\", \"lease_seconds\", \"attempts\", \"session_id\", \"chain_parent_id\", \"chain_depth\", \"retries\", \"retry_delay\", \"retry_backoff\", \"retry_jitter\", \"retry_at\") SELECT \"id\", \"status\", \"status_reason_code\", \"status_reason_summary\", \"status_evidence_refs\", \"created_at\", \"updated_at\", \"invocation_id\", \"started_at\", \"ended_at\", \"exit_code\", \"queue\", \"request_json\", \"needs\", \"leased_by\", \"lease_expires_at\", \"lease_seconds\", \"attempts\", \"session_id\", \"chain_parent_id\", \"chain_depth\", \"retries\", \"retry_delay\", \"retry_backoff\", \"retry_jitter\", \"retry_at\" FROM `schedule_runs`;",
+      "DROP TABLE `schedule_runs`;",
+      "ALTER TABLE `__new_schedule_runs` RENAME TO `schedule_runs`;",
+      "PRAGMA foreign_keys=ON;",
+      "CREATE INDEX `schedule_runs_status_idx` ON `schedule_runs` (`status`,`updated_at`,`id`);",
+      "CREATE INDEX `schedule_runs_updated_idx` ON `schedule_runs` (`updated_at`,`id`);",
+      "CREATE INDEX `schedule_runs_invocation_idx` ON `schedule_runs` (`invocation_id`);",
+      "CREATE INDEX `schedule_runs_queue_idx` ON `schedule_runs` (`queue`,`status`,`created_at`,`id`);",
+      "CREATE INDEX `schedule_runs_lease_idx` ON `schedule_runs` (`status`,`lease_expires_at`) WHERE \"schedule_runs\".\"status\" = 'running';",
+      "CREATE INDEX `schedule_runs_retry_idx` ON `schedule_runs` (`status`,`retry_at`) WHERE \"schedule_runs\".\"status\" = 'retry_wait';",
+      "CREATE INDEX `schedule_runs_session_idx` ON `schedule_runs` (`session_id`);",
+      "CREATE INDEX `schedule_runs_chain_idx` ON `schedule_runs` (`chain_parent_id`);"
+    ]
   }
 ];
