@@ -11,7 +11,7 @@ import { DEPENDENCY_KINDS, RETRY_BACKOFFS, SOURCES, type DependencyKind, type Sc
 import type { AppliedTransition, TransitionContext } from "../ledger/transition.ts";
 import { reasonRefusal } from "../lifecycle/reasons.ts";
 import { MAX_DURATION_SECONDS } from "../util/duration.ts";
-import { UsageError } from "../util/errors.ts";
+import { UnknownIdError, UsageError } from "../util/errors.ts";
 import { assertSafeId, SAFE_ID_PATTERN, MAX_ID_LENGTH } from "../util/ids.ts";
 import { moveRun } from "./move.ts";
 import { assertQueueName, defaultQueueRow } from "./queues.ts";
@@ -104,7 +104,8 @@ export async function prepareSubmit(ledger: Ledger, raw: SubmitInput): Promise<P
   for (const given of input.after) {
     if (given === id || (ownLegRunId !== undefined && given === ownLegRunId)) throw new UsageError(`--after ${given}: a cycle (the run would wait for itself)`);
     const found = await resolveOne(ledger.backend, given, WAIT_LOOKUP_ORDER).catch((error: unknown) => {
-      if (error instanceof UsageError) throw new UsageError(`--after ${given}: no run, session or leg matches '${given}'`);
+      if (error instanceof UnknownIdError) throw new UnknownIdError(given, "--after");
+      if (error instanceof UsageError) throw new UsageError(`--after: ${error.message}`);
       throw error;
     });
     if (!(DEPENDENCY_KINDS as readonly string[]).includes(found.kind)) throw new UsageError(`--after ${given}: a ${found.kind} cannot be waited for`);
@@ -140,7 +141,7 @@ export async function writeSubmit(tx: Tx, ledger: Ledger, prepared: PreparedSubm
   await tx.schedule.ensureQueue(defaultQueueRow(input.queue, now));
   for (const dep of dependencies) {
     // Resolved before the transaction; a dependency pruned since is refused rather than waited for forever.
-    if (!(await tx.getEntity(dep.kind, dep.id))) throw new UsageError(`--after ${dep.given}: no run, session or leg matches '${dep.given}'`);
+    if (!(await tx.getEntity(dep.kind, dep.id))) throw new UnknownIdError(dep.given, "--after");
   }
   const create = ledger.prepareCreate("schedule_run", {
     id,

@@ -51,7 +51,7 @@ describe("submitting a scheduled run", () => {
   test("an unknown --after id is refused naming it, and nothing is written", async () => {
     const t = ledger();
     await submitRun(t.ledger, input());
-    expect(await refusal(t, input({ after: ["nope-123"] }))).toBe("--after nope-123: no run, session or leg matches 'nope-123'");
+    expect(await refusal(t, input({ after: ["nope-123"] }))).toBe("--after: no run, session or branch matches 'nope-123'");
   });
 
   test("a cycle is refused: a run waiting for itself, or for a run that waits for it", async () => {
