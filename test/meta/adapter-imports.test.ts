@@ -3,32 +3,15 @@
 // so a command, a sweep or the watcher works on either backend unchanged.
 
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { localImports, sourceFiles, SRC } from "../helpers/imports.ts";
 
-const SRC = join(import.meta.dir, "../../src");
 const ADAPTER_DIRS = ["ledger/sqlite/", "ledger/postgres/"] as const;
-/** Static imports and re-exports, dynamic import() and require(): every way a module names another. */
-const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|^\s*import\s+)["']([^"']+)["']/gm;
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith(".ts") ? [path] : [];
-  });
-}
 
 /** The adapter modules `text` (the source of `file`, under src/) imports, as paths relative to src/. */
 function adapterImports(file: string, text: string): string[] {
-  const found: string[] = [];
-  for (const match of text.matchAll(SPECIFIER)) {
-    const specifier = match[1]!;
-    if (!specifier.startsWith(".")) continue;
-    const target = relative(SRC, resolve(dirname(file), specifier));
-    if (ADAPTER_DIRS.some((dir) => target.startsWith(dir))) found.push(target);
-  }
-  return found;
+  return localImports(file, text).filter((target) => ADAPTER_DIRS.some((dir) => target.startsWith(dir)));
 }
 
 describe("the backend seam", () => {
