@@ -15,6 +15,7 @@ import type { ResumeHooks, ResumeTarget } from "./resume.ts";
 import { allocateRun, takeRunId, type RunDir } from "./rundir.ts";
 import type { AlsoInSetup, LegIds, LegPlan } from "./setup.ts";
 import { LiSignalTrap } from "./signals.ts";
+import type { StreamLimits } from "./stream-copy.ts";
 import type { AfterCommit, LegOutage, TeardownResult } from "./teardown/state.ts";
 
 /** Exit codes that mean "the provider failed" for linked-session reconciliation (§8.2 step 5). */
@@ -33,6 +34,8 @@ export interface AgentDeps {
   killGraceMs?: number;
   drainGraceMs?: number;
   heartbeatMs?: number;
+  /** §20: how much of the disk a leg's stream copy may take. */
+  streamLimits?: StreamLimits;
   checkEvidence?: (cwd: string, options: EvidenceOptions) => Promise<CompletionEvidence>;
   /** The notification work registers its callbacks here, inside the setup transaction. */
   alsoInSetup?: AlsoInSetup;
@@ -165,6 +168,7 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
       ...(deps.killGraceMs !== undefined ? { killGraceMs: deps.killGraceMs } : {}),
       ...(deps.drainGraceMs !== undefined ? { drainGraceMs: deps.drainGraceMs } : {}),
       ...(deps.heartbeatMs !== undefined ? { heartbeatMs: deps.heartbeatMs } : {}),
+      ...(deps.streamLimits ? { streamLimits: deps.streamLimits } : {}),
       ...(alsoInSetup ? { alsoInSetup } : {}),
       ...(first && deps.onStarted ? { onStarted: deps.onStarted } : {}),
       ...(deps.requirePersistence ? { requirePersistence: true } : {}),

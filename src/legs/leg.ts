@@ -7,6 +7,7 @@ import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { CompletionEvidence, EvidenceOptions } from "./evidence.ts";
 import { pump, drainPumps, Tail, type Sink } from "./capture.ts";
+import { streamSink, type StreamLimits } from "./stream-copy.ts";
 import { removeRunDir } from "./rundir.ts";
 import { commandEnv } from "./env.ts";
 import { startHeartbeat } from "./heartbeat.ts";
@@ -17,7 +18,7 @@ import type { ResumeSetup } from "./resume.ts";
 import { newSessionRows, nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegIds, type LegPlan, type SpooledSetup } from "./setup.ts";
 import { armDeadline, GroupTerminator, LI_SIGNALS, LiSignalTrap } from "./signals.ts";
 import { spawnCommand, SpawnError, type SpawnedCommand } from "./spawn.ts";
-import type { AfterCommit, LegOutage, SpoolWhole, TeardownResult } from "./teardown/state.ts";
+import type { AfterCommit, LegOutage, SpoolReservation, SpoolWhole, TeardownResult } from "./teardown/state.ts";
 import { retryLockWaitMs, retryUnreachable } from "./ledger-retry.ts";
 import { formatDuration } from "../util/duration.ts";
 import type { LedgerUnavailableError } from "../util/errors.ts";
@@ -65,6 +66,8 @@ export interface LegOptions {
   drainGraceMs?: number;
   heartbeatMs?: number;
   tailBytes?: number;
+  /** How much of the disk the stream copy may take (§20: `agent.stream_reserve`, `agent.stream_max`). */
+  streamLimits?: StreamLimits;
   checkEvidence: (cwd: string, options: EvidenceOptions) => Promise<CompletionEvidence>;
   alsoInSetup?: AlsoInSetup;
   afterCommit: readonly AfterCommit[];
@@ -147,6 +150,11 @@ function unopened(plan: LegPlan, mode: LegMode, o: LegOptions): OpenedRecord {
 
 /** Retries a new leg's setup for --ledger-retry; still unreachable, the leg runs and spools itself whole. */
 async function waitForSetup(ledger: Ledger, plan: LegPlan, o: LegOptions, outage: LegOutage, failure: LedgerUnavailableError): Promise<OpenedRecord> {
+  if (failure.diskFull) {
+    // §20: a full disk is no outage a retry rides out; the command runs now.
+    o.io.log(`warning: ${failure.message}; a full disk is not waited for: the command runs now, and its whole leg is spooled for li watch to record`);
+    return { ledger: null, resumed: null, stopped: null, spoolWhole: { setup: { ...newSessionRows(plan), registration: o.spoolRegistration?.(plan) ?? null }, error: failure } };
+  }
   if (outage.retrySeconds > 0) o.io.log(`the ledger is unreachable (${failure.message}); retrying the setup for up to ${formatDuration(outage.retrySeconds)}`);
   const attempt = await retryUnreachable<void>(
     async (leftMs) => {
@@ -194,12 +202,22 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
   }
   // Setup is done (recorded, or the leg runs unrecorded): the run directory is no orphan any more.
   clearSetupPending(plan, o.io.log);
+  // Room for the outcome in the spool, taken before the command can fill the disk (§20).
+  const reservation = ledger || spoolWhole ? await reserveSpool(plan, o) : null;
+  try {
+    return await runRecordedLeg(plan, o, signals, ledger, resumed, spoolWhole, reservation);
+  } finally {
+    reservation?.release();
+  }
+}
+
+async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTrap, ledger: Ledger | null, resumed: ResumeSetup | null, spoolWhole: SpoolWhole | undefined, reservation: SpoolReservation | null): Promise<LegOutcome> {
   await o.hooks?.afterSetup?.(plan);
   const escalateFile = `${plan.run.stateRoot}/escalations.jsonl`;
   const streamFd = prepareRunFiles(plan, ledger !== null, escalateFile, o.io.log);
   await o.onStarted?.(plan, ledger !== null);
 
-  const toStream = streamSink(streamFd, plan.run.streamPath(plan.branchId), o.io.log);
+  const toStream = streamSink(streamFd, plan.run.streamPath(plan.branchId), o.io.log, o.streamLimits);
   const tail = new Tail(o.tailBytes);
   let child: SpawnedCommand | null = null;
   let failure: string | null = null;
@@ -289,8 +307,19 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
     afterCommit: o.afterCommit,
     ...(o.outage ? { outage: o.outage } : {}),
     ...(spoolWhole ? { spoolWhole } : {}),
+    ...(reservation ? { spoolReservation: reservation } : {}),
   });
   return { result, termination, stoppedBy: null, persisted: ledger !== null || result.persisted === "spooled", resumed };
+}
+
+/** The leg's spool space (§20); a disk that refuses it leaves the leg without one (its spool write may still find room). */
+async function reserveSpool(plan: LegPlan, o: LegOptions): Promise<SpoolReservation | null> {
+  if (!o.outage?.reserve) return null;
+  try {
+    return await o.outage.reserve(o.outage, plan.supervisor, o.now());
+  } catch {
+    return null;
+  }
 }
 
 /** Starts loading the teardown and each after-commit hook's modules; a failed load is reported by the teardown's await. */
@@ -341,24 +370,6 @@ function prepareRunFiles(plan: LegPlan, persisted: boolean, escalateFile: string
   } catch (error) {
     return unwritable(error instanceof Error ? error.message : String(error));
   }
-}
-
-/**
- * The stream file's copy of the output. When the file cannot take more (disk full), the copy stops
- * with one warning; the passthrough and the captured tail go on, so the command never blocks or dies
- * because li's copy failed.
- */
-function streamSink(fd: number | null, file: string, log: (line: string) => void): Sink {
-  let broken = fd === null;
-  return (chunk) => {
-    if (broken) return;
-    try {
-      for (let at = 0; at < chunk.byteLength; ) at += fs.writeSync(fd!, chunk, at);
-    } catch (error) {
-      broken = true;
-      log(`warning: cannot write the stream file ${file} (${error instanceof Error ? error.message : String(error)}); the output still passes through, the rest is not kept`);
-    }
-  };
 }
 
 /**

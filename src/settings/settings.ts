@@ -8,6 +8,7 @@ import { compileArgvWords, compileTemplate } from "../notify/argv.ts";
 import type { NotifyFilter, NotifySetting } from "../notify/on-terminal.ts";
 import { parseDuration, parsePositiveNumber, requireDurationRange } from "../util/duration.ts";
 import { UsageError } from "../util/errors.ts";
+import { parseSize, parseSizeOrShare, type SizeOrShare } from "../util/size.ts";
 import { isSafeId } from "../util/ids.ts";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
 import { DEFAULT_LEDGER_RETRY_SECONDS } from "./defaults.ts";
@@ -28,6 +29,10 @@ export interface Settings {
   readonly agentTimeout: number | null;
   /** Seconds a leg retries an unreachable ledger before it spools its outcome (§17). */
   readonly agentLedgerRetry: number;
+  /** Free space a leg's stream copy leaves on its file system (§20); null = the default (64 MiB or 1 %, the smaller). */
+  readonly agentStreamReserve: SizeOrShare | null;
+  /** Bytes one leg's stream copy may hold (§20); null = no cap. */
+  readonly agentStreamMax: number | null;
   readonly watch: WatchSettings;
 }
 
@@ -38,6 +43,9 @@ const durationValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, p
 /** A duration where 0 is meaningful (watch.phantom_grace: 0 reaps on positive death alone). */
 const durationOrZeroValue: KeyParser<number> = (raw, origin) =>
   raw === 0 ? { ok: true, value: 0 } : numeric(raw, origin, (text, flag) => parseDuration(text, flag, { allowZero: true }), "a duration", requireDurationRange, "of zero or more");
+const sizeValue: KeyParser<number> = (raw, origin) => (typeof raw === "number" && Number.isSafeInteger(raw) && raw >= 0 ? { ok: true, value: raw } : typeof raw === "string" ? checked(() => parseSize(raw, origin), origin) : { ok: false, problem: `expected a size (bytes, or 64M, 2G), got ${describeType(raw)}` });
+const sizeOrShareValue: KeyParser<SizeOrShare> = (raw, origin) =>
+  typeof raw === "number" && Number.isSafeInteger(raw) && raw >= 0 ? { ok: true, value: { bytes: raw } } : typeof raw === "string" ? checked(() => parseSizeOrShare(raw, origin), origin) : { ok: false, problem: `expected a size (bytes, 64M) or a share of the disk (1%), got ${describeType(raw)}` };
 const positiveNumberValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parsePositiveNumber, "a positive number");
 
 /**
@@ -50,6 +58,8 @@ const KEYS = {
   "notify.on_terminal": { parse: parseNotify, fallback: null, disabledByInvalid: "the callback is disabled", runsProgram: true },
   "agent.timeout": { parse: durationValue, fallback: null },
   "agent.ledger_retry": { parse: durationOrZeroValue, fallback: DEFAULT_LEDGER_RETRY_SECONDS },
+  "agent.stream_reserve": { parse: sizeOrShareValue, fallback: null },
+  "agent.stream_max": { parse: sizeValue, fallback: null },
   "watch.sweep_interval": { parse: durationValue, fallback: 30 },
   "watch.phantom_grace": { parse: durationOrZeroValue, fallback: 60 },
   "watch.phantom_hours": { parse: positiveNumberValue, fallback: 1 },
@@ -103,6 +113,8 @@ export function loadSettings(options: LoadSettingsOptions): { settings: Settings
     notifyOnTerminal: notify === null ? null : freezeNotify(notify),
     agentTimeout: pick("agent.timeout"),
     agentLedgerRetry: pick("agent.ledger_retry"),
+    agentStreamReserve: pick("agent.stream_reserve"),
+    agentStreamMax: pick("agent.stream_max"),
     watch: Object.freeze({
       sweepInterval: pick("watch.sweep_interval"),
       phantomGrace: pick("watch.phantom_grace"),
@@ -245,7 +257,7 @@ function numeric(
 }
 
 /** A parser's UsageError as a problem of the key; its message starts with the origin we gave it, which is dropped. */
-function checked(parse: () => number, origin: string): Parsed<number> {
+function checked<T>(parse: () => T, origin: string): Parsed<T> {
   try {
     return { ok: true, value: parse() };
   } catch (error) {

@@ -1,15 +1,20 @@
 // Spooling a leg's outcome (SPEC §17): loaded only when the ledger stayed unreachable past --ledger-retry.
 
 import type { LegOutage, SpoolRequest } from "../legs/teardown/state.ts";
-import { newEntryId, SPOOL_SCHEMA, SPOOL_VERSION } from "./entry.ts";
+import { newEntryId, SPOOL_SCHEMA, SPOOL_VERSION, type SpoolEntry } from "./entry.ts";
+import { fillReservation } from "./reserve.ts";
 import { writeEntry } from "./store.ts";
 
-/** Writes one entry holding the leg's outcome (and its setup, when that never reached the ledger); returns the file. */
+/**
+ * Writes one entry holding the leg's outcome (and its setup, when that never reached the ledger); returns
+ * the file. With the leg's reservation (§20) the entry goes into the room taken at setup; an entry that
+ * outgrows it gives the room back and is written as a new file.
+ */
 export function spoolFinal(outage: Pick<LegOutage, "spoolDir" | "hostId">, o: SpoolRequest): string {
-  return writeEntry(outage.spoolDir, {
+  const entry: SpoolEntry = {
     schema: SPOOL_SCHEMA,
     version: SPOOL_VERSION,
-    id: newEntryId(o.now),
+    id: o.reservation?.id ?? newEntryId(o.now),
     spooled_at: o.now,
     host_id: outage.hostId,
     session_id: o.record.sessionId,
@@ -17,5 +22,12 @@ export function spoolFinal(outage: Pick<LegOutage, "spoolDir" | "hostId">, o: Sp
     ledger: o.ledger,
     setup: o.setup,
     final: o.record,
-  });
+  };
+  if (!o.reservation) return writeEntry(outage.spoolDir, entry);
+  try {
+    return fillReservation(outage.spoolDir, o.reservation, `${JSON.stringify(entry)}\n`);
+  } catch {
+    o.reservation.release();
+    return writeEntry(outage.spoolDir, entry);
+  }
 }

@@ -43,13 +43,16 @@ export class LedgerUnavailableError extends Error {
   override readonly name = "LedgerUnavailableError";
   readonly exitCode = ExitCode.unavailable;
   readonly unreachable: boolean;
+  /** The ledger's own disk is full (§20): unreachable, but not worth waiting for before a command starts. */
+  readonly diskFull: boolean;
   constructor(
     readonly path: string,
     readonly reason: string,
-    options: { unreachable?: boolean; cause?: unknown } = {},
+    options: { unreachable?: boolean; diskFull?: boolean; cause?: unknown } = {},
   ) {
     super(`ledger ${path}: ${reason}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.unreachable = options.unreachable ?? false;
+    this.diskFull = options.diskFull ?? false;
   }
 }
 

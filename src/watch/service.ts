@@ -230,6 +230,19 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     } catch (error) {
       fail("orphan_run_dirs", error);
     }
+    if (deps.spoolDir) {
+      try {
+        // The spool space of legs killed before they could give it back (§20).
+        const { sweepReservations } = await import("../spool/reserve.ts");
+        const gone = sweepReservations(deps.spoolDir, (owner) => {
+          const seen = env.probe(owner.pid, owner.startTicks);
+          return seen === "dead" || seen === "reused";
+        });
+        for (const file of gone) log({ action: "remove_spool_reservation", path: file });
+      } catch (error) {
+        fail("spool_reservations", error);
+      }
+    }
     if (pruneOptions === null || signal.aborted) return;
     try {
       let pruned: Awaited<ReturnType<typeof prune.runOnce>>;

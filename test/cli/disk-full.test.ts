@@ -6,51 +6,59 @@
 
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { LI_BINARY, li, liEnv, type LiResult } from "../helpers/cli.ts";
 import { describeSqliteOnly } from "../helpers/backends.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { ledgerRows } from "../helpers/ledger-rows.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
+import { until } from "../helpers/until.ts";
 
 
 let mountPoint: string | null = null;
+/** A 20 MiB disk, the size of the issue's reproductions of §20 (a reserve of 1 % is then ~200 KiB). */
+let largeMountPoint: string | null = null;
 const scratch: string[] = [];
 
-/** Why this file cannot run here, or null. Under CI it must run: not being able to is a failure. */
-function mountTmpfs(): string | null {
-  if (process.getuid?.() !== 0) return "mounting a tmpfs needs root";
+/** A tmpfs of `size` on a new temp dir, or why it cannot be mounted here. Under CI it must mount: not being able to is a failure. */
+function mountTmpfs(size: string): { dir: string } | { problem: string } {
+  if (process.getuid?.() !== 0) return { problem: "mounting a tmpfs needs root" };
   const dir = tempDir("li-diskfull-");
-  const mount = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", dir]);
-  if (mount.exitCode !== 0) return `mount -t tmpfs failed: ${mount.stderr.toString().trim()}`;
-  mountPoint = dir;
-  return null;
+  const mount = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", `size=${size},mode=0700`, "tmpfs", dir]);
+  if (mount.exitCode !== 0) return { problem: `mount -t tmpfs failed: ${mount.stderr.toString().trim()}` };
+  return { dir };
 }
 
 let cannotRun: string | null = null;
 beforeAll(() => {
-  cannotRun = mountTmpfs();
+  const small = mountTmpfs("2m");
+  const large = "dir" in small ? mountTmpfs("20m") : small;
+  if ("dir" in small) mountPoint = small.dir;
+  if ("dir" in large) largeMountPoint = large.dir;
+  cannotRun = "problem" in large ? large.problem : null;
   if (cannotRun && process.env.CI !== "true") {
     console.error(`\n*** the disk-full matrix DID NOT RUN: ${cannotRun} (under CI=true this is a failure) ***\n`);
   }
 });
 afterAll(() => {
-  if (mountPoint) {
-    Bun.spawnSync(["umount", mountPoint]);
-    rmSync(mountPoint, { recursive: true, force: true });
+  for (const dir of [mountPoint, largeMountPoint]) {
+    if (!dir) continue;
+    Bun.spawnSync(["umount", dir]);
+    rmSync(dir, { recursive: true, force: true });
   }
   scratch.forEach((d) => rmSync(d, { recursive: true, force: true }));
 });
 
-/** The tmpfs, emptied, or null when the matrix cannot run here (failing under CI). */
-function disk(): string | null {
+/** The 2 MiB tmpfs (or the 20 MiB one), emptied, or null when the matrix cannot run here (failing under CI). */
+function disk(which: "small" | "large" = "small"): string | null {
   if (cannotRun) {
     if (process.env.CI === "true") throw new Error(`the disk-full matrix cannot run: ${cannotRun}`);
     return null;
   }
-  for (const entry of readdirSync(mountPoint!)) rmSync(join(mountPoint!, entry), { recursive: true, force: true });
-  return mountPoint;
+  const dir = which === "small" ? mountPoint! : largeMountPoint!;
+  for (const entry of readdirSync(dir)) rmSync(join(dir, entry), { recursive: true, force: true });
+  return dir;
 }
 
 function elsewhere(): string {
@@ -140,6 +148,28 @@ describeSqliteOnly("disk-full")("disk full before setup (the ledger and the run 
     expect(sessions(join(home, "state.db")).map((s) => s.status)).toEqual(["completed"]);
   });
 
+  test("a full disk is not waited for (§20): with the default --ledger-retry of 2 minutes the command starts at once, after one warning, and the summary says (not recorded)", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = join(tmpfs, "home");
+    expect((await li(["agent", "--", "true"], { home })).code).toBe(0);
+    const filler = fillLeaving(tmpfs, 0);
+
+    const r = await li(["agent", "--", "sh", "-c", "echo RAN"], { home });
+
+    expect(r.stdout).toBe("RAN\n");
+    expect(r.code).toBe(0);
+    expect(r.stderr).not.toMatch(/retrying|waiting up to/);
+    expect(r.stderr.match(/^li: warning: .*/gm)).toEqual([
+      expect.stringMatching(new RegExp(`^li: warning: ledger ${join(home, "state.db")}: disk full: .*; a full disk is not waited for: the command runs now`)),
+      // Its run directory, on the same disk.
+      expect.stringMatching(/^li: warning: cannot write the run directory/),
+    ]);
+    expect(lines(r).at(-1)).toMatch(/^li: completed \(run\.completed\.ok\) session \S+ branch \S+ \(not recorded\)$/);
+    rmSync(filler);
+    await expectLedgerSound(join(home, "state.db"));
+  }, 30_000);
+
   test("a detached leg exits 78 naming the ledger, runs nothing and leaves no run directory", async () => {
     const tmpfs = disk();
     if (!tmpfs) return;
@@ -186,6 +216,8 @@ describeSqliteOnly("disk-full")("disk full during the command's output (the run 
     const tmpfs = disk();
     if (!tmpfs) return;
     const home = elsewhere();
+    // No reserve: the copy runs until the disk itself refuses (the reserve has tests of its own below).
+    writeFileSync(join(home, "settings.yaml"), "agent:\n  stream_reserve: 0\n");
     const runs = join(tmpfs, "runs");
     mkdirSync(runs);
     // Room for the run directory's small files, not for the output.
@@ -211,7 +243,7 @@ describeSqliteOnly("disk-full")("disk full during the command's output (the run 
 });
 
 describeSqliteOnly("disk-full")("disk full at teardown (the ledger and the spool on the full disk, the run directory elsewhere)", () => {
-  test("li says plainly the outcome was NOT recorded (nor spooled), naming the ledger and the reason, prints no summary, and exits 78", async () => {
+  test("the outcome goes into the spool space the leg took at setup (§20): li exits by the outcome, and once space is freed li watch --once records it", async () => {
     const tmpfs = disk();
     if (!tmpfs) return;
     const home = join(tmpfs, "home");
@@ -224,55 +256,132 @@ describeSqliteOnly("disk-full")("disk full at teardown (the ledger and the spool
     const r = await li(["agent", "--ledger-retry", "0", "--", "sh", "-c", command], { home, env: { LI_RUNS_ROOT: runs } });
 
     expect(r.stdout).toBe("FILLED\n");
+    expect(r.code).toBe(0);
+    const dbPath = join(home, "state.db");
+    expect(lines(r)).toEqual([expect.stringMatching(new RegExp(`^li: the outcome is spooled in ${join(home, "spool")}/\\S+\\.json \\(ledger ${dbPath}: disk full: .*SQLITE_FULL.*\\); .*; it was completed \\(run\\.completed\\.ok\\) session \\S+`))]);
+    // Only the entry: the reservation became it.
+    expect(readdirSync(join(home, "spool"))).toEqual([expect.stringMatching(/^\S+\.json$/)]);
+    expect(onlyStreamText(runs)).toBe("FILLED\n");
+    rmSync(filler);
+    await expectLedgerSound(dbPath);
+    expect(sessions(dbPath)).toEqual([expect.objectContaining({ status: "running", exit_code: null })]);
+    const watch = await li(["watch", "--once"], { home, env: { LI_RUNS_ROOT: runs } });
+    expect(watch.code).toBe(0);
+    expect(watch.stdout).toMatch(/replay entry=\S+ session_id=\S+ result=applied status=completed/);
+    expect(sessions(dbPath)).toEqual([expect.objectContaining({ status: "completed", exit_code: 0 })]);
+    expect(readdirSync(join(home, "spool"))).toEqual([]);
+    await expectLedgerSound(dbPath);
+  });
+
+  test("without room in the spool either (the reservation given up), li says plainly the outcome was NOT recorded, prints no summary, and exits 78", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = join(tmpfs, "home");
+    const runs = join(elsewhere(), "runs");
+    const filler = join(tmpfs, "filler");
+    // The command removes the leg's reservation, then fills the disk: nothing is left for the entry.
+    const command = `rm -f ${join(home, "spool")}/*.reserved-*; dd if=/dev/zero of=${filler} bs=4096 2>/dev/null; echo FILLED`;
+
+    const r = await li(["agent", "--ledger-retry", "0", "--", "sh", "-c", command], { home, env: { LI_RUNS_ROOT: runs } });
+
+    expect(r.stdout).toBe("FILLED\n");
     expect(r.code).toBe(78);
     const dbPath = join(home, "state.db");
     const said = lines(r);
     expect(said).toHaveLength(2);
-    // The spool is on the same full disk: the entry cannot be written either (§17), and nothing is left there.
     expect(said[0]).toMatch(new RegExp(`^li: cannot spool the outcome in ${join(home, "spool")}: .*ENOSPC`));
-    expect(existsSync(join(home, "spool")) ? readdirSync(join(home, "spool")) : []).toEqual([]);
+    expect(readdirSync(join(home, "spool"))).toEqual([]);
     expect(said[1]).toMatch(new RegExp(`^li: the outcome was NOT recorded: ledger ${dbPath}: disk full: .*SQLITE_FULL.*; it was completed \\(run\\.completed\\.ok\\) session \\S+ branch \\S+ \\(command exit 0\\)`));
     expect(r.stderr).not.toMatch(/^li: completed/m);
-    // The stream file and the run directory stay for the record.
-    expect(onlyStreamText(runs)).toBe("FILLED\n");
     rmSync(filler);
-    // The ledger is whole; the session is still running (the reaper will call it a phantom) and its history agrees.
     await expectLedgerSound(dbPath);
     expect(sessions(dbPath)).toEqual([expect.objectContaining({ status: "running", exit_code: null })]);
   });
 
-  test("the issue's reproduction: everything on the 2 MiB disk and a command printing 3 MB — NOT recorded, 78, the output passed through whole", async () => {
-    const tmpfs = disk();
-    if (!tmpfs) return;
-    const home = join(tmpfs, "home");
-    const bytes = 3 * 1024 * 1024;
-
-    const r = await li(["agent", "--ledger-retry", "0", "--", "sh", "-c", `head -c ${bytes} /dev/zero | tr '\\0' x; echo`], { home });
-
-    expect(r.stdout.length).toBe(bytes + 1);
-    expect(r.code).toBe(78);
-    expect(r.stderr).toMatch(/warning: cannot write the stream file \S+ \(ENOSPC/);
-    expect(lines(r).at(-1)).toMatch(new RegExp(`^li: the outcome was NOT recorded: ledger ${join(home, "state.db")}: disk full`));
-    expect(r.stderr).not.toMatch(/^li: completed/m);
-    const runs = readdirSync(join(home, "runs"));
-    expect(runs).toHaveLength(1);
-    // Room again: the ledger is whole and still says running, as its history does.
-    rmSync(join(home, "runs", runs[0]!, "stream"), { recursive: true });
-    await expectLedgerSound(join(home, "state.db"));
-    expect(sessions(join(home, "state.db"))).toEqual([expect.objectContaining({ status: "running" })]);
-  });
-
-  test("--json says persisted: false with the ledger error", async () => {
+  test("--json says persisted: true with the spooled entry and the ledger error", async () => {
     const tmpfs = disk();
     if (!tmpfs) return;
     const home = join(tmpfs, "home");
     const filler = join(tmpfs, "filler");
     const r = await li(["agent", "--json", "--ledger-retry", "0", "--", "sh", "-c", `dd if=/dev/zero of=${filler} bs=4096 2>/dev/null; true`], { home, env: { LI_RUNS_ROOT: join(elsewhere(), "runs") } });
-    expect(r.code).toBe(78);
+    expect(r.code).toBe(0);
     const record = JSON.parse(r.stdout);
-    expect(record).toMatchObject({ status: "completed", exit_code: 0, persisted: false, ledger_error: expect.stringContaining(`ledger ${join(home, "state.db")}: disk full`) });
+    expect(record).toMatchObject({ status: "completed", exit_code: 0, persisted: true, spooled: expect.stringContaining(join(home, "spool")), ledger_error: expect.stringContaining(`ledger ${join(home, "state.db")}: disk full`) });
     rmSync(filler);
     await expectLedgerSound(join(home, "state.db"));
+  });
+});
+
+describeSqliteOnly("disk-full")("running out of disk with everything in LI_HOME (§20: the stream copy keeps room for li's records)", () => {
+  test("the issue's reproduction: a 20 MiB LI_HOME and a command printing 30 MB — one warning at the reserve, the output passed through whole, the leg completed and recorded (or spooled, then replayed as completed), never a phantom", async () => {
+    const tmpfs = disk("large");
+    if (!tmpfs) return;
+    const home = join(tmpfs, "home");
+    const bytes = 30_000_000;
+
+    const r = await li(["agent", "--", "sh", "-c", `yes | head -c ${bytes}`], { home });
+
+    expect(r.stdout.length).toBe(bytes);
+    expect(r.code).toBe(0);
+    const warnings = r.stderr.match(/warning: .*/g) ?? [];
+    expect(warnings).toEqual([expect.stringMatching(/^warning: the stream file \S+ stops here: its disk keeps 204\.8KiB free for li's own records \(agent\.stream_reserve\); the output still passes through, the rest is not kept$/)]);
+    expect(r.stderr).not.toContain("NOT recorded");
+    const dbPath = join(home, "state.db");
+    if (/the outcome is spooled/.test(r.stderr)) {
+      // The ledger could not take it even so: the spool did, and li watch records it once there is room.
+      rmSync(join(home, "runs"), { recursive: true });
+      expect((await li(["watch", "--once"], { home })).stdout).toMatch(/result=applied status=completed/);
+    } else {
+      expect(lines(r).at(-1)).toMatch(/^li: completed \(run\.completed\.ok\) session \S+ branch \S+$/);
+    }
+    expect(sessions(dbPath)).toEqual([expect.objectContaining({ status: "completed", exit_code: 0 })]);
+    // The reservation was given back; the stream file kept what fitted above the reserve.
+    expect(readdirSync(join(home, "spool"))).toEqual([]);
+    await expectLedgerSound(dbPath);
+    const reap = await li(["watch", "--once", "--phantom-grace", "0"], { home });
+    expect(reap.stdout).not.toMatch(/^\S+ reap /m);
+    expect(sessions(dbPath).map((s) => s.status)).toEqual(["completed"]);
+  });
+
+  test("agent.stream_max caps one leg's copy: one warning naming the key, the output passed through whole, the leg completed", async () => {
+    const tmpfs = disk("large");
+    if (!tmpfs) return;
+    const home = join(tmpfs, "home");
+    mkdirSync(home, { recursive: true });
+    writeFileSync(join(home, "settings.yaml"), "agent:\n  stream_max: 1M\n");
+
+    const r = await li(["agent", "--", "sh", "-c", "yes | head -c 3000000"], { home });
+
+    expect(r.stdout.length).toBe(3_000_000);
+    expect(r.code).toBe(0);
+    expect(r.stderr.match(/warning: .*/g)).toEqual([expect.stringMatching(/^warning: the stream file \S+ reached agent\.stream_max \(1\.00MiB\); the output still passes through, the rest is not kept$/)]);
+    const kept = onlyStreamText(join(home, "runs"));
+    expect(kept.length).toBeLessThanOrEqual(1024 * 1024);
+    expect(kept.length).toBeGreaterThan(0);
+    expect(sessions(join(home, "state.db"))).toEqual([expect.objectContaining({ status: "completed" })]);
+  });
+
+  test("a leg killed -9 leaves its spool reservation, and li watch removes it once its owner is dead", async () => {
+    const tmpfs = disk("large");
+    if (!tmpfs) return;
+    const home = join(tmpfs, "home");
+    const ready = join(elsewhere(), "ready");
+    const child = Bun.spawn([LI_BINARY, "agent", "--", "sh", "-c", `touch ${ready}; exec sleep 60`], { env: liEnv(home), stdout: "ignore", stderr: "ignore" });
+    await until("the leg's command to start", () => existsSync(ready));
+    const reserved = readdirSync(join(home, "spool")).filter((n) => n.includes(".reserved-"));
+    expect(reserved).toEqual([expect.stringMatching(new RegExp(`\\.reserved-${child.pid}-\\d+$`))]);
+    // Alive: the watcher leaves it.
+    expect((await li(["watch", "--once"], { home })).stdout).not.toContain("remove_spool_reservation");
+    expect(readdirSync(join(home, "spool"))).toEqual(reserved);
+    child.kill("SIGKILL");
+    await child.exited;
+
+    // No grace: the reaper also kills the command the dead leg left running, as it always has.
+    const watch = await li(["watch", "--once", "--phantom-grace", "0"], { home });
+
+    expect(watch.stdout).toContain(`remove_spool_reservation path=${join(home, "spool", reserved[0]!)}`);
+    expect(readdirSync(join(home, "spool"))).toEqual([]);
+    expect(sessions(join(home, "state.db"))).toEqual([expect.objectContaining({ status: "failed" })]);
   });
 });
 
@@ -320,7 +429,7 @@ describeSqliteOnly("disk-full")("disk full at teardown with the spool elsewhere 
 });
 
 describeSqliteOnly("disk-full")("disk full before setup with the spool elsewhere (§17 item 4)", () => {
-  test("the leg waits --ledger-retry, runs, and spools itself whole; once space is freed li watch --once records it with its notice", async () => {
+  test("the leg runs at once (a full disk is not waited for, §20) and spools itself whole; once space is freed li watch --once records it with its notice", async () => {
     const tmpfs = disk();
     if (!tmpfs) return;
     const home = elsewhere();

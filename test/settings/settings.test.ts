@@ -40,6 +40,8 @@ const DEFAULTS = {
   notifyOnTerminal: null,
   agentTimeout: null,
   agentLedgerRetry: 120,
+  agentStreamReserve: null,
+  agentStreamMax: null,
   watch: { sweepInterval: 30, phantomGrace: 60, phantomHours: 1, pruneKeepDays: null },
 };
 
@@ -68,6 +70,8 @@ describe("loadSettings: files and precedence", () => {
         "agent:",
         "  timeout: 2h",
         "  ledger_retry: 0",
+        "  stream_reserve: 1.5%",
+        "  stream_max: 512M",
         "watch:",
         "  sweep_interval: 10",
         "  phantom_grace: 90s",
@@ -88,6 +92,8 @@ describe("loadSettings: files and precedence", () => {
       },
       agentTimeout: 7200,
       agentLedgerRetry: 0,
+      agentStreamReserve: { percent: 1.5 },
+      agentStreamMax: 512 * 1024 * 1024,
       watch: { sweepInterval: 10, phantomGrace: 90, phantomHours: 2, pruneKeepDays: 14 },
     });
   });
@@ -276,6 +282,27 @@ describe("loadSettings: invalid values", () => {
       expect(warnings[0]).toEndWith("; using the default");
     });
   }
+
+  test.each([
+    ["agent.stream_max", "agent:\n  stream_max: VALUE\n"],
+    ["agent.stream_reserve", "agent:\n  stream_reserve: VALUE\n"],
+  ])("%s: a size that is not one (12 parsecs, -1, 101%%, a list) warns naming the key and file, and the default is used", (key, yaml) => {
+    for (const value of ["12 parsecs", "-1", "[1]", ...(key === "agent.stream_reserve" ? ["101%"] : ["1%"])]) {
+      write(globalFile, yaml.replace("VALUE", value));
+      const { settings, warnings } = load();
+      expect(settings).toEqual(DEFAULTS);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toStartWith(`settings ${globalFile}: ${key}: `);
+      expect(warnings[0]).toEndWith("; using the default");
+    }
+  });
+
+  test("a size key takes bytes as a YAML number, and K, M, G as text", () => {
+    write(globalFile, "agent:\n  stream_max: 1048576\n  stream_reserve: 64K\n");
+    expect(load().settings).toMatchObject({ agentStreamMax: 1048576, agentStreamReserve: { bytes: 65536 } });
+    write(globalFile, "agent:\n  stream_max: 2G\n  stream_reserve: 0\n");
+    expect(load().settings).toMatchObject({ agentStreamMax: 2 * 1024 ** 3, agentStreamReserve: { bytes: 0 } });
+  });
 
   test("a duration key accepts 365 days, as text or as a YAML number", () => {
     write(globalFile, "agent:\n  timeout: 365d\nwatch:\n  sweep_interval: 31536000\n");

@@ -115,7 +115,7 @@ export default command({
     } else note("warning: --no-persist: nothing is recorded in the ledger");
     const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
     const outcome = await runAgent(req, {
-      ...deps(ledger, io, workdir, stdinMode(isTerminal(0), false), req),
+      ...deps(ledger, io, workdir, stdinMode(isTerminal(0), false), req, settings),
       notifier: await notifier(req.notify, settings, note),
       ...(unreachable ? { unreachable } : {}),
     });
@@ -156,6 +156,11 @@ async function openOrWait(open: () => Ledger, req: AgentRequest): Promise<{ ledg
   };
   const first = attempt();
   if (first.ok) return { ledger: first.value, unreachable: null };
+  if (first.retry && first.error instanceof LedgerUnavailableError && first.error.diskFull) {
+    // §20: a full disk is no outage a retry rides out; the command runs now.
+    note(`warning: ${first.error.message}; a full disk is not waited for: the command runs now, and its whole leg is spooled for li watch to record`);
+    return { ledger: null, unreachable: first.error };
+  }
   const seconds = req.ledgerRetry ?? DEFAULT_LEDGER_RETRY_SECONDS;
   let last: Attempt<Ledger> = first;
   if (first.retry) {
@@ -239,10 +244,14 @@ function agentArgs(parsed: Record<string, unknown>, rawArgs: readonly string[]):
 /** The spool's writer, handed down to the leg: loaded only when the ledger stayed unreachable past --ledger-retry. */
 const spoolOutcome: LegOutage["spool"] = async (outage, request) => (await import("../../spool/write.ts")).spoolFinal(outage, request);
 
-function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit" | "ignore", req: AgentRequest): AgentDeps {
+/** The spool's room for one entry, taken by every recorded leg after its setup (§20). */
+const reserveRoom: NonNullable<LegOutage["reserve"]> = async (outage, owner, nowSeconds) => (await import("../../spool/reserve.ts")).reserveEntry(outage.spoolDir, owner, nowSeconds);
+
+function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit" | "ignore", req: AgentRequest, settings: Settings | null): AgentDeps {
   const heartbeatMs = heartbeatMsFromEnv(process.env);
-  const outage = { retrySeconds: req.ledgerRetry ?? DEFAULT_LEDGER_RETRY_SECONDS, spoolDir: spoolDirOf(cliPaths().home), spool: spoolOutcome };
-  return { ledger, runsRoot: cliPaths().runsRoot, workdir, io, env: process.env, stdin, outage, ...(heartbeatMs !== undefined ? { heartbeatMs } : {}) };
+  const outage = { retrySeconds: req.ledgerRetry ?? DEFAULT_LEDGER_RETRY_SECONDS, spoolDir: spoolDirOf(cliPaths().home), spool: spoolOutcome, reserve: reserveRoom };
+  const streamLimits = { reserve: settings?.agentStreamReserve ?? null, maxBytes: settings?.agentStreamMax ?? null };
+  return { ledger, runsRoot: cliPaths().runsRoot, workdir, io, env: process.env, stdin, outage, streamLimits, ...(heartbeatMs !== undefined ? { heartbeatMs } : {}) };
 }
 
 /** The supervising li of a detached leg: commits setup, reports through the ready file, then runs the leg. */
@@ -278,7 +287,7 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, readyVal
     }
     const io: LegIo = { stdout: () => {}, stderr: () => {}, log };
     const outcome = await runAgent(req, {
-      ...deps(ledger, io, workdir, "ignore", req),
+      ...deps(ledger, io, workdir, "ignore", req, settings),
       notifier: await notifier(req.notify, settings, log),
       requirePersistence: true,
       onStarted: (plan) => {

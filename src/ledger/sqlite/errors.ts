@@ -13,13 +13,15 @@ export interface SqliteFault {
    * spooling. Anything else is a refusal: retrying the same file gives the same answer.
    */
   unreachable: boolean;
+  /** The file's disk is full: retried at the final write, not waited for at setup (§20). */
+  diskFull?: boolean;
 }
 
 /** Primary result codes (bun:sqlite reports extended ones, e.g. SQLITE_IOERR_WRITE, with the same prefix). */
-const FAULTS: readonly { prefix: string; reason: string; unreachable: boolean }[] = [
-  { prefix: "SQLITE_FULL", reason: "disk full", unreachable: true },
+const FAULTS: readonly { prefix: string; reason: string; unreachable: boolean; diskFull?: boolean }[] = [
+  { prefix: "SQLITE_FULL", reason: "disk full", unreachable: true, diskFull: true },
   // The shared-memory file (-shm) could not grow: on a full disk, the first thing a new connection meets.
-  { prefix: "SQLITE_IOERR_SHMSIZE", reason: "disk full", unreachable: true },
+  { prefix: "SQLITE_IOERR_SHMSIZE", reason: "disk full", unreachable: true, diskFull: true },
   { prefix: "SQLITE_BUSY", reason: "locked by another process past the busy timeout", unreachable: true },
   { prefix: "SQLITE_LOCKED", reason: "locked by another process past the busy timeout", unreachable: true },
   { prefix: "SQLITE_READONLY", reason: "read-only", unreachable: false },
@@ -55,7 +57,7 @@ export function classifySqliteError(error: unknown): SqliteFault | null {
   const fault = FAULTS.find((f) => code === f.prefix || code.startsWith(`${f.prefix}_`));
   if (!fault) return null;
   // SQLite's own text says more than the code for extended results ("attempt to write a readonly database").
-  return { reason: `${fault.reason}: ${message} (${code})`, unreachable: fault.unreachable };
+  return { reason: `${fault.reason}: ${message} (${code})`, unreachable: fault.unreachable, ...(fault.diskFull ? { diskFull: true } : {}) };
 }
 
 /** A zero-length (or table-less) file met by a command that does not create ledgers: nothing to read, and it is not li's to fill. */
@@ -78,5 +80,5 @@ export function notALiLedger(tables: readonly string[], version: number): string
 export function asLedgerError(error: unknown, path: string): LedgerUnavailableError | null {
   if (error instanceof LedgerUnavailableError) return error;
   const fault = classifySqliteError(error);
-  return fault ? new LedgerUnavailableError(path, fault.reason, { unreachable: fault.unreachable, cause: error }) : null;
+  return fault ? new LedgerUnavailableError(path, fault.reason, { unreachable: fault.unreachable, diskFull: fault.diskFull === true, cause: error }) : null;
 }

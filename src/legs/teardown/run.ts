@@ -101,7 +101,7 @@ async function recordAfterOutage(s: TeardownState, input: TeardownInput): Promis
   s.ledgerError = attempt.error as LedgerUnavailableError;
   if (!s.ledgerError.unreachable) return unrecorded(s);
   try {
-    const file = await outage.spool(outage, { ledger: ledger.location, now: s.now(), record, setup: null });
+    const file = await outage.spool(outage, { ledger: ledger.location, now: s.now(), record, setup: null, reservation: s.spoolReservation ?? null });
     const own = { status: s.status, reasonCode: s.reasonCode };
     return { ...own, persisted: "spooled", own, exitCode: s.exitCode, transition: null, ledgerError: s.ledgerError, spoolFile: file };
   } catch (error) {

@@ -46,6 +46,8 @@ export interface LegOutage {
    * (its entries are legs' records, replayed with legs' writers), so the command hands its writer down.
    */
   spool: (outage: Pick<LegOutage, "spoolDir" | "hostId">, request: SpoolRequest) => Promise<string>;
+  /** Takes the room of one entry in `spoolDir` (§20), after setup, so the outcome has somewhere to go; throws when the disk refuses. */
+  reserve?: (outage: Pick<LegOutage, "spoolDir">, owner: { pid: number; startTicks: number | null }, nowSeconds: number) => Promise<SpoolReservation>;
   /** Test seams for the backoff. */
   clockMs?: () => number;
   sleep?: (ms: number) => Promise<void>;
@@ -58,6 +60,17 @@ export interface SpoolRequest {
   now: number;
   record: FinalRecord;
   setup: SpooledSetup | null;
+  /** The room the leg took at setup: the entry is written there. */
+  reservation?: SpoolReservation | null;
+}
+
+/** Room taken in the spool for one entry (§20); the leg hands it back when it ends without spooling. */
+export interface SpoolReservation {
+  /** The id the entry gets. */
+  readonly id: string;
+  readonly file: string;
+  /** Gives the room back (nothing happens once the entry was written into it). */
+  release(): void;
 }
 
 /** Runs after the guarded write committed (step 10): callbacks are pushed from here. */
@@ -103,6 +116,8 @@ export interface TeardownInput {
   outage?: LegOutage;
   /** Setup never reached the ledger (§17): the final write goes, with the setup, into one spool entry. */
   spoolWhole?: SpoolWhole;
+  /** The spool room taken at setup (§20): a spooled outcome is written there. */
+  spoolReservation?: SpoolReservation;
 }
 
 /** A leg whose setup never reached the ledger: its setup rows, and why (the ledger it could not reach). */

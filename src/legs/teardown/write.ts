@@ -88,7 +88,7 @@ export async function guardedWrite(s: TeardownState): Promise<void> {
 async function spoolWholeLeg(s: TeardownState, whole: SpoolWhole, outage: LegOutage): Promise<NonNullable<TeardownState["result"]>> {
   const own = { status: s.status, reasonCode: s.reasonCode };
   try {
-    const file = await outage.spool(outage, { ledger: whole.error.path, now: s.now(), record: finalRecordOf(s), setup: whole.setup });
+    const file = await outage.spool(outage, { ledger: whole.error.path, now: s.now(), record: finalRecordOf(s), setup: whole.setup, reservation: s.spoolReservation ?? null });
     return { ...own, persisted: "spooled", own, exitCode: s.exitCode, transition: null, ledgerError: whole.error, spoolFile: file };
   } catch (error) {
     // Nothing recorded anywhere: as a leg whose setup failed (§8.4), it ran unrecorded, and its notice runs once undurable.
