@@ -56,13 +56,14 @@ export const TREE: Group = {
     trust: cmd("let a project's .li/settings.yaml run its notify handler (li trust [PATH], --list, --revoke=PATH)", () => import("./commands/trust.ts"), (m) => m.default),
     state: {
       description: "create, repair and inspect ledger entities",
-      examples: ["li state create play", "li state prune --keep-days=30 --dry-run"],
+      examples: ["li state create play", "li state migrate --check"],
       commands: {
         create: cmd("create an invocation, play, schedule_run, show or team", () => import("./commands/state-create.ts"), (m) => m.default),
         "set-status": cmd("move an entity through the guarded write (audited repairs)", () => import("./commands/state-set-status.ts"), (m) => m.default),
         transitions: cmd("the status history of one entity", () => import("./commands/state-transitions.ts"), (m) => m.default),
         doctor: cmd("sweep running sessions whose current leg is stale and dead", () => import("./commands/state-doctor.ts"), (m) => m.default),
         prune: cmd("delete terminal sessions past retention", () => import("./commands/state-prune.ts"), (m) => m.default),
+        migrate: cmd("create the ledger and apply its migrations now; --check only reports", () => import("./commands/state-migrate.ts"), (m) => m.default),
       },
     },
     completion: {

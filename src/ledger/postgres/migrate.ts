@@ -35,7 +35,7 @@ function writtenByNewerLi(name: string, seen: number, known: number): LedgerUnav
 }
 
 /** The version row, or null when li's schema or its version table does not exist yet. */
-async function readVersion(sql: SQL, schema: string): Promise<number | null> {
+export async function readVersion(sql: SQL, schema: string): Promise<number | null> {
   // A scan of the catalog, not to_regclass(): to_regclass takes no lock, so a backend that looked before
   // another process created the table keeps its cached "no such table" until its transaction ends.
   const [row] = await sql`
@@ -61,7 +61,7 @@ async function readVersionFast(sql: SQL, schema: string): Promise<number | null>
 }
 
 /** Tables in `schema` other than li's own bookkeeping: present without a version row, they are someone else's. */
-async function foreignTables(sql: SQL, schema: string): Promise<string[]> {
+export async function foreignTables(sql: SQL, schema: string): Promise<string[]> {
   const rows = await sql`SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = ${schema} ORDER BY tablename`;
   return rows.map((r: { tablename: string }) => r.tablename).filter((t: string) => t !== VERSION_TABLE && t !== MIGRATIONS_TABLE);
 }
