@@ -14,7 +14,7 @@ export { commandPaths, TREE } from "./tree.ts";
 
 // `--help` and the error path load their modules when they happen: every command's start-up pays for
 // what it runs, not for the help renderer or the error mapping (and the ledger adapters' classifiers
-// behind it), docs/benchmarks.md "startup".
+// behind it), docs/benchmarks.md "Start-up".
 const help = () => import("./help.ts");
 
 /**

@@ -1,5 +1,5 @@
 // The start-up path, pinned: what a command loads before it does anything is most of what it costs
-// (docs/benchmarks.md "startup", "wait-cold", "agent"). The bundle is built the way scripts/build.ts
+// (docs/benchmarks.md "Start-up", "Legs"). The bundle is built the way scripts/build.ts
 // splits it; a chunk's static imports load with it, a dynamic import() or require() only when reached.
 // Each list below names modules that used to sit on a start-up path for nothing.
 
