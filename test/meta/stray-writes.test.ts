@@ -3,8 +3,8 @@
 // fixtures that name a path that must not exist name one under it.
 
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import { legRow } from "../helpers/sweep-fixtures.ts";
 import { SENTINEL_ROOT } from "../helpers/sentinel.ts";
 import { tempDir } from "../helpers/temp-dirs.ts";
@@ -34,6 +34,18 @@ describe("writes outside the suite's temp directories", () => {
     const run = await probeRun(false);
     expect(run.code, run.output).toBe(0);
     expect(existsSync(run.root)).toBe(false);
+  });
+
+  test("no test names a fixed path outside its temp directories that it expects to be absent: it names one under the sentinel root", () => {
+    const root = join(import.meta.dir, "..");
+    const offenders: string[] = [];
+    for (const file of new Bun.Glob("**/*.{ts,py,sh}").scanSync({ cwd: root })) {
+      if (file === "meta/stray-writes.test.ts") continue;
+      const text = readFileSync(join(root, file), "utf8");
+      // The path sweep-fixtures once wrote into, and its kin: li under test (or a fixture) may create them.
+      if (/["'`]\/nonexistent/.test(text)) offenders.push(relative(root, join(root, file)));
+    }
+    expect(offenders).toEqual([]);
   });
 
   test("a leg row's default run directory is in a temp directory of the run, not under the sentinel root", () => {
