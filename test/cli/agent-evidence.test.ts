@@ -64,6 +64,19 @@ describe("with --cwd the gate runs", () => {
     expect(r.evidence).toEqual([{ kind: "completion_evidence", base_ref: "main", commits_ahead: 0, dirty: false, reason: expect.any(String) }]);
   });
 
+  test("the summary line says why a quiet success is completed_empty and how to accept one", async () => {
+    const dir = repo();
+    const home = agentHome();
+    const r = await li(["agent", "--cwd", dir, "--", "true"], { home: home.home, env: GIT_ENV });
+    expect(r.code).toBe(1);
+    const last = r.stderr.trim().split("\n").at(-1)!;
+    expect(last).toStartWith("li: completed_empty (run.completed_empty.no_evidence) session ");
+    expect(last).toEndWith(`: no output, no artifact and no change in ${dir}; --no-evidence-gate accepts a quiet success`);
+    const accepted = await li(["agent", "--cwd", dir, "--no-evidence-gate", "--", "true"], { home: home.home, env: GIT_ENV });
+    expect(accepted.code).toBe(0);
+    expect(accepted.stderr.trim().split("\n").at(-1)).toMatch(/^li: completed \(run\.completed\.ok\) session \S+ branch \S+$/);
+  });
+
   test("a dirty tree is evidence", async () => {
     const dir = repo();
     fs.writeFileSync(path.join(dir, "new.txt"), "new\n");

@@ -192,7 +192,13 @@ function summaryLine({ plan, result }: AgentOutcome): string {
     const code = result.exitCode === null ? "the command did not run" : `command exit ${result.exitCode}`;
     return `the outcome was NOT recorded: ${result.ledgerError.message}; it was ${outcome} (${code}), which the ledger still shows running`;
   }
-  return `${outcome}${result.persisted === "none" ? " (not recorded)" : ""}`;
+  return `${outcome}${result.persisted === "none" ? " (not recorded)" : ""}${whyEmpty(plan, result)}`;
+}
+
+/** A quiet success the evidence gate demoted (§8.3, the seed's D4) says why, and how to accept one. */
+function whyEmpty(plan: AgentOutcome["plan"], result: AgentOutcome["result"]): string {
+  if (result.reasonCode !== "run.completed_empty.no_evidence") return "";
+  return `: no output, no artifact and no change in ${plan.cwd}; --no-evidence-gate accepts a quiet success`;
 }
 
 /**
