@@ -5,6 +5,7 @@ import { TransitionRejectedError } from "../ledger/errors.ts";
 import { describeLocation, passwordOfLocation } from "../ledger/location.ts";
 import { ledgerFailureOf } from "../ledger/failures.ts";
 import { ExitCode, LedgerUnavailableError, NotFoundError, UsageError } from "../util/errors.ts";
+import { ForeignPathError } from "../util/ownership.ts";
 import { cliPaths } from "./paths.ts";
 
 export interface ExitReport {
@@ -16,7 +17,7 @@ export interface ExitReport {
 /** The exit code and message for `error`; 70 ("internal error") only for what li cannot explain: its own bugs. */
 export function exitFor(error: unknown): ExitReport {
   // Both carry their own exit code (UsageError also covers its subclass TransitionValidationError).
-  if (error instanceof UsageError || error instanceof LedgerUnavailableError) return { exit: error.exitCode, message: error.message };
+  if (error instanceof UsageError || error instanceof LedgerUnavailableError || error instanceof ForeignPathError) return { exit: error.exitCode, message: error.message };
   if (error instanceof NotFoundError) return { exit: ExitCode.usage, message: error.message };
   if (error instanceof TransitionRejectedError) return { exit: ExitCode.failure, message: error.message };
   // citty's own parse errors (missing positional, bad enum value): usage errors.

@@ -73,11 +73,18 @@ async function ledgerOpener(need: LedgerNeed): Promise<() => { close(): void }> 
   return () => cliLedger({ create: need === "create" });
 }
 
+async function requireOwnedPaths(): Promise<void> {
+  const [{ requireOwnedPaths: check }, { cliPaths }] = await Promise.all([import("./owned-paths.ts"), import("./paths.ts")]);
+  await check(cliPaths());
+}
+
 /** Parses, runs, and closes the ledger the command opened, whatever happens in between. */
 async function execute(command: LiCommand, where: string, rest: string[], passthrough: string[] | null): Promise<number> {
   rejectUnknownFlags(rest, command.args, where);
   if (passthrough !== null && !command.takesCommand) throw new UsageError(`'${where}' takes no command after --`);
   const args = parseArgs(rest, command.args, where);
+  // Before anything is read from them: a home, ledger or settings file another user could have planted is refused (§18).
+  if (command.ledger !== "none") await requireOwnedPaths();
   const open = await ledgerOpener(command.ledger);
   let opened: { close(): void } | null = null;
   try {

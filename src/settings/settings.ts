@@ -10,6 +10,7 @@ import { parseDuration, parsePositiveNumber, requireDurationRange } from "../uti
 import { UsageError } from "../util/errors.ts";
 import { parseSize, parseSizeOrShare, type SizeOrShare } from "../util/size.ts";
 import { isSafeId } from "../util/ids.ts";
+import { judgeOwnership } from "../util/ownership.ts";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
 import { DEFAULT_LEDGER_RETRY_SECONDS } from "./defaults.ts";
 import { findProjectFile, SETTINGS_FILE } from "./lookup.ts";
@@ -49,22 +50,36 @@ const sizeOrShareValue: KeyParser<SizeOrShare> = (raw, origin) =>
 const positiveNumberValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parsePositiveNumber, "a positive number");
 
 /**
+ * Why a project file's value needs the file trusted (§18), or null when it does not: a value that runs a
+ * program, or that destroys or silences (a prune age, notices turned off, a timeout shorter than the
+ * user's own). `below` is what the global file and the defaults would give without the project file.
+ */
+type NeedsTrust = (value: unknown, below: () => unknown) => string | null;
+
+const notifyNeedsTrust: NeedsTrust = (value) => (runsSomething(value) ? "the handler would run a program" : "it would turn your notices off");
+const pruneNeedsTrust: NeedsTrust = () => "it would prune sessions";
+const timeoutNeedsTrust: NeedsTrust = (value, below) => {
+  const own = below();
+  return typeof value === "number" && (typeof own !== "number" || value < own) ? "it would end legs sooner than your own agent.timeout" : null;
+};
+
+/**
  * The keys, as data: their parser and default. Sections and the unknown-key check derive from it.
  * `disabledByInvalid`: an invalid value turns the feature off instead of falling through to a lower
  * layer, so a broken project handler never silently runs the global one in its place.
+ * `needsTrust`: taken from a project file only when that file is trusted and unchanged (§18, `li trust`).
  */
 const KEYS = {
-  // runsProgram: taken from a project file only when that file is trusted and unchanged (§18, `li trust`).
-  "notify.on_terminal": { parse: parseNotify, fallback: null, disabledByInvalid: "the callback is disabled", runsProgram: true },
-  "agent.timeout": { parse: durationValue, fallback: null },
+  "notify.on_terminal": { parse: parseNotify, fallback: null, disabledByInvalid: "the callback is disabled", needsTrust: notifyNeedsTrust },
+  "agent.timeout": { parse: durationValue, fallback: null, needsTrust: timeoutNeedsTrust },
   "agent.ledger_retry": { parse: durationOrZeroValue, fallback: DEFAULT_LEDGER_RETRY_SECONDS },
   "agent.stream_reserve": { parse: sizeOrShareValue, fallback: null },
   "agent.stream_max": { parse: sizeValue, fallback: null },
   "watch.sweep_interval": { parse: durationValue, fallback: 30 },
   "watch.phantom_grace": { parse: durationOrZeroValue, fallback: 60 },
   "watch.phantom_hours": { parse: positiveNumberValue, fallback: 1 },
-  "watch.prune_keep_days": { parse: positiveNumberValue, fallback: null },
-} as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown; disabledByInvalid?: string; runsProgram?: boolean }>;
+  "watch.prune_keep_days": { parse: positiveNumberValue, fallback: null, needsTrust: pruneNeedsTrust },
+} as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown; disabledByInvalid?: string; needsTrust?: NeedsTrust }>;
 
 type Key = keyof typeof KEYS;
 type ValueOf<K extends Key> = ((typeof KEYS)[K]["parse"] extends KeyParser<infer T> ? T : never) | (typeof KEYS)[K]["fallback"];
@@ -100,7 +115,7 @@ export function loadSettings(options: LoadSettingsOptions): { settings: Settings
   const liHome = options.liHome ?? env.LI_HOME ?? join(env.HOME ?? homedir(), ".li");
   const warnings: string[] = [];
   const globalFile = join(resolve(liHome), SETTINGS_FILE);
-  const projectFile = findProjectFile(resolve(options.cwd), globalFile);
+  const projectFile = findProjectFile(resolve(options.cwd), globalFile, (line) => warnings.push(line));
   // Highest precedence first.
   const layers = [projectFile, globalFile]
     .filter((file): file is string => file !== null)
@@ -135,13 +150,14 @@ function resolveKey<K extends Key>(key: K, layers: readonly Layer[], warnings: s
     if (!layer.values.has(key)) continue;
     const origin = `settings ${layer.file}: ${key}`;
     const parsed = (spec.parse as KeyParser<ValueOf<K>>)(layer.values.get(key), origin);
-    if (parsed.ok && "runsProgram" in spec && layer.project && runsSomething(parsed.value)) {
-      const untrusted = untrustedProblem(layer, liHome);
-      if (untrusted !== null) {
-        // Like an invalid value: the handler is off, and the global one does not silently run in its place.
-        warnings.push(`${origin}: ${untrusted}`);
-        return null as ValueOf<K>;
-      }
+    const why = parsed.ok && "needsTrust" in spec && layer.project ? spec.needsTrust(parsed.value, () => resolveKey(key, layers.slice(layers.indexOf(layer) + 1), [], liHome)) : null;
+    const untrusted = why === null ? null : untrustedProblem(layer, liHome, why);
+    if (untrusted !== null) {
+      warnings.push(`${origin}: ${untrusted}`);
+      // A handler that would run: off, like an invalid value, and the global one does not silently run in its place.
+      // Anything else (a prune age, notices off, a shorter timeout) is as if the project had not set it.
+      if (key === "notify.on_terminal" && parsed.ok && runsSomething(parsed.value)) return null as ValueOf<K>;
+      continue;
     }
     if (parsed.ok) {
       chosen = { value: parsed.value, file: layer.file };
@@ -162,11 +178,11 @@ function runsSomething(value: unknown): boolean {
 }
 
 /** Why a project file may not run a program, with the exact command that trusts it; null when it is trusted as it stands. */
-function untrustedProblem(layer: Layer, liHome: string): string | null {
+function untrustedProblem(layer: Layer, liHome: string, effect: string): string | null {
   const state = trustState(liHome, layer.file, layer.text);
   if (state === "trusted") return null;
   const why = state === "changed" ? "this file changed since it was trusted" : "this file is not trusted";
-  return `not used: ${why}, and the handler would run a program; review the file, then run: ${trustCommand(layer.file)}`;
+  return `not used: ${why}, and ${effect}; review the file, then run: ${trustCommand(layer.file)}`;
 }
 
 /** Reads one file into known keys; a missing file is no layer, an unreadable or invalid one warns and is ignored. */
@@ -177,6 +193,13 @@ function readLayer(file: string, project: boolean, warnings: string[]): Layer | 
     if (!read.missing) warnings.push(`settings ${file}: ${read.problem}; the file is ignored`);
     return null;
   }
+  // Another user's file, or one others may write, is theirs to change: it is not read (§18).
+  const owned = judgeOwnership(file, "the settings file", { uid: read.stat.uid, mode: read.stat.mode });
+  if (!owned.ok) {
+    warnings.push(`settings ${file}: not read: ${owned.problem}`);
+    return null;
+  }
+  if (owned.warning !== undefined) warnings.push(owned.warning);
   const text = read.text;
   let document: unknown;
   try {

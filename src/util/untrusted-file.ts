@@ -6,7 +6,7 @@ import fs from "node:fs";
 export const UNTRUSTED_FILE_LIMIT = 1024 * 1024;
 
 export type UntrustedRead =
-  | { ok: true; text: string }
+  | { ok: true; text: string; stat: fs.Stats }
   /** Nothing there (or a path through a non-directory): the caller's "absent". */
   | { ok: false; missing: true }
   /** Something is there but li will not read it; `problem` says why in a few words, without the content. */
@@ -61,7 +61,7 @@ export function readUntrustedFile(file: string, limit: number = UNTRUSTED_FILE_L
       length += n;
       if (length > limit) return { ok: false, missing: false, problem: `is larger than ${formatBytes(limit)}` };
     }
-    return { ok: true, text: Buffer.concat(chunks, length).toString("utf8") };
+    return { ok: true, text: Buffer.concat(chunks, length).toString("utf8"), stat };
   } catch (error) {
     return { ok: false, missing: false, problem: `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
   } finally {

@@ -241,6 +241,8 @@ describe("settings (§15)", () => {
     fs.mkdirSync(path.join(project, ".li"), { recursive: true });
     fs.mkdirSync(path.join(project, "sub"));
     fs.writeFileSync(path.join(project, ".li", "settings.yaml"), "agent:\n  timeout: 300ms\n");
+    // A timeout shorter than the user's own (none) applies once the file is trusted (§18).
+    expect((await li(["trust", project], { home: home.home })).code).toBe(0);
     expect((await li(["agent", "--cwd", path.join(project, "sub"), "--", fixture("forever")], { home: home.home })).code).toBe(124);
   }, 30_000);
 });

@@ -239,6 +239,8 @@ describe("li trust: a repository's settings cannot run a program until trusted (
     const trusted = await li(["trust", repo], { home: home.home });
     expect(trusted.code).toBe(0);
     expect(trusted.stdout).toStartWith(`trusted ${file} (sha256 `);
+    // Whose file it is and the handler it sets, said as it is trusted.
+    expect(trusted.stdout).toContain(`(uid ${process.getuid?.()}), mode 0644; sets notify.on_terminal ${JSON.stringify(`touch ${marker}`)}`);
     expect(fs.statSync(path.join(home.home, "trusted")).mode & 0o777).toBe(0o600);
     r = await leg();
     expect(r.stderr).not.toContain("not trusted");
@@ -258,14 +260,20 @@ describe("li trust: a repository's settings cannot run a program until trusted (
     expect([again.code, again.stderr]).toEqual([1, `li: ${file} is not trusted\n`]);
   });
 
-  test("agent.timeout from an untrusted project file still applies", async () => {
+  // Today's bug: a repository's (or a planted) agent.timeout ended the user's legs early without a word.
+  test("agent.timeout from a project file, shorter than the user's own (none), applies only once the file is trusted", async () => {
     const home = agentHome();
     const repo = path.join(home.scratch, "repo");
+    const file = path.join(repo, ".li", "settings.yaml");
     fs.mkdirSync(path.join(repo, ".li"), { recursive: true });
-    fs.writeFileSync(path.join(repo, ".li", "settings.yaml"), "agent:\n  timeout: 300ms\n");
-    const r = await agent(["--cwd", repo, "--no-evidence-gate", "--", fixture("forever")], { home });
-    expect(r.code).toBe(124);
-    expect(r.stderr).not.toContain("trust");
+    fs.writeFileSync(file, "agent:\n  timeout: 300ms\n");
+    const leg = () => agent(["--cwd", repo, "--no-evidence-gate", "--", "sleep", "1"], { home });
+    const untrusted = await leg();
+    expect(untrusted.stderr).toContain(`agent.timeout: not used: this file is not trusted, and it would end legs sooner than your own agent.timeout; review the file, then run: li trust ${file}`);
+    expect(untrusted.code).toBe(0);
+    const trusted = await li(["trust", repo], { home: home.home });
+    expect(trusted.stdout).toContain(`; sets agent.timeout "300ms"`);
+    expect((await leg()).code).toBe(124);
   }, 30_000);
 
   // A repository unpacked under a directory whose name holds OSC 52 and a newline: li trust echoes paths.

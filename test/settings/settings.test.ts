@@ -118,18 +118,18 @@ describe("loadSettings: files and precedence", () => {
   });
 
   test("the nearest project file wins, found by walking up from cwd", () => {
-    write(projectFile, "agent:\n  timeout: 1h\n");
-    write(path.join(project, "src", ".li", "settings.yaml"), "agent:\n  timeout: 2h\n");
-    expect(load(path.join(project, "src", "deep")).settings.agentTimeout).toBe(7200);
-    expect(load(path.join(project, "src")).settings.agentTimeout).toBe(7200);
-    expect(load(project).settings.agentTimeout).toBe(3600);
-    expect(load(root).settings.agentTimeout).toBe(null);
+    write(projectFile, "watch:\n  phantom_hours: 3\n");
+    write(path.join(project, "src", ".li", "settings.yaml"), "watch:\n  phantom_hours: 5\n");
+    expect(load(path.join(project, "src", "deep")).settings.watch.phantomHours).toBe(5);
+    expect(load(path.join(project, "src")).settings.watch.phantomHours).toBe(5);
+    expect(load(project).settings.watch.phantomHours).toBe(3);
+    expect(load(root).settings.watch.phantomHours).toBe(1);
   });
 
   test("a .li directory without settings.yaml does not stop the walk", () => {
-    write(projectFile, "agent:\n  timeout: 1h\n");
+    write(projectFile, "watch:\n  phantom_hours: 3\n");
     fs.mkdirSync(path.join(project, "src", ".li"));
-    expect(load(path.join(project, "src", "deep")).settings.agentTimeout).toBe(3600);
+    expect(load(path.join(project, "src", "deep")).settings.watch.phantomHours).toBe(3);
   });
 
   test("$LI_HOME/settings.yaml is not also taken for a project file when cwd is under the home", () => {
@@ -411,9 +411,10 @@ describe("loadSettings: notify.on_terminal", () => {
     expect(settings.notifyOnTerminal?.filter).toEqual({ kinds: ["session", "schedule_run", "play", "invocation"], ids: ["abc-1"] });
   });
 
-  test("a project can switch the global handler off with enabled: false alone", () => {
+  test("a trusted project can switch the global handler off with enabled: false alone", () => {
     write(globalFile, "notify.on_terminal: hook {id}\n");
     write(projectFile, "notify:\n  on_terminal:\n    enabled: false\n");
+    trustFile(liHome, projectFile, 1);
     const { settings, warnings } = load();
     expect(warnings).toEqual([]);
     expect(settings.notifyOnTerminal).toEqual({ origin: `settings ${projectFile}: notify.on_terminal`, enabled: false, filter: { kinds: null, ids: null } });
@@ -560,5 +561,53 @@ describe("loadSettings: notify.on_terminal shapes and shell features (§9.2, §1
     const { settings, warnings } = load();
     expect(settings.notifyOnTerminal).toBe(null);
     expect(warnings).toEqual([`settings ${globalFile}: notify: expected a mapping of keys (such as notify.on_terminal)`]);
+  });
+});
+
+// chown to an uid with no account: only root may, so these run as root (CI does) and say so otherwise.
+const asRoot = process.getuid?.() === 0;
+if (!asRoot) console.warn("skipped \"settings of another user\": not root, so the files cannot be given to another uid");
+const OTHER_UID = 54_321;
+
+describe.if(asRoot)("settings of another user (§18 other users)", () => {
+  test("a .li of another owner is skipped with one warning, and the walk goes on to the user's own file above", () => {
+    write(path.join(project, ".li", "settings.yaml"), "watch:\n  phantom_hours: 2\n");
+    const planted = path.join(project, "src", ".li", "settings.yaml");
+    write(planted, "watch:\n  phantom_hours: 9\n");
+    fs.chownSync(path.dirname(planted), OTHER_UID, OTHER_UID);
+    const { settings, warnings } = load(path.join(project, "src", "deep"));
+    expect(settings.watch.phantomHours).toBe(2);
+    expect(warnings).toEqual([expect.stringMatching(new RegExp(`^settings ${planted}: not read: the settings directory ${path.dirname(planted)} is another user's \\(owned by uid ${OTHER_UID}, mode 0755\\)`))]);
+  });
+
+  test("a .li of the user's own that others may write is skipped too", () => {
+    write(projectFile, "agent:\n  ledger_retry: 5s\n");
+    fs.chmodSync(path.dirname(projectFile), 0o777);
+    const { settings, warnings } = load();
+    expect(settings.agentLedgerRetry).toBe(120);
+    expect(warnings).toEqual([expect.stringContaining(`settings ${projectFile}: not read: the settings directory ${path.dirname(projectFile)} is writable by group or others`)]);
+  });
+
+  test("a settings file of another owner is not read, in the project or in LI_HOME", () => {
+    write(projectFile, "agent:\n  ledger_retry: 5s\n");
+    fs.chownSync(projectFile, OTHER_UID, OTHER_UID);
+    write(globalFile, "watch:\n  phantom_hours: 4\n");
+    fs.chmodSync(globalFile, 0o666);
+    const { settings, warnings } = load();
+    expect(settings).toEqual(DEFAULTS);
+    expect(warnings).toEqual([
+      expect.stringContaining(`settings ${projectFile}: not read: the settings file ${projectFile} is another user's (owned by uid ${OTHER_UID}, mode 0644)`),
+      expect.stringContaining(`settings ${globalFile}: not read: the settings file ${globalFile} is writable by group or others`),
+    ]);
+  });
+
+  test("the walk stops at a directory of another owner: nothing in or above it is read", () => {
+    write(projectFile, "watch:\n  phantom_hours: 2\n");
+    const theirs = path.join(project, "src");
+    write(path.join(theirs, ".li", "settings.yaml"), "watch:\n  phantom_hours: 9\n");
+    fs.chownSync(theirs, OTHER_UID, OTHER_UID);
+    const { settings, warnings } = load(path.join(theirs, "deep"));
+    expect(settings.watch.phantomHours).toBe(1);
+    expect(warnings).toEqual([expect.stringContaining(`not read: ${theirs} belongs to uid ${OTHER_UID}, and li does not look for settings in or above another user's directory`)]);
   });
 });

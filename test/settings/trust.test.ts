@@ -24,11 +24,11 @@ const load = () => loadSettings({ cwd: path.join(root, "repo"), liHome, env: {} 
 
 describe("trusting project settings (§18)", () => {
   test("an untrusted project handler is not used: one warning naming the file and the exact li trust command", () => {
-    fs.writeFileSync(projectFile, 'notify.on_terminal: "./evil.sh {status}"\nagent.timeout: 2h\n');
+    fs.writeFileSync(projectFile, 'notify.on_terminal: "./evil.sh {status}"\nwatch.sweep_interval: 2h\n');
     const { settings, warnings } = load();
     expect(settings.notifyOnTerminal).toBe(null);
-    // agent.timeout runs nothing: it applies from an untrusted file.
-    expect(settings.agentTimeout).toBe(7200);
+    // watch.sweep_interval neither runs, destroys nor silences anything: it applies from an untrusted file.
+    expect(settings.watch.sweepInterval).toBe(7200);
     expect(warnings).toEqual([
       `settings ${projectFile}: notify.on_terminal: not used: this file is not trusted, and the handler would run a program; review the file, then run: li trust ${projectFile}`,
     ]);
@@ -79,5 +79,33 @@ describe("trusting project settings (§18)", () => {
     expect(trustCommand("/a/b/.li/settings.yaml")).toBe("li trust /a/b/.li/settings.yaml");
     expect(trustCommand("/a/my repo/.li/settings.yaml")).toBe("li trust '/a/my repo/.li/settings.yaml'");
     expect(trustCommand("/a/it's/.li/settings.yaml")).toBe("li trust '/a/it'\\''s/.li/settings.yaml'");
+  });
+
+  test("keys that destroy or silence need trust too: a prune age, notices turned off, a timeout shorter than the user's own", () => {
+    fs.mkdirSync(liHome, { recursive: true });
+    fs.writeFileSync(path.join(liHome, "settings.yaml"), "notify.on_terminal: global-hook\nagent.timeout: 1h\n");
+    fs.writeFileSync(projectFile, "watch.prune_keep_days: 0.00001\nnotify:\n  on_terminal: {enabled: false}\nagent.timeout: 1s\n");
+    const untrusted = load();
+    // Each as if the project had not set it: the user's own values stand.
+    expect(untrusted.settings.watch.pruneKeepDays).toBe(null);
+    expect(untrusted.settings.notifyOnTerminal?.template).toBe("global-hook");
+    expect(untrusted.settings.agentTimeout).toBe(3600);
+    expect(untrusted.warnings).toEqual([
+      `settings ${projectFile}: notify.on_terminal: not used: this file is not trusted, and it would turn your notices off; review the file, then run: li trust ${projectFile}`,
+      `settings ${projectFile}: agent.timeout: not used: this file is not trusted, and it would end legs sooner than your own agent.timeout; review the file, then run: li trust ${projectFile}`,
+      `settings ${projectFile}: watch.prune_keep_days: not used: this file is not trusted, and it would prune sessions; review the file, then run: li trust ${projectFile}`,
+    ]);
+    trustFile(liHome, projectFile, 1);
+    const trusted = load();
+    expect(trusted.warnings).toEqual([]);
+    expect(trusted.settings).toMatchObject({ agentTimeout: 1, watch: { pruneKeepDays: 0.00001 }, notifyOnTerminal: { enabled: false } });
+  });
+
+  test("a project timeout no shorter than the user's own needs no trust; without one of the user's, any timeout is shorter", () => {
+    fs.mkdirSync(liHome, { recursive: true });
+    fs.writeFileSync(projectFile, "agent.timeout: 2h\n");
+    expect(load().settings.agentTimeout).toBe(null);
+    fs.writeFileSync(path.join(liHome, "settings.yaml"), "agent.timeout: 1h\n");
+    expect(load()).toMatchObject({ settings: { agentTimeout: 7200 }, warnings: [] });
   });
 });

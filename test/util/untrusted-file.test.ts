@@ -13,7 +13,7 @@ describe("readUntrustedFile (§18)", () => {
   test("a regular file is read whole", () => {
     const file = path.join(tempDir("li-untrusted-"), "a.yaml");
     fs.writeFileSync(file, "agent:\n  timeout: 1h\n");
-    expect(readUntrustedFile(file)).toEqual({ ok: true, text: "agent:\n  timeout: 1h\n" });
+    expect(readUntrustedFile(file)).toMatchObject({ ok: true, text: "agent:\n  timeout: 1h\n" });
   });
 
   test("a missing file, or a path through a file, is missing", () => {

@@ -6,6 +6,8 @@ import { findProjectFile, PROJECT_DIR, SETTINGS_FILE } from "../../settings/look
 import { contentHash, readTrustStore, revokeTrust, trustFile, trustKey, type TrustEntry } from "../../settings/trust.ts";
 import { UsageError } from "../../util/errors.ts";
 import { readUntrustedFile } from "../../util/untrusted-file.ts";
+import { modeText, ownerName } from "../../util/ownership.ts";
+import { requireOwnedPaths } from "../owned-paths.ts";
 import { table, writeJson } from "../output.ts";
 import { cliPaths } from "../paths.ts";
 import { writeNote, writeOut } from "../io.ts";
@@ -22,8 +24,11 @@ export default command({
     revoke: { type: "string", valueHint: "PATH", description: "forget the trust of PATH", complete: "files" },
     json: { type: "boolean", description: "with --list: one JSON array" },
   },
-  run({ args }) {
-    const liHome = cliPaths().home;
+  async run({ args }) {
+    const paths = cliPaths();
+    const liHome = paths.home;
+    // The store lives in LI_HOME: one another user could write would let them trust their own files (§18).
+    await requireOwnedPaths(paths);
     const positional = args._.map(String);
     if (positional.length > 1) throw new UsageError(`li trust takes one PATH; unexpected '${positional[1]}'`);
     const modes = [args.list === true, args.revoke !== undefined, positional.length > 0].filter(Boolean).length;
@@ -42,21 +47,53 @@ export default command({
       return 0;
     }
     const file = settingsFileFor(positional[0], liHome);
+    // Whose file it is and what it sets, said with the trust: a planted file is seen for what it is.
+    const described = describeSettingsFile(file);
     let entry: TrustEntry;
     try {
       entry = trustFile(liHome, file, Date.now() / 1000);
     } catch (error) {
       throw new UsageError(`li trust: ${(error as Error).message}`);
     }
-    writeOut(`trusted ${safeText(entry.path)} (sha256 ${entry.sha256.slice(0, 12)}…)\n`);
+    writeOut(`trusted ${safeText(entry.path)} (sha256 ${entry.sha256.slice(0, 12)}…)${described}\n`);
     return 0;
   },
 });
 
+/** `: owned by alice (uid 1000), mode 0644; sets notify.on_terminal ["./notify.sh","{status}"], agent.timeout "1h"`, escaped. */
+function describeSettingsFile(file: string): string {
+  const read = readUntrustedFile(file);
+  if (!read.ok) return "";
+  let sets = "sets nothing li knows";
+  try {
+    const document = Bun.YAML.parse(read.text);
+    if (typeof document === "object" && document !== null && !Array.isArray(document)) {
+      const keys = flatten(document as Record<string, unknown>);
+      if (keys.length > 0) sets = `sets ${keys.map(([key, value]) => `${key} ${cut(JSON.stringify(value) ?? "null")}`).join(", ")}`;
+    }
+  } catch {
+    sets = "is not valid YAML";
+  }
+  return safeText(`: owned by ${ownerName(read.stat.uid)}, mode ${modeText(read.stat.mode)}; ${sets}`);
+}
+
+/** `{watch: {sweep_interval: 30}}` as `[["watch.sweep_interval", 30]]`; a handler's mapping is kept whole. */
+function flatten(document: Record<string, unknown>): [string, unknown][] {
+  return Object.entries(document).flatMap(([name, value]): [string, unknown][] =>
+    name.includes(".") || typeof value !== "object" || value === null || Array.isArray(value)
+      ? [[name, value]]
+      : Object.entries(value as Record<string, unknown>).map(([sub, subValue]): [string, unknown] => [`${name}.${sub}`, subValue]),
+  );
+}
+
+function cut(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
 /** The file PATH names: the file itself, or a directory's .li/settings.yaml; without PATH the nearest project file. */
 function settingsFileFor(given: string | undefined, liHome: string): string {
   if (given === undefined) {
-    const found = findProjectFile(process.cwd(), path.join(path.resolve(liHome), SETTINGS_FILE));
+    const found = findProjectFile(process.cwd(), path.join(path.resolve(liHome), SETTINGS_FILE), writeNote);
     if (found === null) throw new UsageError(`li trust: no ${PROJECT_DIR}/${SETTINGS_FILE} at or above ${process.cwd()}; give its PATH`);
     return found;
   }

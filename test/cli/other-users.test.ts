@@ -1,0 +1,148 @@
+// SPEC §18 "Other users" end to end: alice and mallory are real local accounts (test/helpers/users.ts), and
+// mallory tries to make alice's li run her code, read her settings or drop her ledger.
+
+import { beforeAll, expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { ledgerEnvFor } from "../helpers/backends.ts";
+import { tempDir } from "../helpers/temp-dirs.ts";
+import { describeAsUsers, liAs, localUser, type LocalUser } from "../helpers/users.ts";
+
+let alice: LocalUser;
+let mallory: LocalUser;
+/** Root's 0755 directory, where each test makes the directories both users reach. */
+let base: string;
+/** 0777: where a handler that ran says so (`<uid> <status>` lines in `ran`). */
+let drop: string;
+/** Root's 0755 script: appends `<uid> <args…>` to drop/ran. */
+let evil: string;
+
+beforeAll(() => {
+  alice = localUser("alice");
+  mallory = localUser("mallory");
+  base = tempDir("li-other-users-");
+  fs.chmodSync(base, 0o755);
+  drop = path.join(base, "drop");
+  fs.mkdirSync(drop);
+  fs.chmodSync(drop, 0o777);
+  evil = path.join(base, "evil.sh");
+  fs.writeFileSync(evil, `#!/bin/sh\necho "$(id -u) $*" >> ${drop}/ran\n`);
+  fs.chmodSync(evil, 0o755);
+});
+
+/** A directory `name` under `parent` (default: the shared base), owned by `user`. */
+function dirOf(user: LocalUser, name: string, mode = 0o700, parent = base): string {
+  const dir = path.join(parent, name);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.chownSync(dir, user.uid, user.gid);
+  fs.chmodSync(dir, mode);
+  return dir;
+}
+
+function fileOf(user: LocalUser, file: string, text: string, mode = 0o600): string {
+  fs.writeFileSync(file, text);
+  fs.chownSync(file, user.uid, user.gid);
+  fs.chmodSync(file, mode);
+  return file;
+}
+
+function ran(): string {
+  try {
+    return fs.readFileSync(path.join(drop, "ran"), "utf8");
+  } catch {
+    return "";
+  }
+}
+
+/** LI_HOME (and, on PostgreSQL, that home's ledger) for a user's li. */
+const homeEnv = (home: string, extra: Record<string, string> = {}) => ({ LI_HOME: home, ...ledgerEnvFor(home), ...extra });
+
+/** One line on stderr, exit 78, naming the path, its owner and its mode. */
+function expectRefused(r: { code: number; stderr: string }, what: string, where: string, owner: LocalUser, mode: string): void {
+  expect(r.stderr.trim().split("\n")).toEqual([expect.stringContaining(`${what} ${where} is`)]);
+  expect(r.stderr).toContain(`owned by ${owner.name} (uid ${owner.uid}), mode ${mode}`);
+  expect(r.code).toBe(78);
+}
+
+describeAsUsers("a home, ledger or settings file that is not yours is refused (§18 other users)", () => {
+  test("mallory's world-writable home with her standing handler: alice's li agent refuses it, and the handler never runs", async () => {
+    const shared = dirOf(mallory, "squatted", 0o700);
+    const added = await liAs(mallory, ["events", "handlers", "add", "evil", "--", evil, "{status}"], { env: homeEnv(shared) });
+    expect(added.stderr).toContain("handler evil added");
+    expect(added.code).toBe(0);
+    fs.chmodSync(shared, 0o777);
+    if (fs.existsSync(path.join(shared, "state.db"))) fs.chmodSync(path.join(shared, "state.db"), 0o666);
+    const r = await liAs(alice, ["agent", "--", "true"], { env: homeEnv(shared) });
+    expectRefused(r, "LI_HOME", shared, mallory, "0777");
+    expect(ran()).toBe("");
+  });
+
+  test("mallory's 0755 home holding a settings handler is refused as another user's", async () => {
+    const theirs = dirOf(mallory, "theirs", 0o755);
+    fileOf(mallory, path.join(theirs, "settings.yaml"), `notify.on_terminal: "${evil} {status}"\n`, 0o644);
+    const r = await liAs(alice, ["agent", "--", "true"], { env: homeEnv(theirs) });
+    expectRefused(r, "LI_HOME", theirs, mallory, "0755");
+    expect(r.stderr).toContain("another user's");
+    expect(ran()).toBe("");
+  });
+
+  test("alice's own home made 0777 is refused; so is a ledger file swapped in by mallory", async () => {
+    const own = dirOf(alice, "own", 0o700);
+    const first = await liAs(alice, ["agent", "--", "true"], { env: homeEnv(own) });
+    expect(first.code).toBe(0);
+    fs.chmodSync(own, 0o777);
+    expectRefused(await liAs(alice, ["ls"], { env: homeEnv(own) }), "LI_HOME", own, alice, "0777");
+    fs.chmodSync(own, 0o700);
+    const db = path.join(own, "swapped.db");
+    fileOf(mallory, db, "", 0o644);
+    expectRefused(await liAs(alice, ["agent", "--", "true"], { env: { LI_HOME: own, LI_DB: db } }), "the ledger", db, mallory, "0644");
+  });
+
+  test("a runs root elsewhere that mallory owns is refused before the leg starts", async () => {
+    const own = dirOf(alice, "own-runs", 0o700);
+    const runs = dirOf(mallory, "mallory-runs", 0o755);
+    const r = await liAs(alice, ["agent", "--", "true"], { env: homeEnv(own, { LI_RUNS_ROOT: runs }) });
+    expectRefused(r, "the runs root", runs, mallory, "0755");
+    expect(fs.readdirSync(runs)).toEqual([]);
+  });
+
+  test("a global settings.yaml of another owner in alice's home is refused", async () => {
+    const own = dirOf(alice, "own-settings", 0o700);
+    const settings = fileOf(mallory, path.join(own, "settings.yaml"), `notify.on_terminal: "${evil} {status}"\n`, 0o644);
+    const r = await liAs(alice, ["agent", "--", "true"], { env: homeEnv(own) });
+    expectRefused(r, "the settings file", settings, mallory, "0644");
+    expect(ran()).toBe("");
+  });
+
+  test("a root-owned system home (0755) is accepted: alice may read it", async () => {
+    const system = path.join(base, "system-home");
+    fs.mkdirSync(system, { mode: 0o755 });
+    fs.chmodSync(system, 0o755);
+    const r = await liAs(alice, ["ls", "--json"], { env: homeEnv(system) });
+    expect(r.stderr).not.toContain("another user's");
+    expect(r.code).not.toBe(78);
+  });
+});
+
+describeAsUsers("a planted .li/settings.yaml above the project is not read (§18 other users)", () => {
+  test("mallory's /tmp/.li neither times alice's leg out, silences her handler nor prunes her ledger", async () => {
+    // top stands for /tmp: root's, sticky, world-writable; mallory plants top/.li/settings.yaml.
+    const top = path.join(base, "tmp-like");
+    fs.mkdirSync(top);
+    fs.chmodSync(top, 0o1777);
+    const planted = dirOf(mallory, ".li", 0o755, top);
+    fileOf(mallory, path.join(planted, "settings.yaml"), "agent.timeout: 1s\nwatch.prune_keep_days: 0.00001\nnotify:\n  on_terminal: {enabled: false}\n", 0o644);
+    const work = dirOf(alice, "work", 0o700, dirOf(alice, "x", 0o700, top));
+    const home = dirOf(alice, "home-planted", 0o700);
+    fileOf(alice, path.join(home, "settings.yaml"), `notify.on_terminal: "${evil} planted {status}"\n`);
+    const r = await liAs(alice, ["agent", "--json", "--", "sleep", "2"], { cwd: work, env: homeEnv(home) });
+    expect(r.stderr).toContain(`settings ${planted}/settings.yaml: not read: the settings directory ${planted} is another user's (owned by ${mallory.name}`);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).status).toBe("completed");
+    expect(ran()).toContain(`${alice.uid} planted completed`);
+    const watched = await liAs(alice, ["watch", "--once"], { cwd: work, env: homeEnv(home) });
+    expect(watched.code).toBe(0);
+    const listed = await liAs(alice, ["ls", "--json"], { cwd: work, env: homeEnv(home) });
+    expect(JSON.parse(listed.stdout).entities).toHaveLength(1);
+  });
+});
