@@ -12,6 +12,7 @@ function cmd<M>(summary: string, load: () => Promise<M>, pick: (m: M) => Loaded)
 }
 const events = () => import("./commands/events.ts");
 const completion = () => import("./commands/completion.ts");
+const schedule = () => import("./commands/schedule.ts");
 
 export const TREE: Group = {
   description: "li — a run ledger for build and agent machines",
@@ -50,6 +51,17 @@ export const TREE: Group = {
         ack: cmd("acknowledge events for a consumer (idempotent)", events, (m) => m.ack),
         dead: cmd("deliveries that failed every attempt", events, (m) => m.dead),
         deliver: cmd("deliver what this host's handlers are owed, once", events, (m) => m.deliver),
+      },
+    },
+    schedule: {
+      description: "cron schedules: a watcher submits each due time's run to a queue, once across the fleet",
+      examples: ['li schedule add nightly --cron "0 2 * * *" --queue builds -- make nightly', "li schedule ls --json"],
+      commands: {
+        add: cmd('add a schedule: li schedule add NAME --cron "EXPR" [--tz ZONE] [--overlap skip|queue] [--missed skip|latest] --queue Q -- CMD…', schedule, (m) => m.add),
+        ls: cmd("list the schedules with their next due time and newest decision", schedule, (m) => m.ls),
+        rm: cmd("remove a schedule (its runs stay)", schedule, (m) => m.rm),
+        pause: cmd("stop a schedule firing until resumed", schedule, (m) => m.pause),
+        resume: cmd("resume a paused schedule from its next due time", schedule, (m) => m.resume),
       },
     },
     reasons: cmd("the reason-code vocabulary", () => import("./commands/reasons.ts"), (m) => m.default),

@@ -7,6 +7,7 @@ import type { SweepReads, SweepWrites } from "./sweep-store.ts";
 import type { LedgerReads } from "./reads.ts";
 import type { NotifyStore } from "./notify-store.ts";
 import type { ScheduleStore } from "./schedule-store.ts";
+import type { CronStore } from "./cron-store.ts";
 import type { LedgerUnavailableError } from "../util/errors.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, TransitionRow } from "./rows.ts";
 import type { Awaitable } from "../util/awaitable.ts";
@@ -51,6 +52,8 @@ export interface Tx extends SweepWrites {
   readonly notify: NotifyStore;
   /** Queues, scheduled runs' bookkeeping and dependencies (§19), under this transaction (with row locks where the backend has them). */
   readonly schedule: ScheduleStore;
+  /** Cron schedules and their fire records (§19), under this transaction. */
+  readonly cron: CronStore;
 }
 
 export interface TransactionOptions {
@@ -79,6 +82,8 @@ export interface Backend extends SweepReads {
   readonly notify: NotifyStore;
   /** Queue and scheduled-run reads outside a transaction (§19); write through `tx.schedule`. */
   readonly schedule: ScheduleStore;
+  /** Cron schedules and fire records outside a transaction (§19); write through `tx.cron`. */
+  readonly cron: CronStore;
   /**
    * Runs `fn` in one write transaction and commits; any throw rolls back.
    * `fn` must only touch storage through `tx` (on SQLite it runs under the database write lock).

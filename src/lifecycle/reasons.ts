@@ -46,6 +46,8 @@ export const REASONS = {
   "schedule.waiting_dependency.blocked": "waiting for a dependency",
   "schedule.retry_wait.backoff": "waiting before a retry",
   "schedule.skipped.precondition": "skipped: a precondition did not hold",
+  "schedule.skipped.missed_fire": "a cron schedule's due time passed while no watcher could fire it (--missed skip)",
+  "schedule.skipped.overlap": "a cron schedule fell due while its previous run was still active (--overlap skip)",
   "schedule.cancelled.operator": "cancelled by an operator",
 
   "play.pending.created": "the play was created",

@@ -66,6 +66,8 @@ export interface WatchReport {
   removed_run_dirs: number;
   /** Spooled outcomes recorded (§17). */
   replayed: number;
+  /** Due times of cron schedules this watcher decided: fired, or recorded skipped (§19). */
+  schedule_fires: number;
   errors: number;
   /** Of `errors`, those where the ledger itself could not be read or written (full, read-only…). */
   ledger_errors: number;
@@ -109,7 +111,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   const env = deps.sweepEnv ?? hostEnv();
   const pollMs = (config.pollSeconds ?? 1) * 1000;
   const intervalMs = config.sweepIntervalSeconds * 1000;
-  const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, removed_run_dirs: 0, replayed: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
+  const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, removed_run_dirs: 0, replayed: 0, schedule_fires: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
   const availability = new Availability(ledger);
   const outage = new OutageLog(log, clockMs);
   const fail = (what: string, error: unknown) => {
@@ -149,6 +151,21 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
       }
     } catch (error) {
       fail("replay", error);
+    }
+  }
+
+  /** Cron schedules due by the ledger's clock, every pass: a due time fires within a pass of falling due. */
+  async function cronPass(): Promise<void> {
+    try {
+      await ledger.ready();
+      const { firePass } = await import("../schedule/fire.ts");
+      const { queueSubmit } = await import("../schedule/submit-fire.ts");
+      const fired = await firePass(ledger, ledger.now(), { hostId: env.hostId, submit: queueSubmit(ledger) });
+      for (const a of fired.actions) log({ action: "schedule_fire", schedule: a.schedule, due_at: a.due_at, outcome: a.outcome, run_id: a.run_id });
+      report.schedule_fires += fired.actions.length;
+      outage.succeeded("schedule");
+    } catch (error) {
+      fail("schedule", error);
     }
   }
 
@@ -291,6 +308,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     const held = await lockHeld();
     if (held) {
       await replayPass();
+      await cronPass();
       if (clockMs() >= nextSweepAt) {
         await sweepPass();
         nextSweepAt = clockMs() + intervalMs;

@@ -166,6 +166,29 @@ beforeAll(async () => {
   await exercise("legs using a directory (prune --files)", () => backend.legsUsingDirectory("/runs/r1"));
   await exercise("prune's candidate count", () => backend.countPruneCandidates({ terminalStatuses: ["completed", "failed"], cutoff: T0 }));
   await exercise("a session's branches (li show)", () => reads.branchesOf("ses-00000001"));
+  // Cron schedules: the due query every watcher pass runs, a schedule by name, the list, its newest decision,
+  // and the cron pass's writes (claim, fire record, cursor), rolled back.
+  await exercise("schedules due (every watcher pass)", () => backend.cron.dueSchedules(T0, 32));
+  await exercise("a schedule by name, the list, its newest fires", async () => {
+    await backend.cron.getSchedule("nightly");
+    await backend.cron.listSchedules();
+    await backend.cron.listFires("sched-00000001", 1);
+  });
+  const undo = new Error("roll back");
+  await exercise("a cron pass's writes", () =>
+    backend
+      .transaction(async (tx) => {
+        await tx.cron.claimSchedule("sched-00000001");
+        await tx.cron.insertFire({ schedule_id: "sched-00000001", due_at: T0, outcome: "fired", run_id: "sch-00000001", host_id: "h", decided_at: T0 });
+        await tx.cron.advance("sched-00000001", T0, T0 + 60, "sch-00000001", T0);
+        await tx.cron.setPaused("sched-00000001", true, null, T0);
+        await tx.cron.deleteSchedule("sched-00000001");
+        throw undo;
+      })
+      .catch((error: unknown) => {
+        if (error !== undo) throw error;
+      }),
+  );
   // The reads inside write transactions (the sweeps' guard, a leg's next seq, the guarded write's read)
   // and every statement of a prune batch, in a transaction rolled back at the end.
   const rollback = new Error("roll back");

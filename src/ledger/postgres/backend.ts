@@ -19,6 +19,8 @@ import * as legStore from "./legs.ts";
 import * as pgSweeps from "./sweeps.ts";
 import { LOCK_NAMESPACE } from "./migrate.ts";
 import { PgNotifyStore } from "./notify.ts";
+import { CronStatements } from "../rules/cron.ts";
+import type { CronStore } from "../cron-store.ts";
 import { PgReads } from "./reads.ts";
 import { listenForChanges, listenForKillRequest } from "./wake.ts";
 import { holdPgWatcherLock } from "./watch-lock.ts";
@@ -68,6 +70,7 @@ export class PgBackend implements Backend {
   readonly reads: PgReads;
   readonly notify: NotifyStore;
   readonly schedule: ScheduleStatements;
+  readonly cron: CronStore;
   private readonly sweeps: PgSweeps;
   private readonly injectedNow: (() => number) | undefined;
   private readonly injectedStart: number | null;
@@ -81,6 +84,7 @@ export class PgBackend implements Backend {
     this.reads = new PgReads((fn) => conn.run(fn));
     this.notify = new PgNotifyStore((fn) => conn.run(fn), () => this.now());
     this.schedule = new ScheduleStatements(scheduleRunner((fn) => conn.run(fn), false));
+    this.cron = new CronStatements(scheduleRunner((fn) => conn.run(fn), false));
     this.sweeps = pgSweeps;
   }
 
@@ -236,6 +240,7 @@ export class PgBackend implements Backend {
 class PgTx implements Tx {
   readonly notify: NotifyStore;
   readonly schedule: ScheduleStatements;
+  readonly cron: CronStore;
   private seqLocked = false;
 
   constructor(
@@ -246,6 +251,7 @@ class PgTx implements Tx {
   ) {
     this.notify = PgNotifyStore.on(sql, now);
     this.schedule = new ScheduleStatements(scheduleRunner((fn) => fn(sql), true));
+    this.cron = new CronStatements(scheduleRunner((fn) => fn(sql), true));
   }
 
   async readStatus(kind: EntityKind, id: string): Promise<StatusRow | null> {

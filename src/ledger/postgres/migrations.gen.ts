@@ -158,5 +158,15 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE INDEX \"schedule_runs_chain_idx\" ON \"schedule_runs\" USING btree (\"chain_parent_id\");",
       "ALTER TABLE \"schedule_runs\" ADD CONSTRAINT \"schedule_runs_backoff_check\" CHECK (\"schedule_runs\".\"retry_backoff\" IS NULL OR \"schedule_runs\".\"retry_backoff\" IN ('fixed', 'exp'));"
     ]
+  },
+  {
+    "name": "0009_cron_schedules",
+    "hash": "35a59b2b137ae12302e71689234139f916a054fbd59011d095b2797a247deddf",
+    "statements": [
+      "CREATE TABLE \"schedule_fires\" (\n\t\"schedule_id\" text NOT NULL,\n\t\"due_at\" double precision NOT NULL,\n\t\"outcome\" text NOT NULL,\n\t\"run_id\" text,\n\t\"host_id\" text,\n\t\"decided_at\" double precision NOT NULL,\n\tCONSTRAINT \"schedule_fires_schedule_id_due_at_pk\" PRIMARY KEY(\"schedule_id\",\"due_at\"),\n\tCONSTRAINT \"schedule_fires_outcome_check\" CHECK (\"schedule_fires\".\"outcome\" IN ('fired', 'skipped_missed', 'skipped_overlap'))\n);",
+      "CREATE TABLE \"schedules\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"name\" text NOT NULL,\n\t\"cron\" text NOT NULL,\n\t\"time_zone\" text NOT NULL,\n\t\"overlap\" text NOT NULL,\n\t\"missed\" text NOT NULL,\n\t\"queue\" text NOT NULL,\n\t\"request_json\" text NOT NULL,\n\t\"paused\" integer DEFAULT 0 NOT NULL,\n\t\"next_due_at\" double precision,\n\t\"last_run_id\" text,\n\t\"created_at\" double precision NOT NULL,\n\t\"updated_at\" double precision NOT NULL,\n\tCONSTRAINT \"schedules_overlap_check\" CHECK (\"schedules\".\"overlap\" IN ('skip', 'queue')),\n\tCONSTRAINT \"schedules_missed_check\" CHECK (\"schedules\".\"missed\" IN ('skip', 'latest'))\n);",
+      "CREATE UNIQUE INDEX \"schedules_name_idx\" ON \"schedules\" USING btree (\"name\");",
+      "CREATE INDEX \"schedules_due_idx\" ON \"schedules\" USING btree (\"next_due_at\") WHERE \"schedules\".\"paused\" = 0;"
+    ]
   }
 ];

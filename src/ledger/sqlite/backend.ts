@@ -12,6 +12,8 @@ import { hostClock } from "../../util/host-clock.ts";
 import { withBusyRetry } from "./migrate.ts";
 import { SqliteReads } from "./reads.ts";
 import { SqliteNotifyStore } from "./notify.ts";
+import { CronStatements } from "../rules/cron.ts";
+import type { CronStore } from "../cron-store.ts";
 import * as sweeps from "./sweeps.ts";
 import type { PruneSqlStatement } from "../rules/prune.ts";
 import type { ChangeWake, WakeOptions } from "../wake.ts";
@@ -49,6 +51,7 @@ export class SqliteBackend implements Backend {
   readonly reads: SqliteReads;
   readonly notify: SqliteNotifyStore;
   readonly schedule: ScheduleStatements;
+  readonly cron: CronStore;
 
   private readonly clock: () => number;
 
@@ -63,7 +66,8 @@ export class SqliteBackend implements Backend {
     this.reads = new SqliteReads(db);
     this.notify = new SqliteNotifyStore(db, () => this.clock());
     this.schedule = new ScheduleStatements(scheduleRunner(db));
-    this.tx = new SqliteTx(db, this.notify, this.schedule);
+    this.cron = new CronStatements(scheduleRunner(db));
+    this.tx = new SqliteTx(db, this.notify, this.schedule, this.cron);
   }
 
   now(): number {
@@ -211,6 +215,7 @@ class SqliteTx implements Tx {
     private readonly db: Database,
     readonly notify: SqliteNotifyStore,
     readonly schedule: ScheduleStatements,
+    readonly cron: CronStore,
   ) {}
 
   readStatus(kind: EntityKind, id: string): StatusRow | null {

@@ -149,5 +149,15 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE INDEX `schedule_runs_session_idx` ON `schedule_runs` (`session_id`);",
       "CREATE INDEX `schedule_runs_chain_idx` ON `schedule_runs` (`chain_parent_id`);"
     ]
+  },
+  {
+    "name": "0008_cron_schedules",
+    "hash": "3c39c8a72a0a19dc72eccfd4e0f453f27fb0857e4b84ad5ad62da51dd374290c",
+    "statements": [
+      "CREATE TABLE `schedule_fires` (\n\t`schedule_id` text NOT NULL,\n\t`due_at` real NOT NULL,\n\t`outcome` text NOT NULL,\n\t`run_id` text,\n\t`host_id` text,\n\t`decided_at` real NOT NULL,\n\tPRIMARY KEY(`schedule_id`, `due_at`),\n\tCONSTRAINT \"schedule_fires_outcome_check\" CHECK(\"schedule_fires\".\"outcome\" IN ('fired', 'skipped_missed', 'skipped_overlap'))\n);",
+      "CREATE TABLE `schedules` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`name` text NOT NULL,\n\t`cron` text NOT NULL,\n\t`time_zone` text NOT NULL,\n\t`overlap` text NOT NULL,\n\t`missed` text NOT NULL,\n\t`queue` text NOT NULL,\n\t`request_json` text NOT NULL,\n\t`paused` integer DEFAULT 0 NOT NULL,\n\t`next_due_at` real,\n\t`last_run_id` text,\n\t`created_at` real NOT NULL,\n\t`updated_at` real NOT NULL,\n\tCONSTRAINT \"schedules_overlap_check\" CHECK(\"schedules\".\"overlap\" IN ('skip', 'queue')),\n\tCONSTRAINT \"schedules_missed_check\" CHECK(\"schedules\".\"missed\" IN ('skip', 'latest'))\n);",
+      "CREATE UNIQUE INDEX `schedules_name_idx` ON `schedules` (`name`);",
+      "CREATE INDEX `schedules_due_idx` ON `schedules` (`next_due_at`) WHERE \"schedules\".\"paused\" = 0;"
+    ]
   }
 ];

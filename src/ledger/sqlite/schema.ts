@@ -5,6 +5,7 @@ import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex
 import type { EntityKind } from "../../lifecycle/policy.ts";
 import { SOURCES, CALLBACK_SCOPES, DELIVERY_STATES, DEPENDENCY_KINDS, QUEUE_SCOPES, RETRY_BACKOFFS } from "../rows.ts";
 import { oneOf, plainLiveConsumer, statusIn } from "../schema-checks.ts";
+import { FIRE_OUTCOMES, MISSED_POLICIES, OVERLAP_POLICIES } from "../../lifecycle/schedules.ts";
 
 /** Columns every status-bearing entity carries: current status and its denormalized reason. */
 const statusColumns = () => ({
@@ -403,6 +404,58 @@ export const seqHighWater = sqliteTable(
     seq: integer("seq").notNull(),
   },
   (t) => [check("seq_high_water_one_row_check", sql`${t.id} = 1`)],
+);
+
+/**
+ * Cron schedules (SPEC §19): `li schedule add` writes one; the watchers fire it. `next_due_at` is the
+ * cursor, the first due time no watcher has decided yet (null: none comes again), moved by a guarded
+ * UPDATE in the same transaction as the fire records of the due times it passes.
+ */
+export const schedules = sqliteTable(
+  "schedules",
+  {
+    id: text("id").primaryKey(),
+    name: text("name").notNull(),
+    cron: text("cron").notNull(),
+    time_zone: text("time_zone").notNull(),
+    overlap: text("overlap").notNull(),
+    missed: text("missed").notNull(),
+    queue: text("queue").notNull(),
+    /** The leg request each fire submits, as the queue's submit stores it. */
+    request_json: text("request_json").notNull(),
+    paused: integer("paused").notNull().default(0),
+    next_due_at: real("next_due_at"),
+    /** The run of the newest fire that submitted one (the overlap check follows it). */
+    last_run_id: text("last_run_id"),
+    created_at: real("created_at").notNull(),
+    updated_at: real("updated_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("schedules_name_idx").on(t.name),
+    check("schedules_overlap_check", oneOf(t.overlap, OVERLAP_POLICIES)),
+    check("schedules_missed_check", oneOf(t.missed, MISSED_POLICIES)),
+    // Every watcher pass asks which schedules are due: only active ones are in it.
+    index("schedules_due_idx").on(t.next_due_at).where(sql`${t.paused} = 0`),
+  ],
+);
+
+/**
+ * One decision per schedule and due time (SPEC §19): fired, or skipped as missed or overlapping. The
+ * primary key is what makes a due time fire once across the fleet: a second watcher's insert of the same
+ * (schedule, due time) fails and its whole transaction rolls back.
+ */
+export const scheduleFires = sqliteTable(
+  "schedule_fires",
+  {
+    schedule_id: text("schedule_id").notNull(),
+    due_at: real("due_at").notNull(),
+    outcome: text("outcome").notNull(),
+    /** The schedule_run recorded for it (queued, or created skipped). */
+    run_id: text("run_id"),
+    host_id: text("host_id"),
+    decided_at: real("decided_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.schedule_id, t.due_at] }), check("schedule_fires_outcome_check", oneOf(t.outcome, FIRE_OUTCOMES))],
 );
 
 /** The table of each entity kind, derived from the registry's table names. */
