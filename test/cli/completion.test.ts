@@ -69,7 +69,7 @@ describe("li completion", () => {
       return r.stdout.toString().split("\n").filter(Boolean);
     };
     expect(offered("li", "sta")).toContain("state");
-    expect(offered("li", "state", "pr")).toEqual(["create", "set-status", "transitions", "doctor", "prune"]);
+    expect(offered("li", "state", "pr")).toEqual(["create", "set-status", "transitions", "doctor", "prune", "migrate"]);
     expect(offered("li", "state", "prune", "--ke")).toContain("--keep-days");
     expect(offered("li", "ls", "--kind", "")).toEqual([...ENTITY_KINDS]);
     expect(offered("li", "ls", "--kind=sch")).toEqual([...ENTITY_KINDS]);
