@@ -95,7 +95,8 @@ function placement(unit: string, across: readonly Import[], floorOf: ReadonlyMap
   }
   // Lowest first: a folder placed as low as its imports allow leaves the most room above it.
   const lowest = highestImported - 1;
-  const highest = lowestImporter + 1;
+  // A folder never shares the entry's floor (src/cli.ts): the highest a folder may go is the first floor of folders.
+  const highest = Math.max(lowestImporter + 1, floors.findIndex((floor) => floor.some((u) => !u.endsWith(".ts"))));
   const on = lowest < highest ? "" : `on ${floorName(floors, lowest)}${lowest > highest ? ` or any floor above it up to ${floorName(floors, highest)}` : ""}, or `;
   const own = highestImported < floors.length ? `just above ${floorName(floors, highestImported)}` : "at the bottom";
   return `${head}, ${on}as a floor of its own ${own}${why ? ` (${why})` : ""}`;
@@ -201,7 +202,8 @@ describe("the floors of the house", () => {
     expect(houseProblems(tight, [...units, "queues"], floors)).toEqual([
       `src/queues/ is on no floor: in ${HERE}, add "queues" to FLOORS, as a floor of its own just above [bottom] (imported by middle; imports bottom)`,
     ]);
-    expect(houseProblems([{ from: "queues/q.ts", to: "bottom/c.ts" }], [...units, "queues"], floors)).toEqual([
+    // Nothing imports it yet: any floor of folders above what it imports, never the entry's.
+    expect(houseProblems([{ from: "queues/q.ts", to: "bottom/c.ts" }], ["main.ts", ...units, "queues"], [["main.ts"], ...floors])).toEqual([
       `src/queues/ is on no floor: in ${HERE}, add "queues" to FLOORS, on [middle, side] or any floor above it up to [top], or as a floor of its own just above [bottom] (imports bottom)`,
     ]);
     const none = [
