@@ -16,9 +16,6 @@ import { spooledSessions } from "../../spool/waiting.ts";
 /** The shortest prefix a user can type for an id: unique across every id kind, 8 characters at least. */
 const MIN_PREFIX = 8;
 
-/** Columns from which a terminal counts as wide enough for the BRANCH column. */
-const WIDE = 110;
-
 interface LsEntry {
   row: RecentRow;
   shortId: string;
@@ -40,33 +37,44 @@ function legTimes(row: RecentRow, now: number): { age: number; duration: number 
   return { age: now - start, duration: end - start };
 }
 
-const STATUS_COLUMN = 2;
-const REASON_COLUMN = 3;
-/** The fewest columns the command keeps, and the reason, before a row may run past the width. */
-const COMMAND_MIN = 12;
+/** The fewest columns the command keeps (when its text is that long), and the reason once cut. */
+const COMMAND_MIN = 20;
 const REASON_MIN = 12;
 
 /**
- * Cuts the REASON cells (with …) when the command alone cannot make a row fit: reason codes run to ~30
- * characters, so on an 80-column terminal a `schedule_run` or `completed_empty` row would otherwise
- * wrap. The id and the short columns are never cut; below ~75 columns a row may still run past.
+ * How a table gives way to a narrow terminal so the command keeps COMMAND_MIN columns: each step is
+ * taken only while the row is still too wide, in this order. The id, kind and status are never cut.
  */
-function cutReasons(rows: string[][], width: number): string[][] {
-  if (rows.length === 0) return rows;
-  const last = rows[0]!.length - 1;
-  const columnWidth = (c: number) => Math.max(c === REASON_COLUMN ? "REASON".length : 0, ...rows.map((r) => displayWidth(safeText(r[c]!))));
-  let fixed = 0;
-  for (let c = 0; c < last; c++) fixed += columnWidth(c) + 2;
-  const commandWant = Math.min(COMMAND_MIN, Math.max(...rows.map((r) => displayWidth(safeText(r[last]!)))));
-  const overflow = fixed + commandWant - width;
-  const reasonWidth = columnWidth(REASON_COLUMN);
-  if (overflow <= 0 || reasonWidth <= REASON_MIN) return rows;
-  const allowed = Math.max(REASON_MIN, reasonWidth - overflow);
-  return rows.map((r) => r.map((cell, c) => (c === REASON_COLUMN ? cut(safeText(cell), allowed) : cell)));
+const NARROWING = [
+  { drop: "BRANCH" },
+  { drop: "AGE" },
+  { cut: "REASON" },
+  { drop: "DURATION" },
+  { drop: "LEGS" },
+] as const;
+
+/** The columns to show at `width`, and the reason cut to fit (null: whole), for rows of cells named by `names`. */
+export function fitColumns(names: readonly string[], rows: readonly (readonly string[])[], width: number): { keep: string[]; reasonWidth: number | null } {
+  const columnWidth = (name: string) => {
+    const c = names.indexOf(name);
+    return Math.max(displayWidth(name), ...rows.map((r) => displayWidth(safeText(r[c]!))));
+  };
+  const command = names.at(-1)!;
+  const commandWant = Math.min(COMMAND_MIN, columnWidth(command));
+  let keep = [...names];
+  let reasonWidth: number | null = null;
+  const used = () => keep.reduce((sum, name) => (name === command ? sum : sum + (name === "REASON" && reasonWidth !== null ? reasonWidth : columnWidth(name)) + 2), 0);
+  for (const step of NARROWING) {
+    const overflow = used() + commandWant - width;
+    if (overflow <= 0) break;
+    if ("drop" in step) keep = keep.filter((name) => name !== step.drop);
+    else if (keep.includes(step.cut)) reasonWidth = Math.min(columnWidth(step.cut), Math.max(REASON_MIN, columnWidth(step.cut) - overflow));
+  }
+  return { keep, reasonWidth: reasonWidth !== null && reasonWidth < columnWidth("REASON") ? reasonWidth : null };
 }
 
 export default command({
-  description: "List recent entities, newest first (by last update). Rows fit the terminal's width ($COLUMNS, else the terminal's own) by cutting the command, then the reason, never the id; BRANCH is shown when there is room",
+  description: "List recent entities, newest first (by last update). Rows fit the terminal's width ($COLUMNS, else the terminal's own): BRANCH, then AGE are left out, then the reason is cut, so the command keeps 20 columns; the id is never cut",
   examples: ["li ls --kind=session --status=running", "li ls --since=2h --limit=10 --json"],
   ledger: "reads",
   args: {
@@ -85,7 +93,8 @@ export default command({
       kinds = [kind];
     }
     if (args.status !== undefined && !kinds.some((k) => POLICIES[k].statuses.has(args.status!))) {
-      throw new UsageError(`--status: '${args.status}' is not a status of ${kinds.length === 1 ? kinds[0] : "any kind"}`);
+      const valid = [...new Set(kinds.flatMap((k) => [...POLICIES[k].statuses]))];
+      throw new UsageError(`--status: '${safeText(args.status)}' is not a status of ${kinds.length === 1 ? kinds[0] : "any kind"} (one of ${valid.join(", ")})`);
     }
     const limit = args.limit === undefined ? 50 : parsePositiveNumber(args.limit, "--limit");
     if (!Number.isInteger(limit)) throw new UsageError(`--limit: ${JSON.stringify(args.limit)} is not a whole number`);
@@ -136,11 +145,10 @@ export default command({
       return 0;
     }
     const colour = useColour();
-    // Rows fit a known width by cutting the command (the last column), never the id; BRANCH only where
-    // there is room for it. Into a pipe (no width known) nothing is cut and BRANCH is shown.
+    // Rows fit a known width: BRANCH, then AGE go, then the reason is cut, so the command keeps room;
+    // the command (the last column) is cut last, the id never. Into a pipe (no width known) all is shown.
     const width = terminalWidth();
-    const withBranch = width === null || width >= WIDE;
-    const header = ["ID", "KIND", "STATUS", "REASON", "AGE", "DURATION", "LEGS", ...(withBranch ? ["BRANCH"] : []), "COMMAND"].map((h) => ({ text: h, colour: "bold" as const }));
+    const names = ["ID", "KIND", "STATUS", "REASON", "AGE", "DURATION", "LEGS", "BRANCH", "COMMAND"];
     const body = entries.map((e) => [
       e.shortId,
       e.row.kind,
@@ -149,13 +157,18 @@ export default command({
       formatDuration(e.ageSeconds),
       e.durationSeconds === null ? "-" : formatDuration(e.durationSeconds),
       e.row.leg_count === null ? "-" : String(e.row.leg_count),
-      ...(withBranch ? [e.shortBranch ?? "-"] : []),
+      e.shortBranch ?? "-",
       e.argv ? shellWords(e.argv) : "-",
     ]);
-    const fitted = width === null ? body : cutReasons(body, width);
+    const { keep, reasonWidth } = width === null ? { keep: names, reasonWidth: null } : fitColumns(names, body, width);
+    const shown = keep.map((name) => names.indexOf(name));
+    const header = keep.map((h) => ({ text: h, colour: "bold" as const }));
+    const status = keep.indexOf("STATUS");
+    const reason = keep.indexOf("REASON");
+    const fitted = body.map((cells) => shown.map((c) => cells[c]!).map((text, c) => (c === reason && reasonWidth !== null ? cut(safeText(text), reasonWidth) : text)));
     writeOut(
       table(
-        [header, ...fitted.map((cells, i) => cells.map((text, c) => (c === STATUS_COLUMN ? { text, colour: statusColour(entries[i]!.row.kind, entries[i]!.row.status) } : text)))],
+        [header, ...fitted.map((cells, i) => cells.map((text, c) => (c === status ? { text, colour: statusColour(entries[i]!.row.kind, entries[i]!.row.status) } : text)))],
         { colour, ...(width !== null ? { maxWidth: width } : {}) },
       ),
     );
