@@ -5,6 +5,7 @@
 import type { ArgDef, ParsedArgs } from "citty";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { OpenedReads } from "../ledger/reads.ts";
+import type { Patience } from "../ledger/patience.ts";
 
 /** What a completion offers for a flag's value or a positional: words from the registry, or paths. */
 export type CompleteAs = "kinds" | "statuses" | "files" | "dirs";
@@ -34,8 +35,10 @@ export interface RunContext<A extends LiArgs, N extends LedgerNeed> {
   /**
    * Opens the declared ledger on first call (validate first, then call it: a refused command must not
    * create a ledger) and returns the same handle after; the entry point closes it when the command ends.
+   * `patience`: how long an unreachable ledger is waited for; by default `--ledger-retry` when the
+   * command declares it (LEDGER_RETRY_ARG), else 10 s, with one note on stderr.
    */
-  ledger: () => LedgerOf<N>;
+  ledger: (patience?: Patience) => LedgerOf<N>;
 }
 
 export interface LiCommand<A extends LiArgs = LiArgs, N extends LedgerNeed = LedgerNeed> {
@@ -49,6 +52,14 @@ export interface LiCommand<A extends LiArgs = LiArgs, N extends LedgerNeed = Led
   takesCommand?: boolean;
   run(ctx: RunContext<A, N>): number | Promise<number>;
 }
+
+/**
+ * `--ledger-retry`, for a command whose deadline for an unreachable ledger is not already another flag
+ * (li wait's --timeout) or forever (li watch): spread into its args.
+ */
+export const LEDGER_RETRY_ARG = {
+  "ledger-retry": { type: "string", valueHint: "DURATION", description: "how long to wait for an unreachable ledger (a PostgreSQL server down or not answering) before exit 78 (default 10s; 0: no waiting)" },
+} as const satisfies LiArgs;
 
 /** Declares a command; the identity at run time, the types at compile time. */
 export function command<const A extends LiArgs, const N extends LedgerNeed>(def: LiCommand<A, N>): LiCommand<A, N> {

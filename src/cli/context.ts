@@ -3,9 +3,10 @@
 
 import { openLedger } from "../ledger/open.ts";
 import type { Ledger } from "../ledger/ledger.ts";
+import type { Patience } from "../ledger/patience.ts";
 import { cliPaths } from "./paths.ts";
 
 /** Opens the ledger for a command; `create: false` when it must already exist (§16). */
-export function cliLedger(opts: { create: boolean }): Ledger {
+export function cliLedger(opts: { create: boolean; patience: Patience }): Ledger {
   return openLedger(cliPaths(), opts);
 }

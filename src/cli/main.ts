@@ -3,6 +3,8 @@
 
 import { ExitCode, UsageError } from "../util/errors.ts";
 import type { LedgerNeed, LiArgs, LiCommand } from "./command.ts";
+import { DEFAULT_PATIENCE_SECONDS, type Patience } from "../ledger/patience.ts";
+import { formatDuration, parseDuration } from "../util/duration.ts";
 import { cliContext } from "./globals.ts";
 import { writeErr, writeNote, writeOut } from "./io.ts";
 import { parseArgs } from "./parse-args.ts";
@@ -61,16 +63,16 @@ function rejectUnknownFlags(tokens: string[], args: LiArgs, where: string): void
  * The ledger opener for a command's declared need, imported only then: the read path never loads the
  * write path (drizzle, zod), and `none` loads neither.
  */
-async function ledgerOpener(need: LedgerNeed): Promise<() => { close(): void }> {
+async function ledgerOpener(need: LedgerNeed): Promise<(patience: Patience) => { close(): void }> {
   if (need === "none") return () => {
     throw new Error("this command declared no ledger");
   };
   if (need === "reads") {
     const [{ openReads }, { cliPaths }] = await Promise.all([import("../ledger/open-reads.ts"), import("./paths.ts")]);
-    return () => openReads(cliPaths());
+    return (patience) => openReads(cliPaths(), patience);
   }
   const { cliLedger } = await import("./context.ts");
-  return () => cliLedger({ create: need === "create" });
+  return (patience) => cliLedger({ create: need === "create", patience });
 }
 
 async function requireOwnedPaths(): Promise<void> {
@@ -83,12 +85,13 @@ async function execute(command: LiCommand, where: string, rest: string[], passth
   rejectUnknownFlags(rest, command.args, where);
   if (passthrough !== null && !command.takesCommand) throw new UsageError(`'${where}' takes no command after --`);
   const args = parseArgs(rest, command.args, where);
+  const patience = defaultPatience(args as Record<string, unknown>);
   // Before anything is read from them: a home, ledger or settings file another user could have planted is refused (§18).
   if (command.ledger !== "none") await requireOwnedPaths();
   const open = await ledgerOpener(command.ledger);
   let opened: { close(): void } | null = null;
   try {
-    const exit = await command.run({ args, rawArgs: rest, passthrough, ledger: () => (opened ??= open()) as never });
+    const exit = await command.run({ args, rawArgs: rest, passthrough, ledger: (asked?: Patience) => (opened ??= open(asked ?? patience)) as never });
     // §17: a command that wrote replays this host's spooled outcomes — unless its ledger failed it just now.
     if (opened !== null && command.ledger !== "reads" && exit !== ExitCode.unavailable && !cliContext.ledgerFailed) {
       const { replayAfterWrite } = await import("./replay-spool.ts");
@@ -98,6 +101,16 @@ async function execute(command: LiCommand, where: string, rest: string[], passth
   } finally {
     (opened as { close(): void } | null)?.close();
   }
+}
+
+/**
+ * How long a command waits for an unreachable ledger unless it asks otherwise: its `--ledger-retry`
+ * (LEDGER_RETRY_ARG), else 10 s; told once on stderr (§17).
+ */
+function defaultPatience(args: Record<string, unknown>): Patience {
+  const flag = args["ledger-retry"];
+  const seconds = typeof flag === "string" ? parseDuration(flag, "--ledger-retry", { allowZero: true }) : DEFAULT_PATIENCE_SECONDS;
+  return { seconds, onWait: (error) => writeNote(`${error.message}; trying again for up to ${formatDuration(seconds)}`) };
 }
 
 export async function main(argv: string[]): Promise<number> {

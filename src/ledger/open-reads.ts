@@ -2,16 +2,20 @@
 
 import type { Paths } from "./location.ts";
 import type { OpenedReads } from "./reads.ts";
+import type { Patience } from "./patience.ts";
 import { openSqliteForReads } from "./sqlite/open-read.ts";
 import { SqliteReads } from "./sqlite/reads.ts";
 import { hostClock } from "../util/host-clock.ts";
 
-/** A missing ledger is a UsageError ("nothing recorded yet", exit 2) and is never created (§16). */
-export function openReads(paths: Paths): OpenedReads {
+/**
+ * A missing ledger is a UsageError ("nothing recorded yet", exit 2) and is never created (§16).
+ * `patience`: how long a PostgreSQL server that does not answer is waited for (patience.ts).
+ */
+export function openReads(paths: Paths, patience?: Patience): OpenedReads {
   if (paths.ledger.kind === "postgres") {
     // Loaded only for a postgres:// location, so SQLite's cold path pays nothing for it.
     const { openPgReads } = require("./postgres/open-reads.ts") as typeof import("./postgres/open-reads.ts");
-    return openPgReads(paths.ledger.url);
+    return openPgReads(paths.ledger.url, patience);
   }
   const path = paths.ledger.path;
   const db = openSqliteForReads(path);

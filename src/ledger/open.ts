@@ -2,6 +2,7 @@
 
 import type { Paths } from "./location.ts";
 import { Ledger, type LedgerOptions } from "./ledger.ts";
+import type { Patience } from "./patience.ts";
 import { SqliteBackend } from "./sqlite/backend.ts";
 import { openSqlite } from "./sqlite/open.ts";
 
@@ -13,6 +14,8 @@ export interface OpenLedgerOptions extends LedgerOptions {
    * writes). Ignored on SQLite.
    */
   connections?: number;
+  /** PostgreSQL: how long a server that does not answer is waited for (patience.ts; default one attempt per call). */
+  patience?: Patience;
 }
 
 export function openLedger(paths: Paths, options: OpenLedgerOptions): Ledger {
@@ -21,7 +24,7 @@ export function openLedger(paths: Paths, options: OpenLedgerOptions): Ledger {
     const { openPgLedger } = require("./postgres/open.ts") as typeof import("./postgres/open.ts");
     return openPgLedger(paths.ledger.url, options);
   }
-  const { create, connections: _, ...ledgerOptions } = options;
+  const { create, connections: _, patience: __, ...ledgerOptions } = options;
   const path = paths.ledger.path;
   const ownedDirs = path.startsWith(paths.home + "/") ? [paths.home] : [];
   const db = openSqlite(path, { create, ownedDirs });

@@ -143,7 +143,8 @@ export async function waitForTerminal(options: WaitOptions): Promise<{ outcomes:
         // A ledger that stopped answering is waited for, not given up on: a reconnect wakes the wait again.
         if (!(error instanceof LedgerUnavailableError) || !error.unreachable) throw error;
         version = null;
-        if (!outage) options.onUnreachable?.(error);
+        // A look given up at the deadline says nothing after the wait's own last word.
+        if (!outage && !over) options.onUnreachable?.(error);
         outage = true;
       }
     };

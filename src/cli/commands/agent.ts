@@ -4,6 +4,7 @@ import path from "node:path";
 import { command } from "../command.ts";
 import { ExitCode, LedgerUnavailableError, UnknownIdError, UsageError } from "../../util/errors.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
+import { NO_PATIENCE, type Patience } from "../../ledger/patience.ts";
 import { runAgent, type AgentDeps, type AgentOutcome } from "../../legs/agent.ts";
 import { SUPERVISOR_ENV } from "../../legs/env.ts";
 import { PersistenceSetupError, type LegIo } from "../../legs/leg.ts";
@@ -146,10 +147,11 @@ export default command({
  * unrecorded. An unreachable ledger (§17) is waited for up to --ledger-retry (a new leg only; a resume
  * needs its session's rows); still unreachable, the leg runs and spools itself whole.
  */
-async function openOrWait(open: () => Ledger, req: AgentRequest): Promise<{ ledger: Ledger | null; unreachable: LedgerUnavailableError | null }> {
+async function openOrWait(open: (patience: Patience) => Ledger, req: AgentRequest): Promise<{ ledger: Ledger | null; unreachable: LedgerUnavailableError | null }> {
   const attempt = (): Attempt<Ledger> => {
     try {
-      return { ok: true, value: open() };
+      // One attempt each: this loop (and the leg's setup, leg.ts) is the waiting, bounded by --ledger-retry.
+      return { ok: true, value: open(NO_PATIENCE) };
     } catch (error) {
       return { ok: false, retry: error instanceof LedgerUnavailableError && error.unreachable && req.resume === null, error };
     }
@@ -261,7 +263,7 @@ function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit
 }
 
 /** The supervising li of a detached leg: commits setup, reports through the ready file, then runs the leg. */
-async function supervise(args: AgentArgs, passthrough: string[] | null, readyValue: string, open: () => Ledger): Promise<number> {
+async function supervise(args: AgentArgs, passthrough: string[] | null, readyValue: string, open: (patience: Patience) => Ledger): Promise<number> {
   // Loaded here, as the detaching parent loads it: a foreground leg never needs it.
   const { openReadyChannel, writeReady } = await import("../../legs/detach.ts");
   const ready = openReadyChannel(readyValue);
@@ -287,7 +289,7 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, readyVal
     const settings = await agentSettings(args, workdir, log);
     const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, ...(settings ? { defaultLedgerRetry: settings.agentLedgerRetry } : {}), env: process.env });
     try {
-      ledger = open();
+      ledger = open(NO_PATIENCE);
     } catch (error) {
       return fail(ExitCode.unavailable, `cannot record a detached leg: ${error instanceof Error ? error.message : String(error)}`);
     }

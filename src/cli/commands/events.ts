@@ -8,7 +8,7 @@ import { deliverOnce } from "../../notify/deliver.ts";
 import { handlerHost } from "../../notify/host.ts";
 import { describeArgv } from "../../notify/run.ts";
 import { UsageError } from "../../util/errors.ts";
-import { command } from "../command.ts";
+import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import { cliPaths } from "../paths.ts";
 import { table, writeJson } from "../output.ts";
 import { isoTime } from "../render.ts";
@@ -68,7 +68,7 @@ export const owed = command({
   description: "List the terminal events owed to a consumer: unacknowledged, oldest first",
   examples: ["li events owed --consumer=ci", "li events owed --consumer=ci --json"],
   ledger: "existing",
-  args: { consumer: { ...consumerFlag, required: true }, json },
+  args: { consumer: { ...consumerFlag, required: true }, json, ...LEDGER_RETRY_ARG },
   run({ args, ledger }) {
     words(args._, 0, "li events owed --consumer=NAME [--json]");
     return printOwed(ledger(), args.consumer, Boolean(args.json));
@@ -80,7 +80,7 @@ export const dead = command({
   description: "List the deliveries that failed every attempt (they are never retried silently)",
   examples: ["li events dead", "li events dead --json"],
   ledger: "existing",
-  args: { json },
+  args: { json, ...LEDGER_RETRY_ARG },
   run({ args, ledger }) {
     words(args._, 0, "li events dead [--json]");
     return printDead(ledger(), Boolean(args.json));
@@ -92,7 +92,7 @@ export const list = command({
   description: "the same as li events owed --consumer=NAME, or li events dead with --dead",
   examples: ["li events --consumer=ci --json", "li events --dead"],
   ledger: "existing",
-  args: { consumer: consumerFlag, dead: { type: "boolean", description: "list dead deliveries (li events dead)" }, json },
+  args: { consumer: consumerFlag, dead: { type: "boolean", description: "list dead deliveries (li events dead)" }, json, ...LEDGER_RETRY_ARG },
   run({ args, ledger }) {
     words(args._, 0, "li events --consumer=NAME | --dead [--json]");
     if ((args.consumer !== undefined) === Boolean(args.dead)) throw new UsageError("li events needs --consumer=NAME or --dead (or a subcommand; see li events --help)");
@@ -105,7 +105,7 @@ export const ack = command({
   description: "Acknowledge events for a consumer; acknowledging twice is not an error",
   examples: ["li events ack --consumer=ci EVENT_ID", "li events ack --consumer=ci --json EVENT_ID EVENT_ID"],
   ledger: "existing",
-  args: { ids: { type: "positional", valueHint: "EVENT_ID…", description: "the events to acknowledge", required: false }, consumer: { ...consumerFlag, required: true }, json },
+  args: { ids: { type: "positional", valueHint: "EVENT_ID…", description: "the events to acknowledge", required: false }, consumer: { ...consumerFlag, required: true }, json, ...LEDGER_RETRY_ARG },
   async run({ args, ledger }) {
     const ids = args._.map(String);
     if (ids.length === 0) throw new UsageError("li events ack needs at least one EVENT_ID");
@@ -123,7 +123,7 @@ export const consumersAdd = command({
   description: "Register a consumer: it is owed every terminal event committed from now on, until it acknowledges each",
   examples: ["li events consumers add ci", "li events consumers add ci --json"],
   ledger: "create",
-  args: { name: consumerName, json },
+  args: { name: consumerName, json, ...LEDGER_RETRY_ARG },
   async run({ args, ledger }) {
     const [name] = words(args._, 1, "li events consumers add NAME [--json]");
     assertPlainConsumer(name!); // before opening: a refused name must not create the ledger
@@ -139,7 +139,7 @@ export const consumersRetire = command({
   description: "Retire a consumer, releasing the events it was still owed",
   examples: ["li events consumers retire ci", "li events consumers retire ci --json"],
   ledger: "existing",
-  args: { name: consumerName, json },
+  args: { name: consumerName, json, ...LEDGER_RETRY_ARG },
   async run({ args, ledger }) {
     const [name] = words(args._, 1, "li events consumers retire NAME [--json]");
     const retired = await retireConsumer(ledger(), name!);
@@ -162,6 +162,7 @@ export const handlersAdd = command({
     kind: { type: "string", valueHint: "KIND", complete: "kinds", description: "fire only on this execution kind (repeatable)" },
     id: { type: "string", valueHint: "ID", description: "fire only on this entity id (repeatable)" },
     json,
+    ...LEDGER_RETRY_ARG,
   },
   async run({ args, rawArgs, passthrough, ledger }) {
     const [name] = words(args._, 1, "li events handlers add NAME [--kind=KIND…] [--id=ID…] -- ARGV…");
@@ -180,7 +181,7 @@ export const handlersRm = command({
   description: "Remove a standing handler, releasing the events it was still owed",
   examples: ["li events handlers rm notify-ci", "li events handlers rm notify-ci --json"],
   ledger: "existing",
-  args: { name: handlerName, json },
+  args: { name: handlerName, json, ...LEDGER_RETRY_ARG },
   async run({ args, ledger }) {
     const [name] = words(args._, 1, "li events handlers rm NAME [--json]");
     const removed = await removeHandler(ledger(), name!);
@@ -195,7 +196,7 @@ export const handlersLs = command({
   description: "List the standing handlers; argument values are previewed, never printed in full",
   examples: ["li events handlers ls", "li events handlers ls --json"],
   ledger: "existing",
-  args: { json },
+  args: { json, ...LEDGER_RETRY_ARG },
   async run({ args, ledger }) {
     words(args._, 0, "li events handlers ls [--json]");
     const rows = await listHandlers(ledger());
@@ -220,7 +221,7 @@ export const deliver = command({
   description: "Deliver what this host's handlers are owed, once (what li watch does on every change)",
   examples: ["li events deliver", "li events deliver --json"],
   ledger: "existing",
-  args: { json },
+  args: { json, ...LEDGER_RETRY_ARG },
   async run({ args, ledger }) {
     words(args._, 0, "li events deliver [--json]");
     const { outcomes, ...counts } = await deliverOnce(ledger(), { liHome: cliPaths().home });

@@ -1,5 +1,5 @@
 // `li kill ID` and `li kill --all-stale` (SPEC §12.2): thin over src/sweeps/kill.ts and the stale-kill sweep.
-import { command } from "../command.ts";
+import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import { pushTerminal } from "../../notify/push.ts";
 import { killSession, KILL_DEFAULTS } from "../../sweeps/kill.ts";
 import { staleKill, staleKillLine } from "../../sweeps/stale-kill.ts";
@@ -22,6 +22,7 @@ export default command({
     threshold: { type: "string", valueHint: "DURATION", description: "with --all-stale: the age a leg must pass (default 3600 s)" },
     "dry-run": { type: "boolean", description: "with --all-stale: report, change nothing" },
     json: { type: "boolean", description: "print JSON" },
+    ...LEDGER_RETRY_ARG,
   },
   async run({ args, ledger: open }) {
     const extra = args._.map(String).slice(args.id === undefined ? 0 : 1);

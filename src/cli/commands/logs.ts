@@ -2,7 +2,7 @@
 // default, `--leg N` or `--leg all`; `-f` follows the live leg and ends with `li wait`'s exit codes.
 // The command's bytes are escaped like any stored data in human output (§18; newline and tab kept);
 // `--raw` writes them exactly as captured, for a pipe or a terminal that should render them.
-import { command } from "../command.ts";
+import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import type { BranchRow, LegRow } from "../../ledger/rows.ts";
 import { resolveOneIn, WAIT_LOOKUP_ORDER } from "../../ledger/resolve.ts";
 import { isTerminal } from "../../lifecycle/policy.ts";
@@ -95,6 +95,7 @@ export default command({
     raw: { type: "boolean", description: "write the captured bytes exactly, control characters included" },
     json: { type: "boolean", description: "one JSON object per leg with its text (not with -f)" },
     interval: { type: "string", valueHint: "DURATION", description: "with -f: the safety poll (default 1 s); file and ledger changes wake it at once" },
+    ...LEDGER_RETRY_ARG,
   },
   async run({ args, ledger: open }) {
     const extra = args._.map(String).slice(1);

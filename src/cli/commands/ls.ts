@@ -1,5 +1,5 @@
 // `li ls`: recent entities, newest first, with the current leg's age and duration (§13).
-import { command } from "../command.ts";
+import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import { canonicalKind, ENTITY_KINDS, isTerminal, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { RecentRow } from "../../ledger/rows.ts";
 import { formatDuration, parseDuration, parsePositiveNumber } from "../../util/duration.ts";
@@ -83,6 +83,7 @@ export default command({
     since: { type: "string", valueHint: "DURATION", description: "only entities updated within this DURATION (30m, 2h, 7d)" },
     limit: { type: "string", valueHint: "N", description: "at most N rows (default 50)" },
     json: { type: "boolean", description: "print JSON" },
+    ...LEDGER_RETRY_ARG,
   },
   async run({ args, ledger: open }) {
     if (args._.length > 0) throw new UsageError(`li ls takes no ids; unexpected '${String(args._[0])}' (li show ID shows one)`);

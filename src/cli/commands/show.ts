@@ -1,6 +1,6 @@
 // `li show ID`: one entity for people — a summary first, then legs, history, verification, evidence and
 // notices; the raw row under --raw; everything, exactly, under --json (§13, docs/json.md).
-import { command } from "../command.ts";
+import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import { resolveOneIn, VIEW_LOOKUP_ORDER, type ResolvedId } from "../../ledger/resolve.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, CallbackRow, DeliveryRow } from "../../ledger/rows.ts";
 import { formatDuration } from "../../util/duration.ts";
@@ -192,6 +192,7 @@ export default command({
     id: { type: "positional", valueHint: "ID", description: "an entity, branch or run id (or a unique prefix)", required: true },
     json: { type: "boolean", description: "print JSON (everything, exactly; docs/json.md)" },
     raw: { type: "boolean", description: "also print the raw columns (node_metadata, message ids, every leg column)" },
+    ...LEDGER_RETRY_ARG,
   },
   async run({ args, ledger: open }) {
     const extra = args._.map(String).slice(1);

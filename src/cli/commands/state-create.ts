@@ -1,5 +1,5 @@
 // `li state create KIND`: a row for an external orchestrator, with its first history row.
-import { command } from "../command.ts";
+import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import { canonicalKind, ENTITY_KINDS, type EntityKind } from "../../lifecycle/policy.ts";
 import { UsageError } from "../../util/errors.ts";
 import { assertSafeId } from "../../util/ids.ts";
@@ -23,6 +23,7 @@ export default command({
     session: { type: "string", valueHint: "SESSION_ID", description: "the play's session id" },
     invocation: { type: "string", valueHint: "INVOCATION_ID", description: "the schedule run's invocation id" },
     json: { type: "boolean", description: "print the new row as JSON" },
+    ...LEDGER_RETRY_ARG,
   },
   async run({ args, ledger: open }) {
     const kind = canonicalKind(args.kind);

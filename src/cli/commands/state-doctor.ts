@@ -1,5 +1,5 @@
 // `li state doctor` (SPEC §12.3): thin over the doctor sweep.
-import { command } from "../command.ts";
+import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import { doctor, doctorLine, DOCTOR_STATUSES, isDoctorStatus } from "../../sweeps/doctor.ts";
 import { parsePositiveNumber } from "../../util/duration.ts";
 import { UsageError } from "../../util/errors.ts";
@@ -16,6 +16,7 @@ export default command({
     "new-status": { type: "string", valueHint: "STATUS", description: "aborted (default) or failed" },
     "dry-run": { type: "boolean", description: "report, change nothing" },
     json: { type: "boolean", description: "print JSON" },
+    ...LEDGER_RETRY_ARG,
   },
   async run({ args, ledger: open }) {
     if (args._.length > 0) throw new UsageError(`li state doctor takes no ids; unexpected '${String(args._[0])}'`);

@@ -1,5 +1,5 @@
 // `li state prune` (SPEC §12.5): thin over the prune sweep.
-import { command } from "../command.ts";
+import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import { prune, pruneLine, type PruneProgress } from "../../sweeps/prune.ts";
 import { pruneProgressText, StatusLine } from "../progress.ts";
 import { parseNonNegativeInt } from "../../util/duration.ts";
@@ -18,6 +18,7 @@ export default command({
     "dry-run": { type: "boolean", description: "print the counts a real run would delete; change nothing" },
     files: { type: "boolean", description: "also remove the pruned legs' run directories inside RUNS_ROOT, and those of legs killed before their setup once an hour old (never a --save-dir)" },
     json: { type: "boolean", description: "print the counts as JSON" },
+    ...LEDGER_RETRY_ARG,
   },
   async run({ args, ledger: open }) {
     if (args._.length > 0) throw new UsageError(`li state prune takes no ids; unexpected '${String(args._[0])}'`);

@@ -1,5 +1,5 @@
 // `li state set-status`: the audited repair path through the guarded write (§5, §13).
-import { command } from "../command.ts";
+import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import { canonicalKind, ENTITY_KINDS } from "../../lifecycle/policy.ts";
 import { UsageError } from "../../util/errors.ts";
 import { resolveOne } from "../../ledger/resolve.ts";
@@ -23,6 +23,7 @@ export default command({
     actor: { type: "string", valueHint: "WHO", description: "who is making this change" },
     why: { type: "string", valueHint: "TEXT", description: "the justification recorded with an override" },
     json: { type: "boolean", description: "print the outcome as JSON" },
+    ...LEDGER_RETRY_ARG,
   },
   async run({ args, ledger: open }) {
     const kind = canonicalKind(args.kind);

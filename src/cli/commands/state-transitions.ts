@@ -1,5 +1,5 @@
 // `li state transitions ID`: the append-only history of one entity.
-import { command } from "../command.ts";
+import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import { ENTITY_KINDS } from "../../lifecycle/policy.ts";
 import { resolveOne } from "../../ledger/resolve.ts";
 import { table, writeJson } from "../output.ts";
@@ -13,6 +13,7 @@ export default command({
   args: {
     id: { type: "positional", description: "an entity id (or a unique prefix)", required: true },
     json: { type: "boolean", description: "print JSON" },
+    ...LEDGER_RETRY_ARG,
   },
   async run({ args, ledger: open }) {
     const ledger = open();

@@ -6,7 +6,7 @@ import { parseDuration } from "../../util/duration.ts";
 import { unknownIdMessage, UsageError } from "../../util/errors.ts";
 import { parseWaitIds } from "../../wait/ids.ts";
 import { formatWaitLine, waitJson } from "../../wait/line.ts";
-import { resolveTargets, waitExitCode, waitForTerminal, withinMs } from "../../wait/waiter.ts";
+import { resolveTargets, waitExitCode, waitForTerminal, withinMs, type Resolved } from "../../wait/waiter.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 
 export default command({
@@ -27,15 +27,30 @@ export default command({
     const inputs = parseWaitIds(args._.map(String));
     if (inputs.length === 0) throw new UsageError("li wait needs at least one id");
 
-    const ledger = open();
     const stop = new AbortController();
+    // One note per wait about an unreachable ledger, whichever part of the wait met it first.
+    let toldOutage = false;
+    const tellOutage = (error: Error) => {
+      if (!toldOutage) writeNote(`${error.message}; still waiting (looking again when it answers${timeoutMs === undefined ? "" : ", until --timeout"})`);
+      toldOutage = true;
+    };
+    // A server that is down when li wait starts is waited for as one that goes down later is (§17): until --timeout.
+    const ledger = open({ seconds: timeoutMs === undefined ? Infinity : timeoutMs / 1000, onWait: tellOutage, signal: stop.signal });
     const onSignal = () => stop.abort();
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
     try {
       const startedMs = performance.now();
       // --timeout covers the lookup too: a ledger that does not answer it (§17) is no reason to wait longer.
-      const resolved = await withinMs(resolveTargets(ledger.reads, inputs), timeoutMs ?? Infinity);
+      let resolved: { value: Resolved } | null;
+      try {
+        resolved = await withinMs(resolveTargets(ledger.reads, inputs), timeoutMs ?? Infinity);
+      } catch (error) {
+        // Interrupted while the ledger was being waited for.
+        if (!stop.signal.aborted) throw error;
+        writeNote(`interrupted before the ledger answered (${inputs.length} target(s) not looked up)`);
+        return waitExitCode("interrupted", [], []);
+      }
       if (resolved === null) {
         writeNote(`--timeout reached before the ledger answered (${inputs.length} target(s) not looked up)`);
         return waitExitCode("timed_out", [], []);
@@ -64,7 +79,7 @@ export default command({
         intervalMs,
         ...(timeoutMs !== undefined ? { timeoutMs: Math.max(0, timeoutMs - (performance.now() - startedMs)) } : {}),
         signal: stop.signal,
-        onUnreachable: (error) => writeNote(`${error.message}; still waiting (looking again when it answers)`),
+        onUnreachable: tellOutage,
         onResult: (o) => {
           finished++;
           if (!o.success) failed++;

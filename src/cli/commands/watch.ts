@@ -4,9 +4,10 @@ import { pollingOnly, wakeUpsDisabled } from "../../ledger/wake.ts";
 import { handlerHost } from "../../notify/host.ts";
 import { loadSettings } from "../../settings/settings.ts";
 import { parseDuration, parsePositiveNumber } from "../../util/duration.ts";
-import { ExitCode, UsageError } from "../../util/errors.ts";
+import { ExitCode, LedgerUnavailableError, UsageError } from "../../util/errors.ts";
+import { NO_PATIENCE } from "../../ledger/patience.ts";
 import { acquireWatchLock, WatcherAlreadyRunningError, type WatcherLock } from "../../watch/lock.ts";
-import { createLog, LOG_FORMATS, type LogFormat } from "../../watch/log.ts";
+import { createLog, LOG_FORMATS, type LogFormat, type WatchLog } from "../../watch/log.ts";
 import { onceExitCode, runWatch, type WatchConfig } from "../../watch/service.ts";
 import { cliPaths } from "../paths.ts";
 import { spoolDirOf } from "../../spool/entry.ts";
@@ -49,7 +50,9 @@ export default command({
     };
 
     const paths = cliPaths();
-    const ledger = open();
+    // --once is a command like any other (its --ledger-retry, 10 s by default); the long-running watcher
+    // waits for its ledger itself (waitForLock below), then rides out later outages pass by pass.
+    const ledger = config.once ? open() : open(NO_PATIENCE);
     let lock: WatcherLock | null = null;
     // In the foreground on a terminal, the prune pass draws its progress on stderr; log lines go around it.
     const status = StatusLine.onStderr();
@@ -64,17 +67,19 @@ export default command({
       stop.abort();
     };
     const host = handlerHost();
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
     try {
       try {
         // Per host as handlers are (LI_HOST_ID, else the machine id): one watcher delivers this host's handlers.
-        lock = await acquireWatchLock(ledger.backend, host);
+        lock = config.once ? await acquireWatchLock(ledger.backend, host) : await waitForLock(() => acquireWatchLock(ledger.backend, host), log, stop.signal);
       } catch (error) {
         if (!(error instanceof WatcherAlreadyRunningError)) throw error;
         writeNote(`${error.message}; refusing to start a second watcher`);
         return 1;
       }
-      process.on("SIGINT", onSignal);
-      process.on("SIGTERM", onSignal);
+      // Stopped by a signal while the ledger was down: nothing was done.
+      if (lock === null) return 0;
       const wake = config.once || wakeUpsDisabled() ? pollingOnly() : await ledger.backend.wake();
       try {
         log({
@@ -106,3 +111,42 @@ export default command({
     }
   },
 });
+
+/** Pauses between attempts to take the lock while the ledger is unreachable: 250 ms, doubling, at most 5 s. */
+const FIRST_PAUSE_MS = 250;
+const MAX_PAUSE_MS = 5000;
+
+/**
+ * Takes the watcher's lock, waiting for a ledger that is unreachable when li watch starts (a server still
+ * down, §17): `ledger_down` is logged once, and the watcher starts when the ledger answers. A refusal is
+ * thrown (exit 78); null when `signal` ended the waiting.
+ */
+async function waitForLock(take: () => Promise<WatcherLock>, log: WatchLog, signal: AbortSignal): Promise<WatcherLock | null> {
+  const startedMs = performance.now();
+  let pause = FIRST_PAUSE_MS;
+  for (let told = false; ; told = true) {
+    try {
+      const lock = await take();
+      if (told) log({ action: "ledger_back", during: "start", down_seconds: Math.round((performance.now() - startedMs) / 1000) });
+      return lock;
+    } catch (error) {
+      if (!(error instanceof LedgerUnavailableError) || !error.unreachable) throw error;
+      if (!told) log({ action: "ledger_down", during: "start", message: error.message });
+    }
+    if (await sleepUnlessAborted(pause, signal)) return null;
+    pause = Math.min(pause * 2, MAX_PAUSE_MS);
+  }
+}
+
+/** Sleeps `ms`; true when `signal` aborted (before or meanwhile). */
+function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(true);
+    const done = () => {
+      clearTimeout(timer);
+      resolve(signal.aborted);
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

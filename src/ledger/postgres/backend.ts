@@ -116,8 +116,7 @@ export class PgBackend implements Backend {
   async transaction<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T> {
     // Within one call's deadline (connection.ts): a commit whose answer never comes is retried by the
     // caller, and the guarded write then finds its own outcome already there (one transition, not two).
-    return this.conn.bounded(async () => {
-      const sql = await this.conn.pool();
+    return this.conn.bounded(async (sql) => {
       for (let attempt = 1; ; attempt++) {
         try {
           const result = (await sql.begin(async (handle) => fn(new PgTx(handle, this.conn.schema, this.sweeps, () => this.now())))) as T;

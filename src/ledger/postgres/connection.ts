@@ -6,6 +6,7 @@
 
 import type { SQL } from "bun";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
+import { NO_PATIENCE, type Patience } from "../patience.ts";
 import { callDeadlineMs, connectPgWith, quoteIdent, sessionLimits, type PgClient, type PoolShape, type SessionLimits } from "./client.ts";
 import { Reachability } from "./availability.ts";
 import { ServerClock, SERVER_NOW_SQL, SESSION_START_SQL } from "./clock.ts";
@@ -65,7 +66,15 @@ export interface PgConnectionOptions {
   hostClock?: () => number;
   /** A handshake already under way for this target and shape (early.ts), taken by the first open. */
   handshake?: PendingHandshake;
+  /** How long calls wait for an unreachable server (default: one attempt each). */
+  patience?: Patience;
 }
+
+/** Pauses between connection attempts while the server is unreachable: 250 ms, doubling, at most 1 s (a restarted server is seen within a second). */
+const FIRST_PAUSE_MS = 250;
+const MAX_PAUSE_MS = 1000;
+
+type Attempt<T> = { ok: true; value: T } | { ok: false; error: unknown; connected: boolean };
 
 export class PgConnection {
   /** `postgres://HOST:PORT/DATABASE`: the only way li names this ledger. */
@@ -82,6 +91,12 @@ export class PgConnection {
   private early: PendingHandshake | undefined;
   /** The handshake the open in progress waits for: given up by close(). */
   private connecting: PendingHandshake | undefined;
+  /** Monotonic ms after which an unreachable server is no longer waited for: set by the first call (Patience). */
+  private giveUpAtMs: number | null = null;
+  /** Whether the current outage was told to the patience's onWait. */
+  private toldWaiting = false;
+  /** Aborted by close(): a pause between attempts ends with it. */
+  private readonly shut = new AbortController();
 
   constructor(
     readonly target: PgTarget,
@@ -118,8 +133,7 @@ export class PgConnection {
 
   /** Runs `fn` on the pool, within the call deadline; a failure that is about the ledger becomes the exit-78 error naming it. */
   async run<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {
-    return this.bounded(async () => {
-      const sql = await this.pool();
+    return this.bounded(async (sql) => {
       try {
         const result = await fn(sql);
         this.reachability.reach();
@@ -131,29 +145,72 @@ export class PgConnection {
   }
 
   /**
-   * `call` (connecting included), given up after the call deadline: Bun's client waits on a connection
-   * that stopped answering without closing (a partition, a frozen server) for as long as TCP lets it.
-   * On expiry the pool is dropped (its connections may all be dead; closing them makes the server roll
+   * `call` on the pool, given up after the call deadline: Bun's client waits on a connection that
+   * stopped answering without closing (a partition, a frozen server) for as long as TCP lets it. On
+   * expiry the pool is dropped (its connections may all be dead; closing them makes the server roll
    * back what they had open once it hears of it) and the call fails as unreachable, to be retried.
+   *
+   * A call that could not even get a connection (the server down, or not answering the handshake) sent
+   * nothing, so it is tried again while the patience lasts (§17: a command started during an outage
+   * waits for it); each attempt's connecting is cut to what is left of it, the first given one connect
+   * timeout at least.
    */
-  async bounded<T>(call: () => Promise<T>): Promise<T> {
+  async bounded<T>(call: (sql: SQL) => Promise<T>): Promise<T> {
+    const patience = this.options.patience ?? NO_PATIENCE;
+    this.giveUpAtMs ??= performance.now() + patience.seconds * 1000;
+    let pause = FIRST_PAUSE_MS;
+    for (let first = true; ; first = false) {
+      const outcome = await this.attempt(call, first);
+      if (outcome.ok) {
+        this.toldWaiting = false;
+        return outcome.value;
+      }
+      const { error, connected } = outcome;
+      const left = this.giveUpAtMs - performance.now();
+      const waitable = !connected && error instanceof LedgerUnavailableError && error.unreachable && !this.closed;
+      if (!waitable || left <= 0 || patience.signal?.aborted) throw error;
+      if (!this.toldWaiting) patience.onWait?.(error);
+      this.toldWaiting = true;
+      await pauseFor(Math.min(pause, left), [patience.signal, this.shut.signal]);
+      pause = Math.min(pause * 2, MAX_PAUSE_MS);
+    }
+  }
+
+  private async attempt<T>(call: (sql: SQL) => Promise<T>, first: boolean): Promise<Attempt<T>> {
+    const startedMs = performance.now();
+    const left = this.giveUpAtMs! - startedMs;
+    const connectMs = Math.min(this.deadlineMs, first ? Math.max(left, this.target.connectTimeoutSeconds * 1000) : left);
+    let connected = false;
+    try {
+      const sql = await this.within(this.pool(), connectMs);
+      connected = true;
+      return { ok: true, value: await this.within(call(sql), this.deadlineMs - (performance.now() - startedMs)) };
+    } catch (error) {
+      return { ok: false, error, connected };
+    }
+  }
+
+  /** `work`, or the unreachable error of expire() once `ms` pass first. */
+  private async within<T>(work: Promise<T>, ms: number): Promise<T> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(this.expire()), this.deadlineMs);
+      timer = setTimeout(() => reject(this.expire(ms)), Math.max(0, ms));
     });
     try {
-      return await Promise.race([call(), expired]);
+      return await Promise.race([work, expired]);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  private expire(): LedgerUnavailableError {
+  private expire(ms: number): LedgerUnavailableError {
     const ready = this.ready;
     this.ready = null;
+    // A handshake still connecting is given up too: its socket would otherwise wait for connect_timeout.
+    this.connecting?.abort();
     void ready?.then((client) => client.sql.close({ timeout: 0 })).catch(() => {});
     this.reachability.lose();
-    const seconds = Math.round(this.deadlineMs / 100) / 10;
+    const seconds = Math.round(Math.max(0, ms) / 100) / 10;
     return new LedgerUnavailableError(this.name, `no answer within ${seconds}s (the server or the network stopped answering)`, { unreachable: true });
   }
 
@@ -169,14 +226,18 @@ export class PgConnection {
     return asPgLedgerError(error, this.name, this.target.password);
   }
 
-  /** Closes the pool without waiting: queries still running get a few seconds, nothing holds the process longer. */
-  close(): void {
+  /**
+   * Closes the pool without waiting: queries still running get a few seconds (none with `abandon`: a
+   * read command's answer no longer matters once it ended), nothing holds the process longer.
+   */
+  close(options: { abandon?: boolean } = {}): void {
     this.closed = true;
+    this.shut.abort();
     const ready = this.ready;
     this.ready = null;
     // An open still connecting is given up, not waited for: nothing holds the process past its command.
     this.connecting?.abort();
-    void ready?.then((client) => client.close()).catch(() => {});
+    void ready?.then((client) => (options.abandon ? client.sql.close({ timeout: 0 }) : client.close())).catch(() => {});
     // A handshake taken over but never used (the command ended before its first query).
     this.early?.discard();
     this.early = undefined;
@@ -263,4 +324,19 @@ function elsewhere(name: string, schema: string, current: string | null): Ledger
     name,
     `the session's search_path leads to ${where}, not li's schema ${schema}: a pooler dropped li's search_path; set it on the server (ALTER DATABASE or ALTER ROLE … SET search_path = ${schema}), docs/postgres.md "Behind a connection pooler"`,
   );
+}
+
+/** Resolves after `ms`, or at once when one of `signals` aborts. */
+function pauseFor(ms: number, signals: readonly (AbortSignal | undefined)[]): Promise<void> {
+  const any = AbortSignal.any(signals.filter((s): s is AbortSignal => s !== undefined));
+  return new Promise((resolve) => {
+    if (any.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      any.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    any.addEventListener("abort", done, { once: true });
+  });
 }

@@ -3,6 +3,7 @@
 // module only for a postgres:// location.
 
 import type { OpenedReads } from "../reads.ts";
+import type { Patience } from "../patience.ts";
 import { PgConnection } from "./connection.ts";
 import { adoptEarly, POOL_SHAPES } from "./early.ts";
 import { resolvePgTarget } from "./options.ts";
@@ -10,15 +11,16 @@ import { PgReads } from "./reads.ts";
 import { listenForChanges } from "./wake.ts";
 
 /** A missing li schema is "nothing recorded yet" (exit 2) and is not created (§16). The pool: early.ts POOL_SHAPES. */
-export function openPgReads(url: string): OpenedReads {
+export function openPgReads(url: string, patience?: Patience): OpenedReads {
   const handshake = adoptEarly(url, "reads");
-  const conn = new PgConnection(resolvePgTarget(url), { create: false, shape: POOL_SHAPES.reads, ...(handshake ? { handshake } : {}) });
+  const conn = new PgConnection(resolvePgTarget(url), { create: false, shape: POOL_SHAPES.reads, ...(handshake ? { handshake } : {}), ...(patience ? { patience } : {}) });
   return {
     reads: new PgReads((fn) => conn.run(fn)),
     wake: async () => listenForChanges(conn.pool(), conn.schema),
     now: () => conn.clock.now(),
     // Connecting measures the server's clock (connection.ts); bounded and named as any read is.
     ready: () => conn.run(async () => {}),
-    close: () => conn.close(),
+    // Nothing a read command sent matters once it ended (li wait at its --timeout, §17): no grace for it.
+    close: () => conn.close({ abandon: true }),
   };
 }

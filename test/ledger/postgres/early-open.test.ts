@@ -97,10 +97,10 @@ describePostgres("a PostgreSQL ledger opened while li loads", () => {
     }
   });
 
-  test("a server that refuses the early session: the command's own open reports it, once, as unavailable (78)", async () => {
+  test("a server that refuses the early session: the command's own open reports it, once, as unavailable (78); with --ledger-retry 0, at once", async () => {
     const { l, proxy, env } = await world();
     proxy.drop();
-    const shown = await li(["show", "00000000-0000-0000-0000-000000000000"], { home: l.home, env: { LI_DB: `${env.LI_DB}&connect_timeout=1` } });
+    const shown = await li(["show", "00000000-0000-0000-0000-000000000000", "--ledger-retry", "0"], { home: l.home, env: { LI_DB: `${env.LI_DB}&connect_timeout=1` } });
     proxy.forward();
     expect(shown.code).toBe(78);
     expect(shown.stderr.trim().split("\n")).toHaveLength(1);
