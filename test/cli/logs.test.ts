@@ -156,6 +156,18 @@ describe("li logs", () => {
     expect(json).toMatchObject({ text: null, host_name: "build-7", error: expect.stringContaining("not on this machine") });
   });
 
+  test("on a terminal its colours are kept and a carriage return rewrites its line; a title or any other control is escaped; NO_COLOR escapes all", async () => {
+    const home = newHome();
+    const s = await leg(home, ["--", "printf", "\\033[32mgreen\\033[0m\\n\\033]0;title\\007\\nprogress 10%%\\rprogress 100%%\\n"]);
+    const onTerminal = (noColor: string | undefined) =>
+      Bun.spawnSync(["script", "-qfec", `${LI_BINARY} logs ${s.session_id}`, "/dev/null"], { env: liEnv(home, { NO_COLOR: noColor, TERM: "xterm" }), stdout: "pipe", stderr: "pipe" }).stdout.toString();
+    const shown = onTerminal(undefined);
+    expect(shown).toBe("\x1b[32mgreen\x1b[0m\r\n\\x1b]0;title\\x07\r\nprogress 10%\r\x1b[Kprogress 100%\r\n\x1b[0m");
+    expect(onTerminal("1")).toBe("\\x1b[32mgreen\\x1b[0m\r\n\\x1b]0;title\\x07\r\nprogress 10%\\x0dprogress 100%\r\n");
+    // Into a pipe, as before: every control escaped.
+    expect((await li(["logs", s.session_id], { home, env: { NO_COLOR: undefined } })).stdout).toBe("\\x1b[32mgreen\\x1b[0m\n\\x1b]0;title\\x07\nprogress 10%\\x0dprogress 100%\n");
+  });
+
   test("the command's control characters are escaped (newline and tab kept); --raw writes the bytes exactly", async () => {
     const home = newHome();
     const s = await leg(home, ["--", "printf", "a\\tb\\n\\033]52;c;aGk=\\007\\033[2Jx\\r\\n"]);

@@ -1,18 +1,20 @@
 // `li logs ID`: what a session's legs printed, read from their run directories (§13). The current leg by
 // default, `--leg N` or `--leg all`; `-f` follows the live leg and ends with `li wait`'s exit codes.
-// The command's bytes are escaped like any stored data in human output (§18; newline and tab kept);
-// `--raw` writes them exactly as captured, for a pipe or a terminal that should render them.
+// The command's bytes are escaped like any stored data in human output (§18; newline and tab kept); on a
+// terminal (and without NO_COLOR) its colours and carriage returns are kept; `--raw` writes them exactly.
 import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import type { BranchRow, LegRow } from "../../ledger/rows.ts";
 import { resolveOneIn, WAIT_LOOKUP_ORDER } from "../../ledger/resolve.ts";
 import { isTerminal } from "../../lifecycle/policy.ts";
 import { followSession } from "../../logs/follow.ts";
 import { locateLegOutput, type LegOutput } from "../../logs/locate.ts";
+import { TerminalText } from "../../logs/terminal-text.ts";
 import { LogFileError, StreamReader } from "../../logs/read.ts";
 import { parseDuration, parseNonNegativeInt } from "../../util/duration.ts";
 import { UnknownIdError, UsageError } from "../../util/errors.ts";
 import { toOutcome } from "../../wait/line.ts";
 import { waitExitCode } from "../../wait/waiter.ts";
+import { useColour } from "../colour.ts";
 import { writeAll } from "../fd.ts";
 import { writeNote } from "../io.ts";
 import { isoTime } from "../render.ts";
@@ -37,16 +39,26 @@ function header(leg: LegRow): string {
   return `==> leg ${leg.seq} · run ${safeText(leg.run_id)} · started ${isoTime(leg.started_at)} · ${end} <==\n`;
 }
 
+/** How a leg's bytes reach stdout: exactly (--raw), for a terminal (colour and carriage returns kept), or escaped. */
+type Rendering = "raw" | "terminal" | "escaped";
+
 /**
- * Writes a leg's bytes to stdout: exactly (`--raw`) or escaped, decoding UTF-8 across chunk boundaries.
+ * Writes a leg's bytes to stdout as `rendering` says, decoding UTF-8 across chunk boundaries.
  * `onGone` runs once the reader has gone away (`li logs -f ID | head`): a follow stops there.
  */
-function stdoutSink(raw: boolean, onGone: () => void): { sink: (bytes: Uint8Array) => void; flush: () => void } {
+function stdoutSink(rendering: Rendering, onGone: () => void): { sink: (bytes: Uint8Array) => void; flush: () => void } {
   const write = (data: string | Uint8Array) => {
     if (!writeAll(1, data)) onGone();
   };
-  if (raw) return { sink: (bytes) => write(bytes), flush: () => {} };
+  if (rendering === "raw") return { sink: (bytes) => write(bytes), flush: () => {} };
   const decoder = new TextDecoder();
+  if (rendering === "terminal") {
+    const screen = new TerminalText();
+    return {
+      sink: (bytes) => write(screen.push(decoder.decode(bytes, { stream: true }))),
+      flush: () => write(screen.push(decoder.decode()) + screen.end()),
+    };
+  }
   return {
     sink: (bytes) => write(safeLines(decoder.decode(bytes, { stream: true }))),
     flush: () => write(safeLines(decoder.decode())),
@@ -84,7 +96,7 @@ function jsonRecord(out: LegOutput, tail: number | undefined): Record<string, un
 
 export default command({
   description:
-    "Print what a session's legs printed (stdout and stderr as captured in their run directories): the current leg, --leg N, or --leg all with a header per leg. An id may be a session, branch or run id (a run id shows that leg). -f follows the live leg and exits like li wait: 0 completed, 1 unsuccessful, 3 interrupted. Control characters are escaped unless --raw. Exit 1 when a leg's run directory is gone or on another host, 2 for a bad id or flag",
+    "Print what a session's legs printed (stdout and stderr as captured in their run directories): the current leg, --leg N, or --leg all with a header per leg. An id may be a session, branch or run id (a run id shows that leg). -f follows the live leg and exits like li wait: 0 completed, 1 unsuccessful, 3 interrupted. On a terminal colours are kept and a carriage return rewrites its line; every other control character is escaped (all of them off a terminal or with NO_COLOR) unless --raw. Exit 1 when a leg's run directory is gone or on another host, 2 for a bad id or flag",
   examples: ["li logs 1a2b3c4d --leg=all", "li logs -f --tail=20 1a2b3c4d"],
   ledger: "reads",
   args: {
@@ -127,7 +139,7 @@ export default command({
     }
 
     const stop = new AbortController();
-    const { sink, flush } = stdoutSink(Boolean(args.raw), () => stop.abort());
+    const { sink, flush } = stdoutSink(args.raw ? "raw" : useColour() ? "terminal" : "escaped", () => stop.abort());
     let problems = 0;
     let followReader: StreamReader | null = null;
     // --leg all heads every leg, even a session's only one: a reader (or a script) sees the same shape.
