@@ -50,10 +50,22 @@ const DEFAULT_LIMIT = 32;
 
 const iso = (t: number) => new Date(t * 1000).toISOString();
 
-/** Whether the schedule's newest submitted run still holds its place (queued, waiting or running). */
+/** A retry chain longer than this is not followed further (retries are capped far below it). */
+const MAX_CHAIN = 1000;
+
+/**
+ * Whether the schedule's newest submitted run still holds its place (queued, waiting, running, or waiting
+ * to retry): its newest attempt, following the retry chain, is not terminal.
+ */
 async function previousRunActive(tx: Tx, schedule: CronScheduleRow): Promise<boolean> {
   if (schedule.last_run_id === null) return false;
-  const run = await tx.getEntity("schedule_run", schedule.last_run_id);
+  let id = schedule.last_run_id;
+  for (let hops = 0; hops < MAX_CHAIN; hops++) {
+    const child = await tx.schedule.chainChild(id);
+    if (!child) break;
+    id = child.id;
+  }
+  const run = await tx.getEntity("schedule_run", id);
   return run !== null && !POLICIES.schedule_run.terminal.has(run.status);
 }
 

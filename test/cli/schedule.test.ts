@@ -49,10 +49,16 @@ describe("li schedule: bad input is refused in one line, nothing written", () =>
 describe("li schedule with li watch", () => {
   test("add, ls --json, pause, resume, rm", async () => {
     const home = tempDir();
-    const added = await li(["schedule", "add", "nightly", "--cron", "0 2 * * *", "--tz", "Europe/Berlin", "--overlap", "queue", "--missed", "latest", "--queue", "builds", "--json", "--", "make", "nightly"], { home });
+    const added = await li(["schedule", "add", "nightly", "--cron", "0 2 * * *", "--tz", "Europe/Berlin", "--overlap", "queue", "--missed", "latest", "--queue", "builds", "--pass-env", "DEPLOY_TOKEN", "--json", "--", "make", "nightly"], {
+      home,
+      env: { DEPLOY_TOKEN: "hunter2" },
+    });
     expect(added.code).toBe(0);
     const row = JSON.parse(added.stdout);
-    expect(row).toMatchObject({ name: "nightly", cron: "0 2 * * *", time_zone: "Europe/Berlin", queue: "builds", overlap: "queue", missed: "latest", paused: false, request: { argv: ["make", "nightly"] } });
+    expect(row).toMatchObject({ name: "nightly", cron: "0 2 * * *", time_zone: "Europe/Berlin", queue: "builds", overlap: "queue", missed: "latest", paused: false, request: { argv: ["make", "nightly"], env_names: expect.arrayContaining(["DEPLOY_TOKEN", "PATH"]) } });
+    // The value travels with the schedule (the command gets it) but is never printed.
+    expect(added.stdout).not.toContain("hunter2");
+    expect((await li(["schedule", "ls", "--json"], { home })).stdout).not.toContain("hunter2");
     // 02:00 in Berlin is 00:00 or 01:00 UTC.
     expect([0, 1]).toContain(new Date(row.next_due_at * 1000).getUTCHours());
     expect((await li(["schedule", "pause", "nightly"], { home })).code).toBe(0);

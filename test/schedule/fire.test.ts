@@ -6,6 +6,7 @@ import { firePass, type FireAction } from "../../src/schedule/fire.ts";
 import { addSchedule, setSchedulePaused, validateSchedule } from "../../src/schedule/schedules.ts";
 import { scheduledRequest } from "../../src/schedule/schedule-request.ts";
 import { queueSubmit } from "../../src/schedule/submit-fire.ts";
+import { submitRun } from "../../src/schedule/submit.ts";
 import { fakeClock, sequentialIds, tempDir, tempLedger } from "../helpers/ledger.ts";
 import { assertEachOverlapped, runRace, type Interval } from "../helpers/race.ts";
 
@@ -95,6 +96,22 @@ describe("the cron pass (injected clock)", () => {
       ["skipped_overlap", "skipped", "schedule.skipped.overlap"],
       ["fired", "queued", "schedule.fired.due"],
     ]);
+  });
+
+  test("--overlap skip follows the retry chain: a failed run whose retry is queued still overlaps", async () => {
+    const w = world();
+    await schedule(w.ledger, "hourly", { overlap: "skip" });
+    w.clock.set(T0 + 1);
+    const [first] = (await w.pass()).actions as [FireAction];
+    // The first attempt fails and its retry waits in the queue, chained to it.
+    await w.ledger.updateStatus("schedule_run", first.run_id, { newStatus: "running", reasonCode: "schedule.running.started" });
+    await w.ledger.updateStatus("schedule_run", first.run_id, { newStatus: "failed", reasonCode: "run.failed.exit_nonzero" });
+    const retry = await submitRun(w.ledger, { queue: "nightly", request: scheduledRequest({ argv: ["true"], cwd: undefined, timeout: undefined, passEnv: [], workdir: "/", env: {} }), chain: { parentId: first.run_id, depth: 1 } });
+    w.clock.set(T0 + HOUR + 1);
+    expect((await w.pass()).actions.map((a) => a.outcome)).toEqual(["skipped_overlap"]);
+    await w.ledger.updateStatus("schedule_run", retry.id, { newStatus: "cancelled", reasonCode: "schedule.cancelled.operator" });
+    w.clock.set(T0 + 2 * HOUR + 1);
+    expect((await w.pass()).actions.map((a) => a.outcome)).toEqual(["fired"]);
   });
 
   test("--overlap queue: a due time fires even while the previous run is queued", async () => {

@@ -17,6 +17,12 @@ function words(rest: readonly (string | number)[], n: number, usage: string): st
   return rest.map(String);
 }
 
+/** The stored request as shown: the environment's names only (a --pass-env value may be a credential, §18). */
+function requestJson(json: string) {
+  const { env, ...rest } = JSON.parse(json) as { env?: Record<string, string> };
+  return { ...rest, env_names: Object.keys(env ?? {}).sort() };
+}
+
 function scheduleJson(row: CronScheduleRow) {
   return {
     name: row.name,
@@ -29,7 +35,7 @@ function scheduleJson(row: CronScheduleRow) {
     paused: row.paused !== 0,
     next_due_at: row.next_due_at,
     last_run_id: row.last_run_id,
-    request: JSON.parse(row.request_json) as unknown,
+    request: requestJson(row.request_json),
     created_at: row.created_at,
   };
 }
