@@ -2,6 +2,7 @@
 
 import fs from "node:fs";
 import { SUPERVISOR_ENV } from "./env.ts";
+import { HANDLER_OWNER_ENV } from "../notify/owner-env.ts";
 import { ExitCode, UsageError } from "../util/errors.ts";
 
 /** What the supervisor reports through the ready file. */
@@ -67,7 +68,8 @@ export function writeReady(channel: ReadyChannel, report: ReadyReport): void {
  */
 export async function startDetached(args: readonly string[], env: Record<string, string | undefined>): Promise<ReadyReport> {
   const childEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined) childEnv[k] = v;
+  // The supervisor outlives whatever started it, a handler included (§20): it is no part of that handler.
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && k !== HANDLER_OWNER_ENV) childEnv[k] = v;
   childEnv[SUPERVISOR_ENV] = READY_VALUE;
   const child = Bun.spawn([...selfArgv(), ...supervisorArgs(args)], { env: childEnv, stdio: ["ignore", "ignore", "ignore", "pipe"], detached: true });
   child.unref();

@@ -1,5 +1,6 @@
 // The environment a leg's command sees (SPEC §8): li's own, minus what was consumed, plus the leg's identity.
 
+import { HANDLER_OWNER_ENV } from "../notify/owner-env.ts";
 import { RUN_ID_ENV } from "./rundir.ts";
 
 /** Set by `li agent --detach` for the supervising li it starts; never passed to the command. */
@@ -19,7 +20,8 @@ export interface LegIdentity {
 export function commandEnv(base: Readonly<Record<string, string | undefined>>, leg: LegIdentity): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(base)) {
-    if (value !== undefined && key !== RUN_ID_ENV && key !== SUPERVISOR_ENV) env[key] = value;
+    // A leg started by a handler outlives it by design: its command is no part of the handler (§20).
+    if (value !== undefined && key !== RUN_ID_ENV && key !== SUPERVISOR_ENV && key !== HANDLER_OWNER_ENV) env[key] = value;
   }
   env.LI_SESSION_ID = leg.sessionId;
   env.LI_BRANCH_ID = leg.branchId;

@@ -2,11 +2,14 @@
 
 import type { Ledger } from "../ledger/ledger.ts";
 import { claimRunSettle, MAX_ATTEMPTS, type EngineOptions, type PassSummary } from "./engine.ts";
+import { DEFAULT_DELIVERY_CONCURRENCY } from "./concurrency.ts";
 import { canonicalHost, handlerHost } from "./host.ts";
 
 export interface DeliverOptions extends EngineOptions {
   /** At most this many (handler, event) pairs per pass. */
   limit?: number;
+  /** At most this many handlers run at once (§20: what a kill -9 of the deliverer may run again). */
+  concurrency?: number;
 }
 
 /**
@@ -17,7 +20,7 @@ export interface DeliverOptions extends EngineOptions {
 export async function deliverOnce(ledger: Ledger, opts: DeliverOptions = {}): Promise<PassSummary> {
   const buried = await ledger.transact(async (tx) => tx.notify.buryExhausted(MAX_ATTEMPTS, "the claim expired after the last attempt (the claimer died)"));
   const owed = await ledger.backend.notify.owedToHandlers({ hostId: opts.hostId === undefined ? handlerHost() : canonicalHost(opts.hostId), limit: opts.limit ?? 64 });
-  const summary = await claimRunSettle(ledger, owed, opts);
+  const summary = await claimRunSettle(ledger, owed, { ...opts, concurrency: opts.concurrency ?? DEFAULT_DELIVERY_CONCURRENCY });
   summary.dead += buried;
   return summary;
 }

@@ -5,7 +5,7 @@ import type { Ledger } from "../ledger/ledger.ts";
 import type { EventContext, OwedDelivery } from "../ledger/rows.ts";
 import { renderArgv } from "./argv.ts";
 import { envelopeFromContext, placeholderValues } from "./envelope.ts";
-import { DEFAULT_BUDGET_MS, runHandlers, type HandlerJob, type HandlerResult } from "./run.ts";
+import { DEFAULT_BUDGET_MS, runHandler, type HandlerJob, type HandlerResult } from "./run.ts";
 
 /** Failed attempts in all (a push counts as one) before a delivery is dead. */
 export const MAX_ATTEMPTS = 5;
@@ -63,72 +63,75 @@ function parseArgv(text: string): string[] | null {
   }
 }
 
-/** Claims what it can of `owed`, runs the claimed handlers concurrently under one budget, and settles each. */
-export async function claimRunSettle(ledger: Ledger, owed: readonly OwedDelivery[], opts: EngineOptions): Promise<PassSummary> {
+/**
+ * Claims, runs and settles each of `owed`, at most `concurrency` at once (default: all together), each
+ * delivery in its own claim and its own settlement: one acknowledged as its handler ends, not when the
+ * batch does, so a claimer killed -9 leaves at most the handlers then running to be run again (§20).
+ * With `sharedBudget` (the push, §9.4) every handler shares one deadline; else each gets the budget.
+ */
+export async function claimRunSettle(ledger: Ledger, owed: readonly OwedDelivery[], opts: EngineOptions & { concurrency?: number; sharedBudget?: boolean }): Promise<PassSummary> {
   const budgetMs = opts.budgetMs ?? DEFAULT_BUDGET_MS;
   const summary: PassSummary = { delivered: 0, failed: 0, dead: 0, skipped_claimed: 0, outcomes: [] };
   if (owed.length === 0) return summary;
-
   // Leases run on the backend's clock; each claim's `claimed_until` is the token its settlement guards on.
   const leaseSeconds = budgetMs / 1000 + CLAIM_MARGIN_S;
-  const claimed = await ledger.transact(async (tx) => {
-    const won: (OwedDelivery & { until: number })[] = [];
-    for (const item of owed) {
-      const until = await tx.notify.claim(item.transition_id, item.consumer, leaseSeconds);
-      if (until !== null) won.push({ ...item, until });
-      else summary.skipped_claimed++;
-    }
-    return won;
-  });
-  if (claimed.length === 0) return summary;
-
-  const contexts = new Map<string, EventContext | null>();
-  const jobs: (HandlerJob | null)[] = [];
-  for (const item of claimed) {
-    if (!contexts.has(item.transition_id)) contexts.set(item.transition_id, await ledger.backend.notify.eventContext(item.transition_id));
-    const ctx = contexts.get(item.transition_id);
-    const argv = parseArgv(item.argv);
-    if (!ctx || !argv) {
-      jobs.push(null);
-      continue;
-    }
-    const { envelope, extras } = envelopeFromContext(ctx);
-    jobs.push({ argv: renderArgv(argv, placeholderValues(envelope, extras)), envelope, stderrPath: stderrPath(ctx, item.consumer, opts.liHome) });
-  }
-  const runnable = jobs.filter((job): job is HandlerJob => job !== null);
-  const ran = await runHandlers(runnable, budgetMs);
+  const sharedDeadline = opts.sharedBudget ? Date.now() + budgetMs : null;
+  const contexts = new Map<string, Promise<EventContext | null>>();
+  const contextOf = (id: string) => {
+    if (!contexts.has(id)) contexts.set(id, Promise.resolve(ledger.backend.notify.eventContext(id)));
+    return contexts.get(id)!;
+  };
   let next = 0;
-  const results: HandlerResult[] = jobs.map((job) =>
-    job === null ? { ok: false, why: "launch", error: "the event or the handler's argv can no longer be read", pid: null } : ran[next++]!,
-  );
-
-  await ledger.transact(async (tx) => {
-    const at = ledger.now();
-    for (const [index, item] of claimed.entries()) {
-      const result = results[index]!;
-      let state: HandlerOutcome["state"];
-      if (result.ok) {
-        state = "acked";
-        const changed = await tx.notify.settleClaim(item.transition_id, item.consumer, item.until, { state });
-        if (changed === 0) state = "lost_claim";
-        else summary.delivered++;
-      } else {
-        const row = await tx.notify.getDelivery(item.transition_id, item.consumer);
-        const attempts = row?.attempts ?? MAX_ATTEMPTS;
-        const settlement = attempts >= MAX_ATTEMPTS ? { state: "dead" as const, error: result.error } : { state: "retry" as const, error: result.error, retryAfterSeconds: backoffSeconds(attempts) };
-        state = settlement.state;
-        const changed = await tx.notify.settleClaim(item.transition_id, item.consumer, item.until, settlement);
-        if (changed === 0) state = "lost_claim";
-        else if (state === "dead") summary.dead++;
-        else summary.failed++;
+  const worker = async () => {
+    for (let index = next++; index < owed.length; index = next++) {
+      const item = owed[index]!;
+      const until = await ledger.transact(async (tx) => tx.notify.claim(item.transition_id, item.consumer, leaseSeconds));
+      if (until === null) {
+        summary.skipped_claimed++;
+        continue;
       }
-      // One leg, one notice: a settled registration is retired, so later passes never read it again.
-      if (item.scope === "leg" && (state === "acked" || state === "dead")) {
-        await tx.notify.retireCallback(item.callback_id, at);
-        await tx.notify.retireConsumer(item.consumer, at);
-      }
-      summary.outcomes.push({ transitionId: item.transition_id, consumer: item.consumer, result, state });
+      const result = await runOne(item, await contextOf(item.transition_id), sharedDeadline ?? Date.now() + budgetMs, opts);
+      summary.outcomes.push(await settle(ledger, { ...item, until }, result, summary));
     }
-  });
+  };
+  const workers = Math.max(1, Math.min(opts.concurrency ?? owed.length, owed.length));
+  await Promise.all(Array.from({ length: workers }, worker));
   return summary;
+}
+
+async function runOne(item: OwedDelivery, ctx: EventContext | null, deadline: number, opts: EngineOptions): Promise<HandlerResult> {
+  const argv = parseArgv(item.argv);
+  if (!ctx || !argv) return { ok: false, why: "launch", error: "the event or the handler's argv can no longer be read", pid: null };
+  const { envelope, extras } = envelopeFromContext(ctx);
+  const job: HandlerJob = { argv: renderArgv(argv, placeholderValues(envelope, extras)), envelope, stderrPath: stderrPath(ctx, item.consumer, opts.liHome) };
+  return runHandler(job, deadline).catch((error: unknown): HandlerResult => ({ ok: false, why: "launch", error: (error as Error).message, pid: null }));
+}
+
+/** Settles one claimed delivery by its handler's result, in a transaction of its own. */
+async function settle(ledger: Ledger, item: OwedDelivery & { until: number }, result: HandlerResult, summary: PassSummary): Promise<HandlerOutcome> {
+  return ledger.transact(async (tx) => {
+    const at = ledger.now();
+    let state: HandlerOutcome["state"];
+    if (result.ok) {
+      state = "acked";
+      const changed = await tx.notify.settleClaim(item.transition_id, item.consumer, item.until, { state });
+      if (changed === 0) state = "lost_claim";
+      else summary.delivered++;
+    } else {
+      const row = await tx.notify.getDelivery(item.transition_id, item.consumer);
+      const attempts = row?.attempts ?? MAX_ATTEMPTS;
+      const settlement = attempts >= MAX_ATTEMPTS ? { state: "dead" as const, error: result.error } : { state: "retry" as const, error: result.error, retryAfterSeconds: backoffSeconds(attempts) };
+      state = settlement.state;
+      const changed = await tx.notify.settleClaim(item.transition_id, item.consumer, item.until, settlement);
+      if (changed === 0) state = "lost_claim";
+      else if (state === "dead") summary.dead++;
+      else summary.failed++;
+    }
+    // One leg, one notice: a settled registration is retired, so later passes never read it again.
+    if (item.scope === "leg" && (state === "acked" || state === "dead")) {
+      await tx.notify.retireCallback(item.callback_id, at);
+      await tx.notify.retireConsumer(item.consumer, at);
+    }
+    return { transitionId: item.transition_id, consumer: item.consumer, result, state };
+  });
 }

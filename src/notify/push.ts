@@ -30,7 +30,7 @@ export async function pushTerminal(
     // Most legs have no handler: the engine (argv, envelope, handler runs) loads only when one is owed.
     if (owed.length === 0) return empty;
     const { claimRunSettle } = await import("./engine.ts");
-    return await claimRunSettle(ledger, owed, opts);
+    return await claimRunSettle(ledger, owed, { ...opts, sharedBudget: true });
   } catch (error) {
     // The transition is committed whatever happens here; what push could not do, delivery will.
     return { ...empty, error: `push failed: ${(error as Error).message}` };

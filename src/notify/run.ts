@@ -2,9 +2,10 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { killGroup } from "../host/proc.ts";
+import { killGroup, readStartTicks } from "../host/proc.ts";
 import { previewWord, renderArgv } from "./argv.ts";
 import { handlerEnv, placeholderValues, type Envelope } from "./envelope.ts";
+import { HANDLER_OWNER_ENV } from "./owner-env.ts";
 
 /** The total time every handler of one push (or one delivery pass) shares (§9.4). */
 export const DEFAULT_BUDGET_MS = 10_000;
@@ -40,6 +41,13 @@ function openStderr(file: string | null): number | "ignore" {
   }
 }
 
+let ownerValue: string | null = null;
+/** This process as its handlers' owner, read once. */
+function owner(): string {
+  ownerValue ??= `${process.pid}.${readStartTicks(process.pid) ?? 0}`;
+  return ownerValue;
+}
+
 /** Runs one handler until it exits or `deadline` (epoch ms) passes, then kills its whole group. */
 export async function runHandler(job: HandlerJob, deadline: number): Promise<HandlerResult> {
   const stderr = openStderr(job.stderrPath);
@@ -49,7 +57,8 @@ export async function runHandler(job: HandlerJob, deadline: number): Promise<Han
       stdin: new Blob([JSON.stringify(job.envelope) + "\n"]),
       stdout: "ignore",
       stderr,
-      env: { ...process.env, ...handlerEnv(job.envelope) },
+      // Who started it (§20): once that process is gone, the next watcher ends the handler with its group.
+      env: { ...process.env, ...handlerEnv(job.envelope), [HANDLER_OWNER_ENV]: owner() },
       // Its own session and process group, so the deadline kills everything it started.
       detached: true,
     });

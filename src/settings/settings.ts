@@ -6,7 +6,8 @@ import { z } from "zod";
 import { EXECUTION_KINDS, canonicalKind } from "../lifecycle/policy.ts";
 import { compileArgvWords, compileTemplate } from "../notify/argv.ts";
 import type { NotifyFilter, NotifySetting } from "../notify/on-terminal.ts";
-import { parseDuration, parsePositiveNumber, requireDurationRange } from "../util/duration.ts";
+import { parseDuration, parsePositiveInt, parsePositiveNumber, requireDurationRange } from "../util/duration.ts";
+import { DEFAULT_DELIVERY_CONCURRENCY } from "../notify/concurrency.ts";
 import { UsageError } from "../util/errors.ts";
 import { parseSize, parseSizeOrShare, type SizeOrShare } from "../util/size.ts";
 import { isSafeId } from "../util/ids.ts";
@@ -22,6 +23,8 @@ export interface WatchSettings {
   readonly phantomHours: number;
   /** Null: the watcher never prunes (§12.6). */
   readonly pruneKeepDays: number | null;
+  /** Handlers a watcher runs at once (§20). */
+  readonly deliveryConcurrency: number;
 }
 
 export interface Settings {
@@ -47,6 +50,8 @@ const durationOrZeroValue: KeyParser<number> = (raw, origin) =>
 const sizeValue: KeyParser<number> = (raw, origin) => (typeof raw === "number" && Number.isSafeInteger(raw) && raw >= 0 ? { ok: true, value: raw } : typeof raw === "string" ? checked(() => parseSize(raw, origin), origin) : { ok: false, problem: `expected a size (bytes, or 64M, 2G), got ${describeType(raw)}` });
 const sizeOrShareValue: KeyParser<SizeOrShare> = (raw, origin) =>
   typeof raw === "number" && Number.isSafeInteger(raw) && raw >= 0 ? { ok: true, value: { bytes: raw } } : typeof raw === "string" ? checked(() => parseSizeOrShare(raw, origin), origin) : { ok: false, problem: `expected a size (bytes, 64M) or a share of the disk (1%), got ${describeType(raw)}` };
+const positiveIntValue: KeyParser<number> = (raw, origin) =>
+  typeof raw === "number" ? (Number.isSafeInteger(raw) && raw > 0 ? { ok: true, value: raw } : { ok: false, problem: `expected a whole number greater than zero, got ${raw}` }) : typeof raw === "string" ? checked(() => parsePositiveInt(raw, origin), origin) : { ok: false, problem: `expected a whole number, got ${describeType(raw)}` };
 const positiveNumberValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parsePositiveNumber, "a positive number");
 
 /**
@@ -79,6 +84,7 @@ const KEYS = {
   "watch.phantom_grace": { parse: durationOrZeroValue, fallback: 60 },
   "watch.phantom_hours": { parse: positiveNumberValue, fallback: 1 },
   "watch.prune_keep_days": { parse: positiveNumberValue, fallback: null, needsTrust: pruneNeedsTrust },
+  "watch.delivery_concurrency": { parse: positiveIntValue, fallback: DEFAULT_DELIVERY_CONCURRENCY },
 } as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown; disabledByInvalid?: string; needsTrust?: NeedsTrust }>;
 
 type Key = keyof typeof KEYS;
@@ -135,6 +141,7 @@ export function loadSettings(options: LoadSettingsOptions): { settings: Settings
       phantomGrace: pick("watch.phantom_grace"),
       phantomHours: pick("watch.phantom_hours"),
       pruneKeepDays: pick("watch.prune_keep_days"),
+      deliveryConcurrency: pick("watch.delivery_concurrency"),
     }),
   };
   return { settings: Object.freeze(settings), warnings };

@@ -3,14 +3,13 @@
 import fs from "node:fs";
 import path from "node:path";
 import { LEG_RUN_ID_ENV } from "../legs/env.ts";
+import { holdsEntry, readEnviron } from "../host/environ.ts";
 import { PROC_ROOT, readProcStat } from "../host/proc.ts";
 
 /** USER_HZ, the unit of /proc start times: 100 on every Linux architecture li is built for. */
 const CLOCK_TICKS_PER_SECOND = 100;
 /** btime in /proc/stat is whole seconds: a start time can only be placed to within one second. */
 const BOOT_TIME_SLACK_SECONDS = 1;
-/** An environment is at most a few MiB (ARG_MAX); reading stops here, whatever /proc offers. */
-const ENVIRON_READ_LIMIT = 4 << 20;
 /** At most this many processes are reported (and so signalled) for one leg. */
 const MAX_FOUND = 64;
 
@@ -58,42 +57,6 @@ export function earliestStartTicks(leg: LegToFind, procRoot: string = PROC_ROOT)
   const btime = leg.startedAt !== null && Number.isFinite(leg.startedAt) ? bootTimeSeconds(procRoot) : null;
   if (btime !== null && leg.startedAt !== null) bounds.push(Math.floor((leg.startedAt - btime - BOOT_TIME_SLACK_SECONDS) * CLOCK_TICKS_PER_SECOND));
   return bounds.length === 0 ? null : Math.max(...bounds);
-}
-
-/** Reads at most ENVIRON_READ_LIMIT bytes; null when the file cannot be opened (gone, not ours). */
-function readEnviron(file: string): Buffer | null {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
-  } catch {
-    return null;
-  }
-  try {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    while (total < ENVIRON_READ_LIMIT) {
-      const chunk = Buffer.alloc(Math.min(65536, ENVIRON_READ_LIMIT - total));
-      const n = fs.readSync(fd, chunk, 0, chunk.length, null);
-      if (n <= 0) break;
-      chunks.push(chunk.subarray(0, n));
-      total += n;
-    }
-    return Buffer.concat(chunks);
-  } catch {
-    return null;
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-/** true when the NUL-separated environment holds exactly `NAME=value` as one of its entries. */
-function holdsEntry(environ: Buffer, entry: Buffer): boolean {
-  for (let at = environ.indexOf(entry); at !== -1; at = environ.indexOf(entry, at + 1)) {
-    const startsEntry = at === 0 || environ[at - 1] === 0;
-    const end = at + entry.length;
-    if (startsEntry && (end === environ.length || environ[end] === 0)) return true;
-  }
-  return false;
 }
 
 /**

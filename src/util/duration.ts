@@ -65,6 +65,13 @@ export function parseNonNegativeInt(text: string, flag: string): number {
   return value;
 }
 
+/** Parses a whole number of one or more (`1`, `16`). */
+export function parsePositiveInt(text: string, flag: string): number {
+  const value = parseNonNegativeInt(text, flag);
+  if (value === 0) throw new UsageError(`${flag}: ${JSON.stringify(text)} must be greater than zero`);
+  return value;
+}
+
 function requirePositive(value: number, text: string, flag: string): number {
   if (!Number.isFinite(value)) {
     throw new UsageError(`${flag}: ${JSON.stringify(text)} is too large`);

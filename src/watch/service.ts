@@ -202,6 +202,13 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   async function sweepPass(): Promise<void> {
     report.sweeps++;
     try {
+      // Handlers whose deliverer was killed (a watcher's kill -9) die with it (§20): ended before any claim of theirs can expire.
+      const { endOrphanHandlers } = await import("../notify/orphans.ts");
+      for (const h of endOrphanHandlers()) log({ action: "end_orphan_handler", pid: h.pid, pgid: h.pgid, owner_pid: h.owner.pid });
+    } catch (error) {
+      fail("orphan_handlers", error);
+    }
+    try {
       // Every sweep judges ages at ledger.now(): on PostgreSQL the server's clock, measured on connecting.
       await ledger.ready();
       const linked = await linkedFinalizer.runOnce(ledger, ledger.now(), { dryRun: false }, env);

@@ -42,7 +42,7 @@ const DEFAULTS = {
   agentLedgerRetry: 120,
   agentStreamReserve: null,
   agentStreamMax: null,
-  watch: { sweepInterval: 30, phantomGrace: 60, phantomHours: 1, pruneKeepDays: null },
+  watch: { sweepInterval: 30, phantomGrace: 60, phantomHours: 1, pruneKeepDays: null, deliveryConcurrency: 16 },
 };
 
 describe("loadSettings: files and precedence", () => {
@@ -94,7 +94,7 @@ describe("loadSettings: files and precedence", () => {
       agentLedgerRetry: 0,
       agentStreamReserve: { percent: 1.5 },
       agentStreamMax: 512 * 1024 * 1024,
-      watch: { sweepInterval: 10, phantomGrace: 90, phantomHours: 2, pruneKeepDays: 14 },
+      watch: { sweepInterval: 10, phantomGrace: 90, phantomHours: 2, pruneKeepDays: 14, deliveryConcurrency: 16 },
     });
   });
 
@@ -256,6 +256,7 @@ describe("loadSettings: invalid values", () => {
   const numberKeys = [
     ["watch.phantom_hours", "watch:\n  phantom_hours: VALUE\n"],
     ["watch.prune_keep_days", "watch:\n  prune_keep_days: VALUE\n"],
+    ["watch.delivery_concurrency", "watch:\n  delivery_concurrency: VALUE\n"],
   ] as const;
 
   /** Keys where 0 is a meaningful value (watch.phantom_grace: 0 reaps on positive death alone). */

@@ -3,7 +3,7 @@ import { command } from "../command.ts";
 import { pollingOnly, wakeUpsDisabled } from "../../ledger/wake.ts";
 import { handlerHost } from "../../notify/host.ts";
 import { loadSettings } from "../../settings/settings.ts";
-import { parseDuration, parsePositiveNumber } from "../../util/duration.ts";
+import { parseDuration, parsePositiveInt, parsePositiveNumber } from "../../util/duration.ts";
 import { ExitCode, LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { NO_PATIENCE } from "../../ledger/patience.ts";
 import { acquireWatchLock, WatcherAlreadyRunningError, type WatcherLock } from "../../watch/lock.ts";
@@ -26,6 +26,7 @@ export default command({
     "phantom-grace": { type: "string", valueHint: "DURATION", description: "after a dead leg's last heartbeat before it is reaped (default 60; 0 = as soon as its supervisor is positively dead; watch.phantom_grace)" },
     "phantom-hours": { type: "string", valueHint: "HOURS", description: "hours before a session with no process markers is reaped (default 1; watch.phantom_hours)" },
     "prune-keep-days": { type: "string", valueHint: "DAYS", description: "also prune terminal sessions older than N days (default: never; watch.prune_keep_days). Never removes the pruned legs' files" },
+    "delivery-concurrency": { type: "string", valueHint: "N", description: "at most N handlers run at once; after a kill -9 of the watcher at most these run again (default 16; watch.delivery_concurrency)" },
     "log-format": { type: "string", valueHint: "text|json", description: "text (default) or json: one line per action" },
   },
   async run({ args, ledger: open }) {
@@ -37,6 +38,7 @@ export default command({
       phantomGrace: args["phantom-grace"] === undefined ? undefined : parseDuration(args["phantom-grace"], "--phantom-grace", { allowZero: true }),
       phantomHours: args["phantom-hours"] === undefined ? undefined : parsePositiveNumber(args["phantom-hours"], "--phantom-hours"),
       pruneKeepDays: args["prune-keep-days"] === undefined ? undefined : parsePositiveNumber(args["prune-keep-days"], "--prune-keep-days"),
+      deliveryConcurrency: args["delivery-concurrency"] === undefined ? undefined : parsePositiveInt(args["delivery-concurrency"], "--delivery-concurrency"),
     };
     const { settings, warnings } = loadSettings({ cwd: process.cwd(), liHome: cliPaths().home });
     for (const w of warnings) writeNote(`warning: ${w}`);
@@ -94,7 +96,7 @@ export default command({
           phantom_hours: config.phantomHours,
           prune_keep_days: config.pruneKeepDays,
         });
-        const report = await runWatch({ ledger, wake, lock, log, signal: stop.signal, delivery: { liHome: paths.home }, runsRoot: paths.runsRoot, spoolDir: spoolDirOf(paths.home), ...(pruneProgress ? { pruneProgress } : {}) }, config);
+        const report = await runWatch({ ledger, wake, lock, log, signal: stop.signal, delivery: { liHome: paths.home, concurrency: flags.deliveryConcurrency ?? settings.watch.deliveryConcurrency }, runsRoot: paths.runsRoot, spoolDir: spoolDirOf(paths.home), ...(pruneProgress ? { pruneProgress } : {}) }, config);
         log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, removed_run_dirs: report.removed_run_dirs, replayed: report.replayed, errors: report.errors });
         // For cron: a pass that logged errors is not a success (the long-running watcher logs and goes on).
         if (config.once) return onceExitCode(report);
