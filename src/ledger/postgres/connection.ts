@@ -11,7 +11,7 @@ import { callDeadlineMs, connectPgWith, quoteIdent, sessionLimits, type PgClient
 import { Reachability } from "./availability.ts";
 import { ServerClock, SERVER_NOW_SQL, SESSION_START_SQL } from "./clock.ts";
 import { asPgLedgerError } from "./errors.ts";
-import { migratePg, UNDEFINED_TABLE, VERSION_TABLE } from "./migrate.ts";
+import { migratePg, versionColumnsSql, versionOf, versionTableName } from "./migrate.ts";
 import { MIGRATIONS } from "./migrations.gen.ts";
 import { targetName, type PgTarget } from "./options.ts";
 
@@ -292,19 +292,15 @@ export class PgConnection {
 /** The version row, the session's schema and the server's clock in one statement; a missing schema or table reads as version null. */
 async function readFirst(sql: SQL, schema: string, clock: ServerClock): Promise<FirstAnswer> {
   const sent = clock.hostNow();
-  try {
-    const rows = await sql.unsafe(
-      `SELECT version, current_schema() AS current_schema, ${SERVER_NOW_SQL} AS now, ${SESSION_START_SQL} AS start FROM ${quoteIdent(schema)}.${VERSION_TABLE} WHERE id = 1`,
-    );
-    const received = clock.hostNow();
-    const row = rows[0] as { version: number; current_schema: string | null; now: number; start: number | null } | undefined;
-    // A version table without its row: a migration that never committed, as good as none.
-    const start = row?.start === null || row?.start === undefined ? null : Number(row.start);
-    return { version: row ? Number(row.version) : 0, ...(row ? { currentSchema: row.current_schema } : {}), serverNow: row ? Number(row.now) : null, sessionStart: start, sent, received };
-  } catch (error) {
-    if ((error as { errno?: unknown }).errno !== UNDEFINED_TABLE) throw error;
-    return { version: null, serverNow: null, sessionStart: null, sent, received: clock.hostNow() };
-  }
+  // Never a statement on a missing table (a fresh database): the server would log its failure for every process.
+  const rows = await sql.unsafe(`SELECT ${versionColumnsSql(1)}, current_schema() AS current_schema, ${SERVER_NOW_SQL} AS now, ${SESSION_START_SQL} AS start`, [versionTableName(schema)]);
+  const received = clock.hostNow();
+  const row = rows[0] as { present: boolean; version: string | null; current_schema: string | null; now: number; start: number | null };
+  // A version table without its row (a migration that never committed) reads 0, as good as none.
+  const version = versionOf(row);
+  if (version === null) return { version: null, serverNow: null, sessionStart: null, sent, received };
+  const start = row.start === null || row.start === undefined ? null : Number(row.start);
+  return { version, currentSchema: row.current_schema, serverNow: Number(row.now), sessionStart: start, sent, received };
 }
 
 async function currentSchema(sql: SQL): Promise<string | null> {

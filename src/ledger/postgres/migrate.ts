@@ -47,17 +47,37 @@ export async function readVersion(sql: SQL, schema: string): Promise<number | nu
 }
 
 /**
+ * Two select-list columns, `present` and `version`, that read the version row only when its table exists,
+ * with `$N` the table's qualified name: a statement that names a missing table fails, and the server logs
+ * each failure (processes opening a fresh database together wrote one `relation … does not exist` apiece).
+ * query_to_xml runs the read as a query of its own, which CASE evaluates only when to_regclass finds the table.
+ */
+export function versionColumnsSql(param: number): string {
+  const table = `$${param}::text`;
+  return (
+    `to_regclass(${table}) IS NOT NULL AS present, ` +
+    `substring(CASE WHEN to_regclass(${table}) IS NULL THEN NULL ELSE query_to_xml(format('SELECT version FROM %s WHERE id = 1', ${table}), false, true, '')::text END from '<version>(-?[0-9]+)</version>') AS version`
+  );
+}
+
+/** The version table's qualified name, as versionColumnsSql takes it. */
+export function versionTableName(schema: string): string {
+  return `${quoteIdent(schema)}.${VERSION_TABLE}`;
+}
+
+/** The version as versionColumnsSql reads it: null = no table, 0 = a table without its row. */
+export function versionOf(row: { present?: unknown; version?: unknown } | undefined): number | null {
+  if (!row?.present) return null;
+  return row.version === null || row.version === undefined ? 0 : Number(row.version);
+}
+
+/**
  * The version row in one round trip (the open of an up-to-date ledger), or null when the table is
- * missing. Outside any transaction, so a failed statement costs nothing; the locked path re-reads.
+ * missing. Outside any transaction; the locked path re-reads.
  */
 async function readVersionFast(sql: SQL, schema: string): Promise<number | null> {
-  try {
-    const [version] = await sql.unsafe(`SELECT version FROM ${quoteIdent(schema)}.${VERSION_TABLE} WHERE id = 1`);
-    return version ? Number(version.version) : 0;
-  } catch (error) {
-    if ((error as { errno?: unknown }).errno === UNDEFINED_TABLE) return null;
-    throw error;
-  }
+  const [row] = await sql.unsafe(`SELECT ${versionColumnsSql(1)}`, [versionTableName(schema)]);
+  return versionOf(row);
 }
 
 /** Tables in `schema` other than li's own bookkeeping: present without a version row, they are someone else's. */

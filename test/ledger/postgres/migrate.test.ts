@@ -13,7 +13,9 @@ import { MIGRATIONS } from "../../../src/ledger/postgres/migrations.gen.ts";
 import { resolvePgTarget } from "../../../src/ledger/postgres/options.ts";
 import { applyPragmas, migrate as migrateSqlite } from "../../../src/ledger/sqlite/migrate.ts";
 import { LedgerUnavailableError } from "../../../src/util/errors.ts";
-import { describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
+import { describePostgres, postgresCluster, usePostgresDatabase } from "../../helpers/postgres.ts";
+import { li } from "../../helpers/cli.ts";
+import { tempDir } from "../../helpers/ledger.ts";
 import { until } from "../../helpers/until.ts";
 
 /** What to do when the SQLite schema changed and this test says the two no longer match. */
@@ -212,6 +214,17 @@ describePostgres("the PostgreSQL migration runner (§14)", () => {
     expect([...actual.keys()].sort()).toEqual([...sqliteShape().keys()].sort());
     const [applied] = await holder.sql.unsafe(`SELECT count(*)::int AS n FROM "${schema}".__li_migrations`);
     expect(applied.n).toBe(MIGRATIONS.length);
+    await closeAll();
+  });
+
+  test("eight li processes opening one fresh schema at once leave no failed statement in the server's log (none names a table before it exists)", async () => {
+    const schema = freshSchema();
+    const logFrom = Bun.file(postgresCluster().serverLog).size;
+    const url = `${db.url}&search_path=${schema}`;
+    const runs = await Promise.all(Array.from({ length: 8 }, () => li(["agent", "--", "true"], { home: tempDir(), env: { LI_DB: url } })));
+    expect(runs.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0, 0, 0]);
+    const log = (await Bun.file(postgresCluster().serverLog).text()).slice(logFrom);
+    expect(log.split("\n").filter((line) => line.includes(schema) || /does not exist/.test(line))).toEqual([]);
     await closeAll();
   });
 
