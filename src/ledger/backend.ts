@@ -58,6 +58,7 @@ export interface Tx extends SweepWrites {
 
 export interface TransactionOptions {
   /**
+   * (Never more than the connection's own busy timeout, one wait and no retries; Infinity: that timeout.)
    * The longest to wait for another process's lock before failing as unreachable (§17), in ms. For a
    * write that is retried anyway (a leg's heartbeat): on SQLite the wait blocks the leg's thread, and
    * the default busy timeout (with its retries) would hold the command's output for tens of seconds.

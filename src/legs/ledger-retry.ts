@@ -15,6 +15,16 @@ export function retryLockWaitMs(leftMs: number): number {
   return Math.max(0, Math.min(RETRY_LOCK_WAIT_MS, Math.floor(leftMs)));
 }
 
+/**
+ * How long the first attempt of a write retried for `budgetMs` may wait for a lock: the whole budget
+ * (never more than one busy timeout: the backend caps it), or one busy timeout when there is no budget
+ * (`--ledger-retry 0`). Never the busy timeout's own retries, eight of them on SQLite (§17: an attempt is
+ * cut to what is left of the deadline).
+ */
+export function firstLockWaitMs(budgetMs: number): number {
+  return budgetMs > 0 ? Math.floor(budgetMs) : Infinity;
+}
+
 export interface RetryOptions {
   /** How long to keep trying, in seconds (0: one attempt). */
   seconds: number;

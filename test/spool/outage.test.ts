@@ -128,6 +128,40 @@ describeSqliteOnly("write-lock-held")("the write lock held past the busy timeout
     await expectInvariants(db);
   });
 
+  test("BEGIN EXCLUSIVE held through the leg's end with the default busy timeout: --ledger-retry 1s spools within 1 s and one attempt (3 s in all), and li watch --once replays it once", async () => {
+    const home = agentHome();
+    const db = ledgerRows(home.home);
+    const go = path.join(home.scratch, "go");
+    // The default busy timeout (5 s): each attempt is cut to what is left of the 1 s, not waited for whole (or eight times).
+    const leg = start(["agent", "--ledger-retry", "1s", "--", ...waitsFor(go, 0)], home, { LI_SQLITE_BUSY_TIMEOUT_MS: "" });
+    const { session_id: id } = await legRecorded(db);
+    const holder = new Database(path.join(home.home, "state.db"));
+    holder.run("PRAGMA busy_timeout = 5000");
+    holder.run("BEGIN EXCLUSIVE");
+    let r: Awaited<typeof leg.out>;
+    let tookMs: number;
+    try {
+      const endedAt = performance.now();
+      fs.writeFileSync(go, "");
+      r = await leg.out;
+      tookMs = performance.now() - endedAt;
+    } finally {
+      holder.run("COMMIT");
+      holder.close();
+    }
+    expect(r.code).toBe(0);
+    expect(r.stderr.trimEnd().split("\n").at(-1)).toMatch(/^li: the outcome is spooled in \S+\.json \(ledger .*SQLITE_BUSY.*\); .* it was completed \(run\.completed\.ok\)/);
+    expect(tookMs).toBeLessThanOrEqual(3000);
+    expect(spoolFiles(home)).toHaveLength(1);
+
+    const watch = await li(["watch", "--once"], { home: home.home });
+    expect(watch.code).toBe(0);
+    expect(watch.stdout.match(new RegExp(`replay entry=\\S+ session_id=${id} result=applied status=completed`, "g"))).toHaveLength(1);
+    expect((await terminalTransitions(db, id)).map((t) => t.actor)).toEqual(["li.replay"]);
+    expect(spoolFiles(home)).toEqual([]);
+    await expectInvariants(db);
+  });
+
   test("li show and li ls mark a session whose outcome waits in this host's spool, until it is replayed", async () => {
     const home = agentHome();
     const db = ledgerRows(home.home);

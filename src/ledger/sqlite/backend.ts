@@ -180,10 +180,10 @@ export class SqliteBackend implements Backend {
     return { path: held.path, ensureHeld: async () => {}, release: async () => held.release() };
   }
 
-  /** BEGIN IMMEDIATE with a short busy timeout and no retries; the connection's own timeout is restored after. */
+  /** BEGIN IMMEDIATE waiting at most `ms` (and never past the connection's own busy timeout), with no retries; that timeout is restored after. */
   private beginWaitingAtMost(ms: number): void {
     this.busyTimeoutMs ??= this.db.query<{ timeout: number }, []>("PRAGMA busy_timeout").get()?.timeout ?? 5000;
-    this.db.run(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(ms))}`);
+    this.db.run(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(Math.min(ms, this.busyTimeoutMs)))}`);
     try {
       this.db.run("BEGIN IMMEDIATE");
     } finally {

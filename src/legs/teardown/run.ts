@@ -72,6 +72,9 @@ async function recordAfterOutage(s: TeardownState, input: TeardownInput): Promis
   if (!ledger || !outage || !s.ledgerError!.unreachable) return unrecorded(s);
   if (outage.retrySeconds > 0) s.log(`the ledger is unreachable (${s.ledgerError!.message}); retrying the final write for up to ${formatDuration(outage.retrySeconds)}`);
   const record = finalRecordOf(s);
+  const clockMs = outage.clockMs ?? (() => performance.now());
+  // What is left of --ledger-retry since the first attempt (the whole of it when that attempt never ran).
+  const seconds = s.finalWriteDeadlineMs === null ? outage.retrySeconds : Math.max(0, (s.finalWriteDeadlineMs - clockMs()) / 1000);
   const attempt = await retryUnreachable<FinalWrite>(
     async (leftMs) => {
       try {
@@ -83,7 +86,7 @@ async function recordAfterOutage(s: TeardownState, input: TeardownInput): Promis
         return { ok: false, retry: failure.unreachable, error: failure };
       }
     },
-    { seconds: outage.retrySeconds, ...(outage.clockMs ? { clockMs: outage.clockMs } : {}), ...(outage.sleep ? { sleep: outage.sleep } : {}) },
+    { seconds, clockMs, ...(outage.sleep ? { sleep: outage.sleep } : {}) },
   );
   if (attempt.ok) {
     // Recorded after all: the leg goes on as if the write had landed the first time (push included).

@@ -142,6 +142,11 @@ export interface TeardownState extends TeardownInput {
   linkedSupplied: boolean;
   /** The ledger failed during teardown: `ledger` is then null and the outcome is computed in memory only. */
   ledgerError: LedgerUnavailableError | null;
+  /**
+   * When the final write stops being retried (monotonic ms, LegOutage.clockMs): --ledger-retry from its
+   * first attempt on, which is cut to it too (§17), so a leg ends within its budget plus one attempt.
+   */
+  finalWriteDeadlineMs: number | null;
   result: TeardownResult | null;
 }
 
@@ -159,6 +164,7 @@ export function initialState(input: TeardownInput): TeardownState {
     verification: null,
     linkedSupplied: false,
     ledgerError: null,
+    finalWriteDeadlineMs: null,
     result: null,
   };
 }

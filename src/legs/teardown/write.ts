@@ -3,6 +3,7 @@
 import type { Tx } from "../../ledger/backend.ts";
 import { isTerminal } from "../../lifecycle/policy.ts";
 import { TERMINATION_OUTCOMES } from "../outcome.ts";
+import { firstLockWaitMs } from "../ledger-retry.ts";
 import { writeFinalRecord, type FinalRecord, type FinalWrite } from "./record.ts";
 import type { LegOutage, SpoolWhole, TeardownState } from "./state.ts";
 
@@ -81,7 +82,11 @@ export async function guardedWrite(s: TeardownState): Promise<void> {
     if (!s.ledgerError) s.result = { ...own, persisted: "none", own, exitCode: s.exitCode, transition: null };
     return;
   }
-  s.result = await resultOf(s, await writeFinalRecord(ledger, finalRecordOf(s), { actor: "li agent" }));
+  // With an outage plan (§17), --ledger-retry counts from this first attempt, which waits for a lock no longer than it.
+  const budgetMs = s.outage ? s.outage.retrySeconds * 1000 : null;
+  if (s.outage && budgetMs !== null) s.finalWriteDeadlineMs = (s.outage.clockMs ?? (() => performance.now()))() + budgetMs;
+  const lockWait = budgetMs === null ? {} : { lockWaitMs: firstLockWaitMs(budgetMs) };
+  s.result = await resultOf(s, await writeFinalRecord(ledger, finalRecordOf(s), { actor: "li agent", ...lockWait }));
 }
 
 /** One spool entry with the leg's setup and its outcome; unwritable, the leg is reported unrecorded. */
