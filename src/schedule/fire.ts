@@ -10,6 +10,7 @@ import type { Ledger } from "../ledger/ledger.ts";
 import type { AppliedTransition, TransitionContext } from "../ledger/transition.ts";
 import { POLICIES } from "../lifecycle/policy.ts";
 import { FIRE_REASONS, type FireOutcome } from "../lifecycle/schedules.ts";
+import { UsageError } from "../util/errors.ts";
 import { decideDue, overlapAction, type Decision } from "./cron.ts";
 
 /** Submits one fire's run to the schedule's queue inside `tx`; the queue's submit service does this. */
@@ -37,6 +38,8 @@ export interface FireSummary {
   actions: FireAction[];
   /** Schedules another watcher decided first (its transaction committed; ours rolled back). */
   taken: number;
+  /** Schedules whose decision failed (the ledger, mostly): nothing of theirs was written; the next pass tries again. */
+  errors: { schedule: string; error: unknown }[];
 }
 
 /** Another watcher moved the cursor or recorded the due time first: roll back everything of this schedule. */
@@ -84,6 +87,28 @@ async function insertSkipped(ledger: Ledger, tx: Tx, schedule: CronScheduleRow, 
   return ledger.insertNew(tx, "schedule_run", prepared);
 }
 
+/**
+ * A fire whose stored request the submit refuses (a row someone edited by hand, a queue name a newer rule
+ * forbids) is recorded as a failed run naming the problem: a refusal never holds the schedule back, or
+ * repeats every pass.
+ */
+async function submitOrFail(ledger: Ledger, tx: Tx, ctx: TransitionContext, schedule: CronScheduleRow, dueAt: number, submit: SubmitFire): Promise<AppliedTransition> {
+  try {
+    return await submit(tx, ctx, schedule, dueAt);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    const prepared = ledger.prepareCreate("schedule_run", {
+      status: "failed",
+      reasonCode: "run.failed.exception",
+      reasonSummary: `schedule ${schedule.name} due ${iso(dueAt)}: its run could not be submitted: ${error.message}`,
+      source: "system",
+      actor: "li.schedule",
+      fields: { queue: schedule.queue },
+    });
+    return ledger.insertNew(tx, "schedule_run", prepared);
+  }
+}
+
 /** Decides one schedule in one transaction; returns what it committed, or throws Taken. */
 async function decideSchedule(ledger: Ledger, due: CronScheduleRow, decision: Decision, options: FireOptions): Promise<{ actions: FireAction[]; transitions: AppliedTransition[] }> {
   await options.beforeCommit?.(due);
@@ -97,7 +122,7 @@ async function decideSchedule(ledger: Ledger, due: CronScheduleRow, decision: De
     const transitions: AppliedTransition[] = [];
     for (const [i, d] of decision.decisions.entries()) {
       const outcome: FireOutcome = d.action === "skip_missed" ? "skipped_missed" : overlapAction(schedule.overlap, active) === "skip_overlap" ? "skipped_overlap" : "fired";
-      const transition = outcome === "fired" ? await options.submit(tx, ctx, schedule, d.dueAt) : await insertSkipped(ledger, tx, schedule, d.dueAt, outcome, decision.dropped && i === 0);
+      const transition = outcome === "fired" ? await submitOrFail(ledger, tx, ctx, schedule, d.dueAt, options.submit) : await insertSkipped(ledger, tx, schedule, d.dueAt, outcome, decision.dropped && i === 0);
       const recorded = await tx.cron.insertFire({ schedule_id: schedule.id, due_at: d.dueAt, outcome, run_id: transition.entityId, host_id: options.hostId, decided_at: ctx.now() });
       if (!recorded) throw new Taken();
       if (outcome === "fired") {
@@ -115,7 +140,7 @@ async function decideSchedule(ledger: Ledger, due: CronScheduleRow, decision: De
 
 /** One cron pass at `now` (the ledger's clock). */
 export async function firePass(ledger: Ledger, now: number, options: FireOptions): Promise<FireSummary> {
-  const summary: FireSummary = { actions: [], taken: 0 };
+  const summary: FireSummary = { actions: [], taken: 0, errors: [] };
   const due = await ledger.backend.cron.dueSchedules(now, options.limit ?? DEFAULT_LIMIT);
   for (const schedule of due) {
     const decision = decideDue({ expression: schedule.cron, timeZone: schedule.time_zone }, schedule.missed, schedule.next_due_at!, now);
@@ -125,8 +150,9 @@ export async function firePass(ledger: Ledger, now: number, options: FireOptions
       // After commit, never inside it: a skipped run is a terminal event (its notices are owed).
       for (const t of transitions) ledger.emitTerminal(t);
     } catch (error) {
-      if (!(error instanceof Taken)) throw error;
-      summary.taken++;
+      // One schedule's failure (its transaction rolled back) does not hold back the others.
+      if (error instanceof Taken) summary.taken++;
+      else summary.errors.push({ schedule: schedule.name, error });
     }
   }
   return summary;

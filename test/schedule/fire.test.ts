@@ -123,6 +123,26 @@ describe("the cron pass (injected clock)", () => {
     expect((await w.pass()).actions.map((a) => a.outcome)).toEqual(["fired"]);
   });
 
+  test("a schedule whose stored request no longer validates records a failed run and holds back no other schedule", async () => {
+    const w = world();
+    await schedule(w.ledger, "broken", { overlap: "queue" });
+    await schedule(w.ledger, "fine", { overlap: "queue" });
+    await w.rows().run("UPDATE schedules SET request_json = ? WHERE name = 'broken'", JSON.stringify({ version: 1, argv: [] }));
+    w.clock.set(T0 + 1);
+    const pass = await w.pass();
+    expect(pass.errors).toEqual([]);
+    expect(pass.actions.map((a) => [a.schedule, a.outcome]).sort()).toEqual([["broken", "fired"], ["fine", "fired"]]);
+    const runs = await w.rows().all<{ name: string; status: string; reason: string }>(
+      "SELECT s.name, r.status, r.status_reason_code AS reason FROM schedule_fires f JOIN schedules s ON s.id = f.schedule_id JOIN schedule_runs r ON r.id = f.run_id ORDER BY s.name",
+    );
+    expect(runs).toEqual([
+      { name: "broken", status: "failed", reason: "run.failed.exception" },
+      { name: "fine", status: "queued", reason: "schedule.fired.due" },
+    ]);
+    // Decided: the next pass does not try the broken one again.
+    expect((await w.pass()).actions).toEqual([]);
+  });
+
   test("a paused schedule fires nothing and records nothing missed; resumed, it starts from the next due time", async () => {
     const w = world();
     await schedule(w.ledger, "hourly");
