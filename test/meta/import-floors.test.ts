@@ -99,7 +99,7 @@ function placement(unit: string, across: readonly Import[], floorOf: ReadonlyMap
   const highest = Math.max(lowestImporter + 1, floors.findIndex((floor) => floor.some((u) => !u.endsWith(".ts"))));
   const on = lowest < highest ? "" : `on ${floorName(floors, lowest)}${lowest > highest ? ` or any floor above it up to ${floorName(floors, highest)}` : ""}, or `;
   const own = highestImported < floors.length ? `just above ${floorName(floors, highestImported)}` : "at the bottom";
-  return `${head}, ${on}as a floor of its own ${own}${why ? ` (${why})` : ""}`;
+  return `${head}, ${on}as a floor of its own ${own}${why ? ` (${why})` : ""}; and draw it in docs/architecture.md "Floors"`;
 }
 
 /** Each circle in the directed graph `edges`, as one path that starts and ends at the same node (a node's own import included). */
@@ -193,18 +193,18 @@ describe("the floors of the house", () => {
       { from: "queues/q.ts", to: "bottom/c.ts" },
     ];
     expect(houseProblems(imports, [...units, "queues"], floors)).toEqual([
-      `src/queues/ is on no floor: in ${HERE}, add "queues" to FLOORS, on [middle, side], or as a floor of its own just above [bottom] (imported by top; imports bottom)`,
+      `src/queues/ is on no floor: in ${HERE}, add "queues" to FLOORS, on [middle, side], or as a floor of its own just above [bottom] (imported by top; imports bottom); and draw it in docs/architecture.md "Floors"`,
     ]);
     const tight = [
       { from: "middle/a.ts", to: "queues/q.ts" },
       { from: "queues/q.ts", to: "bottom/c.ts" },
     ];
     expect(houseProblems(tight, [...units, "queues"], floors)).toEqual([
-      `src/queues/ is on no floor: in ${HERE}, add "queues" to FLOORS, as a floor of its own just above [bottom] (imported by middle; imports bottom)`,
+      `src/queues/ is on no floor: in ${HERE}, add "queues" to FLOORS, as a floor of its own just above [bottom] (imported by middle; imports bottom); and draw it in docs/architecture.md "Floors"`,
     ]);
     // Nothing imports it yet: any floor of folders above what it imports, never the entry's.
     expect(houseProblems([{ from: "queues/q.ts", to: "bottom/c.ts" }], ["main.ts", ...units, "queues"], [["main.ts"], ...floors])).toEqual([
-      `src/queues/ is on no floor: in ${HERE}, add "queues" to FLOORS, on [middle, side] or any floor above it up to [top], or as a floor of its own just above [bottom] (imports bottom)`,
+      `src/queues/ is on no floor: in ${HERE}, add "queues" to FLOORS, on [middle, side] or any floor above it up to [top], or as a floor of its own just above [bottom] (imports bottom); and draw it in docs/architecture.md "Floors"`,
     ]);
     const none = [
       { from: "bottom/c.ts", to: "queues/q.ts" },
