@@ -2,12 +2,22 @@
 // opening first (cli/early-ledger.ts), so the server's part of connecting overlaps main's loading.
 import { openLedgerEarly } from "./cli/early-ledger.ts";
 import { closeUnusedEarly } from "./ledger/early-open.ts";
+import { entryArgv } from "./legs/supervisor-argv.ts";
 
-await openLedgerEarly(process.argv.slice(2));
+let argv: string[] | null = null;
+let refused: unknown = null;
+try {
+  // A detached leg's supervisor takes its request from its environment, never its public argv (§18).
+  argv = entryArgv(process.argv.slice(2), process.env);
+} catch (error) {
+  refused = error;
+}
+if (argv !== null) await openLedgerEarly(argv);
 const { main, reportError } = await import("./cli/main.ts");
 let code: number;
 try {
-  code = await main(process.argv.slice(2));
+  if (argv === null) throw refused;
+  code = await main(argv);
 } catch (error) {
   code = reportError(error);
 } finally {

@@ -154,6 +154,7 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
       ledger: deps.ledger,
       io: deps.io,
       env: deps.env,
+      ...(req.passEnv ? { passEnv: req.passEnv } : {}),
       stdin: deps.stdin,
       timeout: req.timeout,
       mayDefer: legs <= req.autoResume,

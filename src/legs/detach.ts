@@ -3,6 +3,7 @@
 import fs from "node:fs";
 import { SUPERVISOR_ENV } from "./env.ts";
 import { HANDLER_OWNER_ENV } from "../notify/owner-env.ts";
+import { SUPERVISOR_ARGV_ENV, SUPERVISOR_VISIBLE_ARGV } from "./supervisor-argv.ts";
 import { ExitCode, UsageError } from "../util/errors.ts";
 
 /** What the supervisor reports through the ready file. */
@@ -71,7 +72,9 @@ export async function startDetached(args: readonly string[], env: Record<string,
   // The supervisor outlives whatever started it, a handler included (§20): it is no part of that handler.
   for (const [k, v] of Object.entries(env)) if (v !== undefined && k !== HANDLER_OWNER_ENV) childEnv[k] = v;
   childEnv[SUPERVISOR_ENV] = READY_VALUE;
-  const child = Bun.spawn([...selfArgv(), ...supervisorArgs(args)], { env: childEnv, stdio: ["ignore", "ignore", "ignore", "pipe"], detached: true });
+  // The request rides in the supervisor's private environment: its argv is public (§18, supervisor-argv.ts).
+  childEnv[SUPERVISOR_ARGV_ENV] = JSON.stringify(supervisorArgs(args));
+  const child = Bun.spawn([...selfArgv(), ...SUPERVISOR_VISIBLE_ARGV], { env: childEnv, stdio: ["ignore", "ignore", "ignore", "pipe"], detached: true });
   child.unref();
   const line = await firstLine(child.stdio[READY_FD] as number);
   const report = parseReport(line);

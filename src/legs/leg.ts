@@ -52,6 +52,8 @@ export interface LegOptions {
   ledger: Ledger | null;
   io: LegIo;
   env: Readonly<Record<string, string | undefined>>;
+  /** Credential variables the command gets all the same (`--pass-env`); the others are stripped (§18). */
+  passEnv?: readonly string[];
   stdin: "inherit" | "ignore";
   timeout: number | null;
   /** true: a timeout defers its terminal, another leg follows (§8.6). */
@@ -242,7 +244,7 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
       try {
         child = spawnCommand(plan.argv, {
           cwd: plan.cwd,
-          env: commandEnv(o.env, { sessionId: plan.sessionId, branchId: plan.branchId, runId: plan.runId, artifactRoot: plan.run.artifactRoot, escalateFile }),
+          env: commandEnv(o.env, { sessionId: plan.sessionId, branchId: plan.branchId, runId: plan.runId, artifactRoot: plan.run.artifactRoot, escalateFile }, o.passEnv),
           stdin: o.stdin,
         });
       } catch (error) {

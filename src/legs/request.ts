@@ -26,6 +26,7 @@ export interface AgentArgs {
   linkedSession?: string | undefined;
   autoResume?: string | undefined;
   resumeCommand?: string | undefined;
+  passEnv?: string[] | undefined;
   evidenceGate?: boolean | undefined;
   detach?: boolean | undefined;
   persist?: boolean | undefined;
@@ -54,6 +55,8 @@ export interface AgentRequest {
   autoResume: number;
   /** true = --evidence-gate, false = --no-evidence-gate, null = only with --cwd. */
   evidenceGate: boolean | null;
+  /** `--pass-env NAME…`: credential variables the command keeps (§18). */
+  passEnv?: string[];
   detach: boolean;
   persist: boolean;
   json: boolean;
@@ -146,8 +149,17 @@ export async function parseAgentRequest(args: AgentArgs, passthrough: readonly s
     linkedSessionId: optionalId(args.linkedSession, "--linked-session"),
     autoResume,
     evidenceGate: args.evidenceGate ?? null,
+    passEnv: passEnvNames(args.passEnv ?? []),
     detach,
     persist,
     json: args.json === true,
   };
+}
+
+/** `--pass-env NAME`: an environment variable's name (a value there would be a secret in argv). */
+function passEnvNames(names: readonly string[]): string[] {
+  for (const name of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`--pass-env: expected a variable name such as PGPASSWORD, got ${JSON.stringify(name.slice(0, 40))}`);
+  }
+  return [...new Set(names)];
 }

@@ -3,6 +3,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { killGroup, readStartTicks } from "../host/proc.ts";
+import { withoutCredentials } from "../util/credentials.ts";
 import { previewWord, renderArgv } from "./argv.ts";
 import { handlerEnv, placeholderValues, type Envelope } from "./envelope.ts";
 import { HANDLER_OWNER_ENV } from "./owner-env.ts";
@@ -58,7 +59,8 @@ export async function runHandler(job: HandlerJob, deadline: number): Promise<Han
       stdout: "ignore",
       stderr,
       // Who started it (§20): once that process is gone, the next watcher ends the handler with its group.
-      env: { ...process.env, ...handlerEnv(job.envelope), [HANDLER_OWNER_ENV]: owner() },
+      // Never the ledger's credentials (§18): a handler runs what its registration says, not li's secrets.
+      env: { ...withoutCredentials(process.env), ...handlerEnv(job.envelope), [HANDLER_OWNER_ENV]: owner() },
       // Its own session and process group, so the deadline kills everything it started.
       detached: true,
     });

@@ -6,7 +6,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { ledgerEnvFor } from "../helpers/backends.ts";
 import { tempDir } from "../helpers/temp-dirs.ts";
-import { describeAsUsers, liAs, localUser, type LocalUser } from "../helpers/users.ts";
+import { until } from "../helpers/until.ts";
+import { describeAsUsers, liAs, localUser, spawnAsUser, type LocalUser } from "../helpers/users.ts";
 
 let alice: LocalUser;
 let mallory: LocalUser;
@@ -146,3 +147,39 @@ describeAsUsers("a planted .li/settings.yaml above the project is not read (§18
     expect(JSON.parse(listed.stdout).entities).toHaveLength(1);
   });
 });
+
+describeAsUsers("no credential in a process's argv (§18 other users)", () => {
+  // Today: the detached supervisor copied its parent's argv, so `ps` showed every local user the ledger's
+  // password and the --notify template's token for the leg's whole life.
+  test("mallory's ps shows alice's detached supervisor without the ledger's password or the --notify token", async () => {
+    const home = dirOf(alice, "home-detach", 0o700);
+    const ledger = ledgerEnvFor(home).LI_DB;
+    // On PostgreSQL a password in the URL (the test server trusts loopback, so any password connects); on SQLite the path.
+    const db = ledger === undefined ? path.join(home, "state.db") : Object.assign(new URL(ledger), { password: "pw-in-url-51c9" }).toString();
+    const started = await liAs(alice, ["agent", "--detach", "--json", "--db", db, "--notify", "true 'Authorization: Bearer tok-secret-e4d2'", "--", "sleep", "300"], { env: { LI_HOME: home } });
+    expect(started.code).toBe(0);
+    const { session_id } = JSON.parse(started.stdout);
+    try {
+      const alicesLines = (ps: string) => ps.split("\n").filter((line) => line.startsWith(`${alice.name} `));
+      // Setup is committed when --detach returns; the command starts a moment later.
+      const ps = await until("alice's command in mallory's ps", async () => {
+        const seen = await liAsProgram(mallory, ["/usr/bin/ps", "-eo", "user:32,args"]);
+        return alicesLines(seen).some((line) => line.includes("sleep 300")) ? seen : null;
+      });
+      expect(alicesLines(ps).some((line) => line.trimEnd().endsWith(" agent"))).toBe(true);
+      expect(ps).not.toContain("tok-secret-e4d2");
+      expect(ps).not.toContain("pw-in-url-51c9");
+    } finally {
+      const killed = await liAs(alice, ["kill", "--db", db, session_id], { env: { LI_HOME: home } });
+      expect(killed.code).toBe(0);
+    }
+  });
+});
+
+/** A program's stdout as `user` (exit 0 expected). */
+async function liAsProgram(user: LocalUser, argv: string[]): Promise<string> {
+  const proc = spawnAsUser(user, argv);
+  const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+  expect(code).toBe(0);
+  return stdout;
+}

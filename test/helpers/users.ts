@@ -68,8 +68,12 @@ export function localUser(label: string): LocalUser {
   const name = `lt${RUN_TOKEN}${label}`.slice(0, 32);
   const known = made.find((u) => u.name === name);
   if (known) return known;
-  // -M: no skeleton copied; the home is made below, where this run's temp dirs are removed with it.
-  const added = run(["/usr/sbin/useradd", "-M", "-N", "-g", "nogroup", "-d", "/nonexistent", "-s", "/bin/sh", name]);
+  const base = tempDir(`li-user-${label}-`);
+  // Others must reach their own directories through this one (tempDir makes it 0700, root's).
+  fs.chmodSync(base, 0o755);
+  const home = path.join(base, "home");
+  // -M: no skeleton copied; the home is made below, in this run's temp dirs, removed with them.
+  const added = run(["/usr/sbin/useradd", "-M", "-N", "-g", "nogroup", "-d", home, "-s", "/bin/sh", name]);
   // 9: the name exists (made by this run before a crash of the helper): idempotent.
   if (added.code !== 0 && added.code !== 9) throw new Error(`useradd ${name} failed (${added.code}): ${added.stderr.trim()}`);
   const entry = fs
@@ -78,16 +82,13 @@ export function localUser(label: string): LocalUser {
     .find((line) => line.startsWith(`${name}:`));
   if (!entry) throw new Error(`useradd ${name}: no /etc/passwd entry`);
   const [, , uid, gid] = entry.split(":");
-  const base = tempDir(`li-user-${label}-`);
-  // Others must reach their own directories through this one (tempDir makes it 0700, root's).
-  fs.chmodSync(base, 0o755);
   const own = (dir: string) => {
     fs.mkdirSync(dir, { mode: 0o700 });
     fs.chownSync(dir, Number(uid), Number(gid));
     fs.chmodSync(dir, 0o700);
     return dir;
   };
-  const user: LocalUser = { name, uid: Number(uid), gid: Number(gid), home: own(path.join(base, "home")), tmp: own(path.join(base, "tmp")) };
+  const user: LocalUser = { name, uid: Number(uid), gid: Number(gid), home: own(home), tmp: own(path.join(base, "tmp")) };
   made.push(user);
   return user;
 }
