@@ -118,6 +118,12 @@ export interface SessionLegState {
 
 /** Leg columns that may change after insert (never `status` of the session: that is the guarded write's). */
 /** What updateLeg may set: heartbeat_at only goes forward, through Tx.refreshHeartbeat. */
+/**
+ * `legs.artifact_root` of a leg that has none: its root was inside a run directory that could not be
+ * written and was removed (§16). The column is NOT NULL; every view reads this as no directory (`-`).
+ */
+export const NO_ARTIFACT_ROOT = "";
+
 export type LegPatch = Partial<Omit<LegRow, "id" | "session_id" | "seq" | "run_id" | "heartbeat_at">>;
 
 /** A handler bound to one leg's session, or a named one over many entities (§9); the schema checks this list. */

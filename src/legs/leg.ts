@@ -216,7 +216,7 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
 async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTrap, ledger: Ledger | null, resumed: ResumeSetup | null, spoolWhole: SpoolWhole | undefined, reservation: SpoolReservation | null): Promise<LegOutcome> {
   await o.hooks?.afterSetup?.(plan);
   const escalateFile = `${plan.run.stateRoot}/escalations.jsonl`;
-  const streamFd = prepareRunFiles(plan, ledger !== null, escalateFile, o.io.log);
+  const { fd: streamFd, problem: runDirProblem } = prepareRunFiles(plan, ledger !== null, escalateFile, o.io.log);
   await o.onStarted?.(plan, ledger !== null);
 
   const toStream = streamSink(streamFd, plan.run.streamPath(plan.branchId), o.io.log, o.streamLimits);
@@ -301,6 +301,7 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
     evidenceCwd: o.evidenceCwd,
     baseRef: o.baseRef,
     escalateFile,
+    ...(runDirProblem !== null ? { runDirProblem: { path: plan.run.stateRoot, error: runDirProblem, artifactRootGone: isWithin(plan.run.stateRoot, plan.run.artifactRoot) } } : {}),
     nodeMetadata: nodeMetadata(plan, commandMarkers),
     now: o.now,
     newId: o.newId,
@@ -345,13 +346,14 @@ function clearSetupPending(plan: LegPlan, log: (line: string) => void): void {
  * The run directory's files, before the command starts; returns the stream file to copy the output
  * into. A disk that refuses them (full, read-only) never stops the leg (§16): one warning, the
  * directory li just made is removed (it holds nothing), and the command runs with its output passing
- * through, not kept (null).
+ * through, not kept (fd null); `problem` says why, for the leg's evidence (a detached leg's warning
+ * would go to a log in that very directory).
  */
-function prepareRunFiles(plan: LegPlan, persisted: boolean, escalateFile: string, log: (line: string) => void): number | null {
+function prepareRunFiles(plan: LegPlan, persisted: boolean, escalateFile: string, log: (line: string) => void): { fd: number | null; problem: string | null } {
   const unwritable = (why: string) => {
     removeRunDir(plan.run.stateRoot);
     log(`warning: cannot write the run directory ${plan.run.stateRoot} (${why}); the command runs, its output is not kept there`);
-    return null;
+    return { fd: null, problem: why };
   };
   if (plan.run.unwritable !== null) return unwritable(plan.run.unwritable);
   try {
@@ -368,7 +370,7 @@ function prepareRunFiles(plan: LegPlan, persisted: boolean, escalateFile: string
     });
     writeBranchSnapshot(plan);
     ensureOwnArtifactRoot(plan, log);
-    return fs.openSync(plan.run.streamPath(plan.branchId), "a", 0o600);
+    return { fd: fs.openSync(plan.run.streamPath(plan.branchId), "a", 0o600), problem: null };
   } catch (error) {
     return unwritable(error instanceof Error ? error.message : String(error));
   }

@@ -43,6 +43,7 @@ export function envelopeFromContext(ctx: EventContext): { envelope: Envelope; ex
   const kind = t.entity_type;
   const artifacts: Envelope["artifacts"] = [];
   if (ctx.leg) artifacts.push({ kind: "run_dir", location: ctx.leg.state_root });
+  // An empty root: the leg's run directory could not be written (NO_ARTIFACT_ROOT), so there is none to name.
   const artifactRoot = ctx.leg?.artifact_root ?? str(row.artifacts_path);
   if (artifactRoot) artifacts.push({ kind: "artifact_root", location: artifactRoot });
   const envelope: Envelope = {

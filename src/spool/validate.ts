@@ -38,7 +38,7 @@ const final = z.strictObject({
   verification: z.unknown(),
   nodeMetadata: object,
   message: message.nullable(),
-  leg: z.strictObject({ status: z.string().max(64), reasonCode: z.string().max(200) }),
+  leg: z.strictObject({ status: z.string().max(64), reasonCode: z.string().max(200), artifactRootGone: z.literal(true).optional() }),
 });
 
 const nullableText = z.string().max(SPOOL_ENTRY_LIMIT).nullable();

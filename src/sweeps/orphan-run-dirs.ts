@@ -2,6 +2,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
+import { NO_ARTIFACT_ROOT } from "../ledger/rows.ts";
 import { z } from "zod";
 import type { Ledger } from "../ledger/ledger.ts";
 import { SETUP_PENDING_FILE } from "../legs/rundir.ts";
@@ -55,7 +56,8 @@ function markerArtifactRoot(marker: string): string | null | "unreadable" {
 }
 
 /** A leg row's artifact root that is not its own `state_root/artifacts` came from --save-dir. */
-const isSaveDir = (leg: { state_root: string; artifact_root: string }) => path.resolve(leg.artifact_root) !== path.join(path.resolve(leg.state_root), "artifacts");
+const isSaveDir = (leg: { state_root: string; artifact_root: string }) =>
+  leg.artifact_root !== NO_ARTIFACT_ROOT && path.resolve(leg.artifact_root) !== path.join(path.resolve(leg.state_root), "artifacts");
 
 /** The one directory entry's verdict; `null`: not a candidate at all (no marker, not a real directory). */
 async function judge(ledger: Ledger, root: string, realRoot: string, name: string, now: number, options: OrphanRunDirOptions): Promise<"remove" | "recent" | OrphanKept | null> {

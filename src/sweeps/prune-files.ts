@@ -2,6 +2,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
+import { NO_ARTIFACT_ROOT } from "../ledger/rows.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 
 export interface FilesReport {
@@ -37,7 +38,8 @@ export async function removeRunDirectories(
   // An artifact root that is no pruned leg's own state_root/artifacts came from --save-dir: never removed. A resumed
   // or continued leg inherits its session's root, i.e. the first leg's state_root/artifacts: that one is li's own.
   const ownRoots = new Set(legs.map((l) => path.join(path.resolve(l.state_root), "artifacts")));
-  const saveDirs = legs.map((l) => path.resolve(l.artifact_root)).filter((root) => !ownRoots.has(root));
+  // NO_ARTIFACT_ROOT (a run directory that could not be written) names no directory: path.resolve would make it the cwd.
+  const saveDirs = legs.filter((l) => l.artifact_root !== NO_ARTIFACT_ROOT).map((l) => path.resolve(l.artifact_root)).filter((root) => !ownRoots.has(root));
   for (const dir of dirs) {
     if (!runsRoot || !realRoot) {
       report.skipped.push({ path: dir, why: "no_runs_root" });
@@ -95,7 +97,7 @@ export function removeDirectory(dir: string, dryRun: boolean): boolean {
 async function surviving(ledger: Ledger, dir: string, root: string, prunedIds: ReadonlySet<string>): Promise<boolean> {
   for (let up = path.dirname(dir); isStrictlyInside(root, up); up = path.dirname(up)) {
     const rows = await ledger.backend.legsUsingDirectory(up);
-    if (rows.some((r) => !prunedIds.has(r.id) && (path.resolve(r.state_root) === up || path.resolve(r.artifact_root) === up))) return true;
+    if (rows.some((r) => !prunedIds.has(r.id) && (path.resolve(r.state_root) === up || (r.artifact_root !== NO_ARTIFACT_ROOT && path.resolve(r.artifact_root) === up)))) return true;
   }
   return false;
 }

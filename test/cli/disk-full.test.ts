@@ -190,6 +190,33 @@ describeSqliteOnly("disk-full")("disk full before setup (the ledger and the run 
     await expectLedgerSound(join(home, "state.db"));
   });
 
+  test("only the run directories on the full disk, a detached leg: li wait says artifact_dir=-, li show names no artifact directory, and the warning it could not log is in the evidence", async () => {
+    const tmpfs = disk();
+    if (!tmpfs) return;
+    const home = elsewhere();
+    const runs = join(tmpfs, "runs");
+    mkdirSync(runs);
+    const filler = fillLeaving(tmpfs, 0);
+    const env = { LI_RUNS_ROOT: runs };
+
+    const started = await li(["agent", "--detach", "--", "sh", "-c", "exit 0"], { home, env });
+    expect(started.code).toBe(0);
+    const sessionId = started.stdout.trim();
+    const waited = await li(["wait", sessionId, "--timeout", "60"], { home, env });
+
+    expect(waited.code).toBe(0);
+    expect(waited.stdout).toMatch(new RegExp(`^${sessionId}\tstatus=completed\treason=run\.completed\.ok\tartifact_dir=-\texit_code=0\n$`));
+    const shown = JSON.parse((await li(["show", sessionId, "--json"], { home, env })).stdout);
+    expect(shown.artifact_dir).toBeNull();
+    expect((await li(["show", sessionId], { home, env })).stdout).toContain("- (its run directory could not be written)");
+    const db = ledgerRows(home, { sqlitePath: join(home, "state.db") });
+    const [row] = (await db.all("SELECT evidence_refs FROM status_transitions WHERE terminal_event = 1")) as { evidence_refs: string }[];
+    await db.close();
+    expect(JSON.parse(row!.evidence_refs)).toContainEqual({ kind: "run_dir_unwritable", path: expect.stringContaining(runs), error: expect.stringContaining("ENOSPC") });
+    expect(readdirSync(runs)).toEqual([]);
+    rmSync(filler);
+  });
+
   test("only the run directories on the full disk: the leg is recorded, its command runs, the empty run directory is removed", async () => {
     const tmpfs = disk();
     if (!tmpfs) return;

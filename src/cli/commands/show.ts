@@ -88,8 +88,9 @@ function summaryLines(s: Shown, colour: boolean): string[] {
   }
   if ("exit_code" in row) field("exit code", row.exit_code === null || row.exit_code === undefined ? "-" : safeText(row.exit_code));
   if (leg) field("run dir", safeText(leg.state_root));
-  const artifacts = leg?.artifact_root ?? (typeof row.artifacts_path === "string" ? row.artifacts_path : null);
+  const artifacts = artifactDirOf(s);
   if (artifacts !== null) field("artifacts", safeText(artifacts));
+  else if (leg?.artifact_root === "") field("artifacts", "- (its run directory could not be written)");
   const escalations = escalationFile(s);
   if (escalations !== null) field("escalation", safeText(escalations));
   return lines;
@@ -159,6 +160,12 @@ function render(s: Shown, raw: boolean): string {
   return out.join("\n") + "\n";
 }
 
+/** The current leg's artifact root, else the session's artifacts path; none for a leg whose run directory could not be written (NO_ARTIFACT_ROOT). */
+function artifactDirOf(s: Shown): string | null {
+  const root = s.currentLeg?.artifact_root ?? (typeof s.row.artifacts_path === "string" ? s.row.artifacts_path : null);
+  return root === "" ? null : root;
+}
+
 function renderJson(s: Shown): Record<string, unknown> {
   const entity = entityJson(s.row);
   return {
@@ -168,7 +175,7 @@ function renderJson(s: Shown): Record<string, unknown> {
     // The current leg's host: run_dir and artifact_dir are paths on that host.
     host: s.currentLeg ? { id: s.currentLeg.host_id, name: s.currentLeg.host_name ?? null } : null,
     run_dir: s.currentLeg?.state_root ?? null,
-    artifact_dir: s.currentLeg?.artifact_root ?? (typeof s.row.artifacts_path === "string" ? s.row.artifacts_path : null),
+    artifact_dir: artifactDirOf(s),
     artifact_contract: entity.artifact_contract_json ?? null,
     artifact_verification: entity.artifact_verification_json ?? null,
     evidence: entity.status_evidence_refs ?? null,

@@ -125,5 +125,6 @@ export function waitStateStatement(d: ViewDialect, kind: EntityKind, id: string)
 /** The wait projection of waitStateStatement's row; `num` converts what a driver returns as text. */
 export function waitStateOf(row: Record<string, unknown>, num: (value: unknown) => number | null = (v) => (v as number | null | undefined) ?? null): WaitState {
   const text = (value: unknown) => (value as string | null | undefined) ?? null;
-  return { status: text(row.status), reason: text(row.reason), artifactDir: text(row.artifact_dir), exitCode: num(row.own_exit) ?? num(row.backing_exit) };
+  // A leg whose run directory could not be written has no artifact root (NO_ARTIFACT_ROOT): none.
+  return { status: text(row.status), reason: text(row.reason), artifactDir: text(row.artifact_dir) || null, exitCode: num(row.own_exit) ?? num(row.backing_exit) };
 }

@@ -2,7 +2,7 @@
 // the ledger is unreachable, and what a replay applies — one write for all three, through §5.
 
 import type { Tx } from "../../ledger/backend.ts";
-import type { MessageRow, SessionLegState } from "../../ledger/rows.ts";
+import { NO_ARTIFACT_ROOT, type MessageRow, type SessionLegState } from "../../ledger/rows.ts";
 import type { Ledger } from "../../ledger/ledger.ts";
 import { applyTransition, validateTransition, type AppliedTransition, type TransitionContext, type TransitionRejectedError } from "../../ledger/transition.ts";
 import { isTerminal } from "../../lifecycle/policy.ts";
@@ -25,8 +25,11 @@ export interface FinalRecord {
   /** The leg's markers (§8.5), merged over the stored ones at the write. */
   nodeMetadata: Record<string, unknown>;
   message: MessageRow | null;
-  /** The leg row's own outcome (a leg held open by its linked session still failed itself). */
-  leg: { status: string; reasonCode: string };
+  /**
+   * The leg row's own outcome (a leg held open by its linked session still failed itself); `artifactRootGone`:
+   * its artifact root was inside a run directory that could not be written and was removed.
+   */
+  leg: { status: string; reasonCode: string; artifactRootGone?: true };
 }
 
 export const LATE_RECORD_ACTOR = "li.late_record";
@@ -69,6 +72,7 @@ async function closeLeg(tx: Tx, r: FinalRecord, opts: { force?: boolean; again?:
       status: r.leg.status,
       reason_code: r.leg.reasonCode,
       exit_code: r.exitCode,
+      ...(r.leg.artifactRootGone ? { artifact_root: NO_ARTIFACT_ROOT } : {}),
       ...(r.message ? { first_msg_id: r.message.id, last_msg_id: r.message.id } : {}),
     },
     opts.force ? {} : { onlyOpen: true },

@@ -106,6 +106,8 @@ export interface TeardownInput {
   evidenceCwd: string | null;
   baseRef: string | null;
   escalateFile: string;
+  /** The run directory could not be written and was removed (§16): recorded in the evidence; the artifact root inside it is gone too. */
+  runDirProblem?: { path: string; error: string; artifactRootGone: boolean };
   /** Markers merged into sessions.node_metadata at the final write. */
   nodeMetadata: Record<string, unknown>;
   now: () => number;
@@ -156,7 +158,8 @@ export function initialState(input: TeardownInput): TeardownState {
     status: "failed",
     reasonCode: "run.failed.exception",
     reasonSummary: input.failure,
-    evidence: [],
+    // A detached leg's warnings go to a log in its run directory: one that could not be written is said here.
+    evidence: input.runDirProblem ? [{ kind: "run_dir_unwritable", path: input.runDirProblem.path, error: input.runDirProblem.error }] : [],
     metadata: {},
     endedAt: input.now(),
     message: null,

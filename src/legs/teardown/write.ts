@@ -1,6 +1,7 @@
 // Step 9 of §8.2: ONE guarded write of the outcome that also closes the leg's row, or, when the leg lost, only the row.
 
 import type { Tx } from "../../ledger/backend.ts";
+import { NO_ARTIFACT_ROOT } from "../../ledger/rows.ts";
 import { isTerminal } from "../../lifecycle/policy.ts";
 import { TERMINATION_OUTCOMES } from "../outcome.ts";
 import { firstLockWaitMs } from "../ledger-retry.ts";
@@ -13,12 +14,13 @@ interface Own {
 }
 
 /** The leg's own outcome for its row: a leg held open by a running linked session still failed itself. */
-function legOutcome(s: TeardownState): Own {
+function legOutcome(s: TeardownState): FinalRecord["leg"] {
+  const gone = s.runDirProblem?.artifactRootGone ? { artifactRootGone: true as const } : {};
   if (s.status === "running") {
     const base = TERMINATION_OUTCOMES[s.termination];
-    return { status: base.status, reasonCode: base.reason };
+    return { status: base.status, reasonCode: base.reason, ...gone };
   }
-  return { status: s.status, reasonCode: s.reasonCode };
+  return { status: s.status, reasonCode: s.reasonCode, ...gone };
 }
 
 /** Closes this leg's row and stores its assistant message, inside the caller's transaction. */
@@ -31,6 +33,7 @@ export async function closeLegRow(tx: Tx, s: TeardownState, own: Own, opts: { de
       status: own.status,
       reason_code: own.reasonCode,
       exit_code: s.exitCode,
+      ...(s.runDirProblem?.artifactRootGone ? { artifact_root: NO_ARTIFACT_ROOT } : {}),
       ...(opts.deferred ? { deferred: 1 } : {}),
       ...(s.message ? { first_msg_id: s.message.id, last_msg_id: s.message.id } : {}),
     },
