@@ -7,8 +7,8 @@ import type { Ledger } from "../ledger/ledger.ts";
 import type { OpenedReads } from "../ledger/reads.ts";
 import type { Patience } from "../ledger/patience.ts";
 
-/** What a completion offers for a flag's value or a positional: words from the registry, or paths. */
-export type CompleteAs = "kinds" | "statuses" | "files" | "dirs";
+/** What a completion offers for a flag's value or a positional: words from the registry, paths, or recent ids from the ledger (`sessions`: session ids only). */
+export type CompleteAs = "kinds" | "statuses" | "files" | "dirs" | "ids" | "sessions";
 
 /**
  * A flag or positional. Flag names are kebab-case (`keep-days`) and the only spelling that parses;

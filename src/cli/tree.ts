@@ -85,6 +85,7 @@ export const TREE: Group = {
         bash: cmd("the bash completion script", completion, (m) => m.bash(TREE)),
         zsh: cmd("the zsh completion script", completion, (m) => m.zsh(TREE)),
         fish: cmd("the fish completion script", completion, (m) => m.fish(TREE)),
+        ids: cmd("recent ids from the ledger, one a line, for the scripts (nothing when it is missing or slow)", completion, (m) => m.ids),
       },
     },
   },

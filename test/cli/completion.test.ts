@@ -1,7 +1,7 @@
 // `li completion bash|zsh|fish`: scripts generated from the command tree, checked by the shells themselves;
 // bash completion driven as bash drives it (COMP_WORDS/COMP_CWORD, the function, COMPREPLY).
 import { beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ENTITY_KINDS, POLICIES } from "../../src/lifecycle/policy.ts";
 import { commandPaths, TREE } from "../../src/cli/tree.ts";
@@ -116,4 +116,37 @@ describe("li completion", () => {
     }
     expect(missing).toEqual([]);
   }, 30_000);
+});
+
+describe("li completion ids (what the scripts offer where an id goes)", () => {
+  test("prints recent ids newest first, --sessions only sessions' ids", async () => {
+    const home = join(tempDir("li-ids-"), "home");
+    const first = await li(["agent", "--detach", "--", "true"], { home });
+    const play = await li(["state", "create", "play"], { home });
+    const all = await li(["completion", "ids"], { home });
+    expect(all.code).toBe(0);
+    expect(all.stdout.trim().split("\n").sort()).toEqual([first.stdout.trim(), play.stdout.trim()].sort());
+    expect((await li(["completion", "ids", "--sessions"], { home })).stdout).toBe(`${first.stdout.trim()}\n`);
+  });
+
+  test("prints nothing and exits 0 when there is no ledger, and creates none", async () => {
+    const home = join(tempDir("li-ids-"), "home");
+    const r = await li(["completion", "ids"], { home });
+    expect([r.code, r.stdout, r.stderr]).toEqual([0, "", ""]);
+    expect(existsSync(home)).toBe(false);
+  });
+
+  test("prints nothing and exits 0 within its bound when the ledger does not answer", async () => {
+    // A server that accepts and never says a word: connecting would wait for its 10 s connect_timeout.
+    const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    try {
+      const started = performance.now();
+      const r = await li(["completion", "ids"], { home: join(tempDir("li-ids-"), "home"), env: { LI_DB: `postgres://li@127.0.0.1:${silent.port}/li` } });
+      expect([r.code, r.stdout, r.stderr]).toEqual([0, "", ""]);
+      // "At most a few hundred ms" (the bound is 300 ms); 3 s leaves a loaded machine room and is far below connect_timeout.
+      expect(performance.now() - started).toBeLessThan(3_000);
+    } finally {
+      silent.stop(true);
+    }
+  });
 });

@@ -59,7 +59,7 @@ export default command({
   ledger: "create",
   takesCommand: true,
   args: {
-    resume: { type: "string", alias: "r", valueHint: "ID", description: "resume a branch: a new leg on it; a session id (what --detach prints) names its current branch" },
+    resume: { type: "string", alias: "r", valueHint: "ID", complete: "sessions", description: "resume a branch: a new leg on it; a session id (what --detach prints) names its current branch" },
     notify: { type: "string", valueHint: "TEMPLATE", description: "an argv template run once when the leg's session ends" },
     timeout: { type: "string", valueHint: "DURATION", description: "after this long the command's group gets SIGTERM, then SIGKILL" },
     "ledger-retry": { type: "string", valueHint: "DURATION", description: "how long to retry an unreachable ledger before spooling the outcome under $LI_HOME/spool (default 2m)" },

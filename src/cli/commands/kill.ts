@@ -15,7 +15,7 @@ export default command({
   examples: ["li kill 1a2b3c4d --grace=10 --reason=\"stuck on input\"", "li kill --all-stale --threshold=2h --dry-run"],
   ledger: "existing",
   args: {
-    id: { type: "positional", valueHint: "ID", description: "the session id (or a unique prefix; a branch or run id names its session)", required: false },
+    id: { type: "positional", valueHint: "ID", complete: "sessions", description: "the session id (or a unique prefix; a branch or run id names its session)", required: false },
     grace: { type: "string", valueHint: "DURATION", description: "seconds to wait for the leg to finalize itself after SIGTERM or, on another host, after the request (default 5)" },
     reason: { type: "string", valueHint: "TEXT", description: "a note recorded with the cancellation" },
     "all-stale": { type: "boolean", description: "cancel every running session whose leg is stale and whose supervisor is dead" },

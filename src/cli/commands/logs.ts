@@ -100,7 +100,7 @@ export default command({
   examples: ["li logs 1a2b3c4d --leg=all", "li logs -f --tail=20 1a2b3c4d"],
   ledger: "reads",
   args: {
-    id: { type: "positional", valueHint: "ID", description: "a session, branch or run id (or a unique prefix)", required: true },
+    id: { type: "positional", valueHint: "ID", complete: "sessions", description: "a session, branch or run id (or a unique prefix)", required: true },
     follow: { type: "boolean", alias: "f", description: "follow the live leg until the session ends" },
     leg: { type: "string", valueHint: "N|all", description: "which leg: its seq (1, 2 …) or all (default: the current leg)" },
     tail: { type: "string", valueHint: "N", description: "only the last N lines of each leg shown" },

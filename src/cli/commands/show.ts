@@ -196,7 +196,7 @@ export default command({
   // Read-only and on the fast path: the raw read queries, without drizzle or zod.
   ledger: "reads",
   args: {
-    id: { type: "positional", valueHint: "ID", description: "an entity, branch or run id (or a unique prefix)", required: true },
+    id: { type: "positional", valueHint: "ID", complete: "ids", description: "an entity, branch or run id (or a unique prefix)", required: true },
     json: { type: "boolean", description: "print JSON (everything, exactly; docs/json.md)" },
     raw: { type: "boolean", description: "also print the raw columns (node_metadata, message ids, every leg column)" },
     ...LEDGER_RETRY_ARG,

@@ -11,7 +11,7 @@ export default command({
   examples: ["li state transitions 1a2b3c4d", "li state transitions 1a2b3c4d --json"],
   ledger: "existing",
   args: {
-    id: { type: "positional", description: "an entity id (or a unique prefix)", required: true },
+    id: { type: "positional", valueHint: "ID", complete: "ids", description: "an entity id (or a unique prefix)", required: true },
     json: { type: "boolean", description: "print JSON" },
     ...LEDGER_RETRY_ARG,
   },

@@ -16,7 +16,7 @@ export default command({
   // Not the write path (drizzle, zod): a script calls li wait in a loop, so start-up time matters.
   ledger: "reads",
   args: {
-    ids: { type: "positional", valueHint: "ID…", description: "ids, space- or comma-separated", required: true },
+    ids: { type: "positional", valueHint: "ID…", complete: "ids", description: "ids, space- or comma-separated", required: true },
     interval: { type: "string", valueHint: "DURATION", description: "the safety poll (default 1.0 s); commits wake li wait at once anyway" },
     timeout: { type: "string", valueHint: "DURATION", description: "give up after this long (90, 1.5, 500ms, 10m, 2h) with exit 3" },
     json: { type: "boolean", description: "one JSON object per finished target instead of the line" },
