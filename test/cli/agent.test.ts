@@ -95,6 +95,14 @@ describe("outcomes and exit codes (§8.1)", () => {
   });
 });
 
+describe("--help", () => {
+  test("says how long a timed-out command has between SIGTERM and SIGKILL", async () => {
+    const r = await li(["agent", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("SIGTERM, and SIGKILL 5 s later if it is still running");
+  });
+});
+
 describe("output channels", () => {
   test("without --json the command's stdout is li's stdout and the summary is the last stderr line", async () => {
     const home = agentHome();

@@ -61,7 +61,7 @@ export default command({
   args: {
     resume: { type: "string", alias: "r", valueHint: "ID", complete: "sessions", description: "resume a branch: a new leg on it; a session id (what --detach prints) names its current branch" },
     notify: { type: "string", valueHint: "TEMPLATE", description: "an argv template run once when the leg's session ends" },
-    timeout: { type: "string", valueHint: "DURATION", description: "after this long the command's group gets SIGTERM, then SIGKILL" },
+    timeout: { type: "string", valueHint: "DURATION", description: "after this long the command's group gets SIGTERM, and SIGKILL 5 s later if it is still running (recorded timed_out, exit 124)" },
     "ledger-retry": { type: "string", valueHint: "DURATION", description: "how long to retry an unreachable ledger before spooling the outcome under $LI_HOME/spool (default 2m)" },
     artifact: { type: "string", valueHint: "ID=PATH[?]", complete: "files", description: "an expected artifact under the artifact root (? = optional); repeatable" },
     profile: { type: "string", valueHint: "NAME", description: "artifacts from .li/profiles/NAME.yaml" },
