@@ -9,6 +9,8 @@ export type ClaimSettlement = { state: "acked" } | { state: "retry"; error: stri
 export interface OwedQuery {
   /** Only handlers registered on this host. */
   hostId?: string;
+  /** Only handlers this uid registered (§18: a process runs only its own uid's handlers). */
+  uid?: number;
   /** Only this event (the push path). */
   transitionId?: string;
   /** Only this handler's consumer. */

@@ -149,6 +149,8 @@ export interface CallbackRow {
   filter_ids: string | null;
   origin: string;
   host_id: string;
+  /** The uid that registered it: only processes of that uid run it (§18). Null: registered before li recorded owners, run by none. */
+  uid: number | null;
   enabled: number;
   created_at: number;
   retired_at: number | null;

@@ -6,7 +6,7 @@ import { canonicalKind, EXECUTION_KINDS } from "../lifecycle/policy.ts";
 import { UsageError } from "../util/errors.ts";
 import { isSafeId } from "../util/ids.ts";
 import { compileArgvWords, previewWord } from "./argv.ts";
-import { canonicalHost } from "./host.ts";
+import { canonicalHost, handlerUid } from "./host.ts";
 import { HANDLER_PREFIX, REGISTRATION_PREFIX } from "../lifecycle/consumer-prefixes.ts";
 
 /** A consumer name a person chooses: a safe id (§3) without the prefixes li reserves for handlers. */
@@ -163,6 +163,7 @@ export async function addHandler(ledger: Ledger, input: StandingHandlerInput): P
       filter_ids: input.ids.length ? JSON.stringify([...new Set(input.ids)]) : null,
       origin: "li events handlers add",
       host_id: canonicalHost(input.hostId),
+      uid: handlerUid(),
       enabled: 1,
       created_at: now,
       retired_at: null,

@@ -3,7 +3,7 @@
 import type { Ledger } from "../ledger/ledger.ts";
 import { claimRunSettle, MAX_ATTEMPTS, type EngineOptions, type PassSummary } from "./engine.ts";
 import { DEFAULT_DELIVERY_CONCURRENCY } from "./concurrency.ts";
-import { canonicalHost, handlerHost } from "./host.ts";
+import { canonicalHost, handlerHost, handlerUid } from "./host.ts";
 
 export interface DeliverOptions extends EngineOptions {
   /** At most this many (handler, event) pairs per pass. */
@@ -19,7 +19,7 @@ export interface DeliverOptions extends EngineOptions {
  */
 export async function deliverOnce(ledger: Ledger, opts: DeliverOptions = {}): Promise<PassSummary> {
   const buried = await ledger.transact(async (tx) => tx.notify.buryExhausted(MAX_ATTEMPTS, "the claim expired after the last attempt (the claimer died)"));
-  const owed = await ledger.backend.notify.owedToHandlers({ hostId: opts.hostId === undefined ? handlerHost() : canonicalHost(opts.hostId), limit: opts.limit ?? 64 });
+  const owed = await ledger.backend.notify.owedToHandlers({ hostId: opts.hostId === undefined ? handlerHost() : canonicalHost(opts.hostId), uid: handlerUid(), limit: opts.limit ?? 64 });
   const summary = await claimRunSettle(ledger, owed, { ...opts, concurrency: opts.concurrency ?? DEFAULT_DELIVERY_CONCURRENCY });
   summary.dead += buried;
   return summary;

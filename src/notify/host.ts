@@ -11,5 +11,10 @@ export function handlerHost(): string {
   return canonicalHost(machineId());
 }
 
+/** The uid a handler belongs to, recorded when it is registered and required of whoever runs it (§18). */
+export function handlerUid(): number {
+  return process.getuid?.() ?? 0;
+}
+
 /** A handler's host from either form `hostId()` (machine:boot) or `machineId()` (machine): the machine part. */
 export const canonicalHost = machineOf;

@@ -3,7 +3,7 @@
 import type { Ledger } from "../ledger/ledger.ts";
 import type { AppliedTransition } from "../ledger/transition.ts";
 import type { EngineOptions, PassSummary } from "./engine.ts";
-import { canonicalHost, handlerHost } from "./host.ts";
+import { canonicalHost, handlerHost, handlerUid } from "./host.ts";
 
 /** More handlers than this on one event are left to the delivery engine. */
 const PUSH_LIMIT = 256;
@@ -24,6 +24,7 @@ export async function pushTerminal(
   try {
     const owed = await ledger.backend.notify.owedToHandlers({
       hostId: opts.hostId === undefined ? handlerHost() : canonicalHost(opts.hostId),
+      uid: handlerUid(),
       transitionId: event.transitionId,
       limit: PUSH_LIMIT,
     });

@@ -3,7 +3,7 @@
 import type { Tx } from "../ledger/backend.ts";
 import { randomId } from "../util/ids.ts";
 import { compileArgvWords, compileTemplate, type CompiledArgv } from "./argv.ts";
-import { canonicalHost, handlerHost } from "./host.ts";
+import { canonicalHost, handlerHost, handlerUid } from "./host.ts";
 import { notifyAppliesToLeg, type NotifySetting } from "./on-terminal.ts";
 import { REGISTRATION_PREFIX } from "../lifecycle/consumer-prefixes.ts";
 
@@ -67,6 +67,7 @@ export async function registerLegCallback(tx: Tx, input: LegRegistrationInput): 
     filter_ids: null,
     origin: input.origin,
     host_id: input.hostId === undefined ? handlerHost() : canonicalHost(input.hostId),
+    uid: handlerUid(),
     enabled: 1,
     created_at: input.now,
     retired_at: null,

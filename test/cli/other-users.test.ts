@@ -4,7 +4,9 @@
 import { beforeAll, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { ledgerEnvFor } from "../helpers/backends.ts";
+import { handlerHost } from "../../src/notify/host.ts";
+import { ledgerEnvFor, onPostgres } from "../helpers/backends.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
 import { tempDir } from "../helpers/temp-dirs.ts";
 import { until } from "../helpers/until.ts";
 import { describeAsUsers, liAs, localUser, spawnAsUser, type LocalUser } from "../helpers/users.ts";
@@ -17,6 +19,8 @@ let base: string;
 let drop: string;
 /** Root's 0755 script: appends `<uid> <args…>` to drop/ran. */
 let evil: string;
+/** The same, then exits 1: a handler whose delivery is retried. */
+let failing: string;
 
 beforeAll(() => {
   alice = localUser("alice");
@@ -26,9 +30,15 @@ beforeAll(() => {
   drop = path.join(base, "drop");
   fs.mkdirSync(drop);
   fs.chmodSync(drop, 0o777);
+  // Made here, writable by everyone: created by a first writer it would be that user's, and others' appends would fail.
+  fs.writeFileSync(path.join(drop, "ran"), "");
+  fs.chmodSync(path.join(drop, "ran"), 0o666);
   evil = path.join(base, "evil.sh");
   fs.writeFileSync(evil, `#!/bin/sh\necho "$(id -u) $*" >> ${drop}/ran\n`);
   fs.chmodSync(evil, 0o755);
+  failing = path.join(base, "failing.sh");
+  fs.writeFileSync(failing, `#!/bin/sh\necho "$(id -u) $*" >> ${drop}/ran\nexit 1\n`);
+  fs.chmodSync(failing, 0o755);
 });
 
 /** A directory `name` under `parent` (default: the shared base), owned by `user`. */
@@ -183,3 +193,57 @@ async function liAsProgram(user: LocalUser, argv: string[]): Promise<string> {
   expect(code).toBe(0);
   return stdout;
 }
+
+describeAsUsers("on a shared ledger another user's handler never runs as you (§18 other users)", () => {
+  // Today: mallory's standing handler ran on alice's legs as alice, with alice's environment, and alice's
+  // li watch retried mallory's failing --notify as alice.
+  test("mallory's standing handler and her failing --notify: alice's push and li watch run neither; mallory's own li does", async () => {
+    const aliceHome = dirOf(alice, "home-shared-alice", 0o700);
+    const malloryHome = dirOf(mallory, "home-shared-mallory", 0o700);
+    const shared = homeEnv(aliceHome);
+    const db = ledgerRows(aliceHome);
+    const sharedDb = ledgerEnvFor(aliceHome).LI_DB;
+    const asMallory = { LI_HOME: malloryHome, ...(sharedDb === undefined ? {} : { LI_DB: sharedDb }) };
+    if (onPostgres) {
+      // One PostgreSQL ledger, each user with a home of their own: mallory registers through li as herself.
+      const added = await liAs(mallory, ["events", "handlers", "add", "evil", "--", evil, "shared-standing", "{status}"], { env: asMallory });
+      expect(added.code).toBe(0);
+      const leg = await liAs(mallory, ["agent", "--notify", `${failing} shared-notify {status}`, "--", "true"], { env: asMallory });
+      expect(leg.code).toBe(0);
+    } else {
+      // A SQLite ledger is one user's file (another's is refused), so mallory's row is put there as she would have.
+      expect((await liAs(alice, ["events", "consumers", "add", "warm-up"], { env: shared })).code).toBe(0);
+      const seq = (await db.get<{ m: number }>("SELECT COALESCE(MAX(seq), 0) AS m FROM status_transitions"))!.m;
+      await db.runAll([
+        ["INSERT INTO consumers (name, watermark, registered_at, retired_at) VALUES ('handler:evil', ?, 0, NULL)", seq],
+        [
+          "INSERT INTO terminal_callbacks (id, scope, name, consumer, session_id, leg_id, argv, filter_kinds, filter_ids, origin, host_id, uid, enabled, created_at, retired_at) VALUES ('cb-mallory', 'standing', 'evil', 'handler:evil', NULL, NULL, ?, NULL, NULL, 'li events handlers add', ?, ?, 1, 0, NULL)",
+          JSON.stringify([evil, "shared-standing", "{status}"]),
+          handlerHost(),
+          mallory.uid,
+        ],
+      ]);
+    }
+    const before = ran();
+    const leg = await liAs(alice, ["agent", "--", "true"], { env: shared });
+    expect(leg.code).toBe(0);
+    // Every retry due now, so alice's watcher would take them if it took other users' handlers at all.
+    await db.run("UPDATE terminal_deliveries SET next_attempt_at = 0 WHERE state = 'pending' OR next_attempt_at IS NOT NULL");
+    const watched = await liAs(alice, ["watch", "--once"], { env: shared });
+    expect(watched.code).toBe(0);
+    const alicesRuns = ran()
+      .slice(before.length)
+      .split("\n")
+      .filter((line) => line.startsWith(`${alice.uid} `));
+    expect(alicesRuns).toEqual([]);
+    // Mallory's own delivery pass runs her standing handler on alice's leg's end, as mallory.
+    if (onPostgres) {
+      const delivered = await liAs(mallory, ["events", "deliver"], { env: asMallory });
+      expect(delivered.code).toBe(0);
+      expect(ran()).toContain(`${mallory.uid} shared-standing completed`);
+    }
+    const owners = await db.all<{ consumer: string; uid: number | null }>("SELECT consumer, uid FROM terminal_callbacks ORDER BY created_at");
+    expect(owners.every((row) => row.uid === mallory.uid)).toBe(true);
+    await db.close();
+  });
+});

@@ -100,7 +100,7 @@ beforeAll(async () => {
   await t.ledger.createEntity("team", { id: "tea-00000001" });
   // A live handler on host "h", so the owed queries below run whole (a host with none stops at the probe).
   await t.ledger.backend.notify.insertConsumer({ name: "cb:x", watermark: 0, registered_at: T0 - 60, retired_at: null });
-  await t.ledger.backend.notify.insertCallback({ id: "cb-00000001", scope: "standing", name: "x", consumer: "cb:x", session_id: null, leg_id: null, argv: '["true"]', filter_kinds: null, filter_ids: null, origin: "cli", host_id: "h", enabled: 1, created_at: T0 - 60, retired_at: null });
+  await t.ledger.backend.notify.insertCallback({ id: "cb-00000001", scope: "standing", name: "x", consumer: "cb:x", session_id: null, leg_id: null, argv: '["true"]', filter_kinds: null, filter_ids: null, origin: "cli", host_id: "h", uid: 1000, enabled: 1, created_at: T0 - 60, retired_at: null });
   t.ledger.close();
   raw = new Database(t.dbPath, { strict: true });
   log = [];
@@ -150,9 +150,9 @@ beforeAll(async () => {
   });
   // Events owed: the push's query for one event, a delivery pass over every handler, a consumer's page.
   const transition = raw.query<{ id: string }, []>("SELECT id FROM status_transitions WHERE terminal_event = 1 LIMIT 1").get()!;
-  await exercise("events owed to the handlers of one event (push)", () => backend.notify.owedToHandlers({ hostId: "h", transitionId: transition.id, limit: 256 }));
-  await exercise("a push on a host with no live handler (the probe alone)", () => backend.notify.owedToHandlers({ hostId: "no-such-host", transitionId: transition.id, limit: 256 }));
-  await exercise("events owed to every handler (delivery pass)", () => backend.notify.owedToHandlers({ hostId: "h", limit: 100 }));
+  await exercise("events owed to the handlers of one event (push)", () => backend.notify.owedToHandlers({ hostId: "h", uid: 1000, transitionId: transition.id, limit: 256 }));
+  await exercise("a push on a host with no live handler (the probe alone)", () => backend.notify.owedToHandlers({ hostId: "no-such-host", uid: 1000, transitionId: transition.id, limit: 256 }));
+  await exercise("events owed to every handler (delivery pass)", () => backend.notify.owedToHandlers({ hostId: "h", uid: 1000, limit: 100 }));
   await exercise("events owed to one handler", () => backend.notify.owedToHandlers({ consumer: "cb:x", limit: 100 }));
   await exercise("events owed to a consumer", () => backend.notify.owedToConsumer("reader", 100));
   await exercise("dead deliveries", () => backend.notify.listDead(100));

@@ -5,7 +5,7 @@ import type { Ledger } from "../../ledger/ledger.ts";
 import { previewWord } from "../../notify/argv.ts";
 import { ackEvents, addConsumer, addHandler, assertPlainConsumer, checkHandlerInput, listDead, listHandlers, listOwed, removeHandler, retireConsumer } from "../../notify/consumers.ts";
 import { deliverOnce } from "../../notify/deliver.ts";
-import { handlerHost } from "../../notify/host.ts";
+import { handlerHost, handlerUid } from "../../notify/host.ts";
 import { describeArgv } from "../../notify/run.ts";
 import { UsageError } from "../../util/errors.ts";
 import { command, LEDGER_RETRY_ARG } from "../command.ts";
@@ -36,6 +36,11 @@ function eventJson(row: TransitionRow) {
   };
 }
 
+/** `you`, `uid 1001`, or `unknown` (registered before li recorded owners: run by nobody, §18). */
+function ownerOf(uid: number | null): string {
+  return uid === null ? "unknown" : uid === handlerUid() ? "you" : `uid ${uid}`;
+}
+
 function handlerJson(row: CallbackRow) {
   return {
     name: row.name,
@@ -45,6 +50,8 @@ function handlerJson(row: CallbackRow) {
     ids: row.filter_ids === null ? null : (JSON.parse(row.filter_ids) as string[]),
     host_id: row.host_id,
     this_host: row.host_id === handlerHost(),
+    uid: row.uid,
+    yours: row.uid === handlerUid(),
     created_at: row.created_at,
   };
 }
@@ -208,8 +215,8 @@ export const handlersLs = command({
     const list = (text: string | null) => (text === null ? "*" : (JSON.parse(text) as string[]).map((v) => previewWord(v)).join(","));
     writeOut(
       table([
-        ["NAME", "KINDS", "IDS", "HOST", "COMMAND"],
-        ...rows.map((r) => [r.name ?? "-", list(r.filter_kinds), list(r.filter_ids), r.host_id === here ? "this host" : previewWord(r.host_id), describeArgv(JSON.parse(r.argv) as string[])]),
+        ["NAME", "KINDS", "IDS", "HOST", "OWNER", "COMMAND"],
+        ...rows.map((r) => [r.name ?? "-", list(r.filter_kinds), list(r.filter_ids), r.host_id === here ? "this host" : previewWord(r.host_id), ownerOf(r.uid), describeArgv(JSON.parse(r.argv) as string[])]),
       ]),
     );
     return 0;

@@ -168,5 +168,12 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE UNIQUE INDEX \"schedules_name_idx\" ON \"schedules\" USING btree (\"name\");",
       "CREATE INDEX \"schedules_due_idx\" ON \"schedules\" USING btree (\"next_due_at\") WHERE \"schedules\".\"paused\" = 0;"
     ]
+  },
+  {
+    "name": "0010_handler_uid",
+    "hash": "babc16c0712f5591e2bfeca44ca639aed0d5a33c5d635d85a71a371b65f25d24",
+    "statements": [
+      "ALTER TABLE \"terminal_callbacks\" ADD COLUMN \"uid\" integer;"
+    ]
   }
 ];

@@ -17,7 +17,7 @@ type Row = Record<string, unknown>;
 /** In claim's statements: a row free to take at $3 (now). */
 const TAKEABLE = deliveryTakeable("terminal_deliveries", "$3");
 
-const CALLBACK_COLUMNS = ["id", "scope", "name", "consumer", "session_id", "leg_id", "argv", "filter_kinds", "filter_ids", "origin", "host_id", "enabled", "created_at", "retired_at"] as const;
+const CALLBACK_COLUMNS = ["id", "scope", "name", "consumer", "session_id", "leg_id", "argv", "filter_kinds", "filter_ids", "origin", "host_id", "uid", "enabled", "created_at", "retired_at"] as const;
 
 /** Runs `fn` on a connection: the pool outside a transaction (failures named as the ledger's), or a transaction's handle. */
 export type PgRun = <T>(fn: (sql: SQL) => Promise<T>) => Promise<T>;

@@ -95,6 +95,7 @@ const ownLeg = "COALESCE(t.leg_id, c.leg_id) = c.leg_id";
 
 export interface OwedHandlersFilter {
   hostId?: string;
+  uid?: number;
   transitionId?: string;
   consumer?: string;
 }
@@ -113,6 +114,7 @@ export function owedToHandlersStatement(dialect: OwedDialect, filter: OwedHandle
   const open = deliveryOpen("d", p.ref("now", now));
   const conditions: string[] = [];
   if (filter.hostId !== undefined) conditions.push(`AND c.host_id = ${p.ref("host", filter.hostId)}`);
+  if (filter.uid !== undefined) conditions.push(`AND c.uid = ${p.ref("uid", filter.uid)}`);
   if (filter.transitionId !== undefined) conditions.push(`AND t.id = ${p.ref("tid", filter.transitionId)}`);
   if (filter.consumer !== undefined) conditions.push(`AND c.consumer = ${p.ref("consumer", filter.consumer)}`);
   const where = conditions.join(" ");
@@ -144,10 +146,11 @@ WHERE ${liveCallback("standing")} AND ${open} ${where}
  * both parts). Most legs' pushes find none, and this indexed probe (terminal_callbacks_live_idx) is far
  * cheaper to prepare in a fresh process than the owed query it spares.
  */
-export function liveHandlerOnHostStatement(dialect: OwedDialect, hostId: string): BuiltStatement {
+export function liveHandlerOnHostStatement(dialect: OwedDialect, hostId: string, uid?: number): BuiltStatement {
   const p = new Parameters(dialect);
+  const ofUid = uid === undefined ? "" : ` AND c.uid = ${p.ref("uid", uid)}`;
   return p.built(`SELECT 1 AS live FROM terminal_callbacks c
-WHERE c.scope IN ('leg', 'standing') AND c.host_id = ${p.ref("host", hostId)} AND c.retired_at IS NULL AND c.enabled = 1 LIMIT 1`);
+WHERE c.scope IN ('leg', 'standing') AND c.host_id = ${p.ref("host", hostId)}${ofUid} AND c.retired_at IS NULL AND c.enabled = 1 LIMIT 1`);
 }
 
 /** Terminal events a plain consumer has not settled, above its watermark, oldest seq first. */

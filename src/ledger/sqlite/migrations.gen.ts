@@ -159,5 +159,12 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE UNIQUE INDEX `schedules_name_idx` ON `schedules` (`name`);",
       "CREATE INDEX `schedules_due_idx` ON `schedules` (`next_due_at`) WHERE \"schedules\".\"paused\" = 0;"
     ]
+  },
+  {
+    "name": "0009_handler_uid",
+    "hash": "a9b4f14230fe503f26b46661e646fac3805b483734154e64045de2c0c40a134d",
+    "statements": [
+      "ALTER TABLE `terminal_callbacks` ADD `uid` integer;"
+    ]
   }
 ];

@@ -46,8 +46,8 @@ export class SqliteNotifyStore implements NotifyStore {
 
   insertCallback(row: CallbackRow): void {
     this.run(
-      `INSERT INTO terminal_callbacks (id, scope, name, consumer, session_id, leg_id, argv, filter_kinds, filter_ids, origin, host_id, enabled, created_at, retired_at)
-       VALUES ($id, $scope, $name, $consumer, $session_id, $leg_id, $argv, $filter_kinds, $filter_ids, $origin, $host_id, $enabled, $created_at, $retired_at)`,
+      `INSERT INTO terminal_callbacks (id, scope, name, consumer, session_id, leg_id, argv, filter_kinds, filter_ids, origin, host_id, uid, enabled, created_at, retired_at)
+       VALUES ($id, $scope, $name, $consumer, $session_id, $leg_id, $argv, $filter_kinds, $filter_ids, $origin, $host_id, $uid, $enabled, $created_at, $retired_at)`,
       { ...row },
     );
   }
@@ -107,7 +107,7 @@ export class SqliteNotifyStore implements NotifyStore {
   owedToHandlers(query: OwedQuery): OwedDelivery[] {
     if (query.hostId !== undefined) {
       // A host without a live registration is owed nothing: every leg's push asks, and most find none.
-      const probe = liveHandlerOnHostStatement(SQLITE_DIALECT, query.hostId);
+      const probe = liveHandlerOnHostStatement(SQLITE_DIALECT, query.hostId, query.uid);
       if (this.all(probe.sql, probe.values as Params).length === 0) return [];
     }
     // Holding nothing back is the same rule judged at the end of time: every unsettled row is open then.

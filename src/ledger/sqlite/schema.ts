@@ -327,6 +327,8 @@ export const terminalCallbacks = sqliteTable(
     filter_ids: text("filter_ids"),
     origin: text("origin").notNull(),
     host_id: text("host_id").notNull(),
+    /** The registering uid (§18): a process runs only its own uid's handlers; null (older rows) runs nowhere. */
+    uid: integer("uid"),
     enabled: integer("enabled").notNull().default(1),
     created_at: real("created_at").notNull(),
     retired_at: real("retired_at"),

@@ -1,0 +1,1 @@
+ALTER TABLE "terminal_callbacks" ADD COLUMN "uid" integer;
