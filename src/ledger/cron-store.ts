@@ -43,6 +43,8 @@ export interface CronStore {
   setPaused(id: string, paused: boolean, nextDueAt: number | null, now: number): Awaitable<number>;
   /** Active schedules whose cursor is at or before `now`, earliest first. */
   dueSchedules(now: number, limit: number): Awaitable<CronScheduleRow[]>;
+  /** The earliest cursor of an active schedule (when a watcher must next look), or null when none falls due. */
+  earliestDue(): Awaitable<number | null>;
   /**
    * The schedule, locked for the rest of the transaction where the backend has row locks (PostgreSQL:
    * FOR UPDATE SKIP LOCKED, so a second watcher passes it by instead of waiting); null when it is gone

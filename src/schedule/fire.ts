@@ -40,6 +40,8 @@ export interface FireSummary {
   taken: number;
   /** Schedules whose decision failed (the ledger, mostly): nothing of theirs was written; the next pass tries again. */
   errors: { schedule: string; error: unknown }[];
+  /** When the next pass has something to decide (the earliest active cursor after this one), or null for never. */
+  nextDueAt: number | null;
 }
 
 /** Another watcher moved the cursor or recorded the due time first: roll back everything of this schedule. */
@@ -140,7 +142,7 @@ async function decideSchedule(ledger: Ledger, due: CronScheduleRow, decision: De
 
 /** One cron pass at `now` (the ledger's clock). */
 export async function firePass(ledger: Ledger, now: number, options: FireOptions): Promise<FireSummary> {
-  const summary: FireSummary = { actions: [], taken: 0, errors: [] };
+  const summary: FireSummary = { actions: [], taken: 0, errors: [], nextDueAt: null };
   const due = await ledger.backend.cron.dueSchedules(now, options.limit ?? DEFAULT_LIMIT);
   for (const schedule of due) {
     const decision = decideDue({ expression: schedule.cron, timeZone: schedule.time_zone }, schedule.missed, schedule.next_due_at!, now);
@@ -155,5 +157,7 @@ export async function firePass(ledger: Ledger, now: number, options: FireOptions
       else summary.errors.push({ schedule: schedule.name, error });
     }
   }
+  // A failed schedule is due again at once; otherwise ask the ledger (left-over due ones beyond the limit too).
+  summary.nextDueAt = summary.errors.length > 0 ? now : await ledger.backend.cron.earliestDue();
   return summary;
 }

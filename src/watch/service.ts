@@ -154,8 +154,15 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     }
   }
 
-  /** Cron schedules due by the ledger's clock, every pass: a due time fires within a pass of falling due. */
-  async function cronPass(): Promise<void> {
+  /**
+   * Cron schedules due by the ledger's clock. A watcher that knows the earliest due time asks the ledger
+   * again only then, or after a commit (a schedule added, resumed, or decided by another watcher wakes it:
+   * the file watch on SQLite, the schedules trigger's NOTIFY on PostgreSQL); without wake-ups, every pass.
+   */
+  const cron: { seen: { generation: number; nextDueAt: number | null } | null } = { seen: null };
+  async function cronPass(generation: number): Promise<void> {
+    const seen = cron.seen;
+    if (seen && wake.watching && seen.generation === generation && (seen.nextDueAt === null || ledger.now() < seen.nextDueAt)) return;
     try {
       await ledger.ready();
       const { firePass } = await import("../schedule/fire.ts");
@@ -165,7 +172,9 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
       report.schedule_fires += fired.actions.length;
       for (const e of fired.errors) fail(`schedule ${e.schedule}`, e.error);
       if (fired.errors.length === 0) outage.succeeded("schedule");
+      cron.seen = { generation, nextDueAt: fired.nextDueAt };
     } catch (error) {
+      cron.seen = null;
       fail("schedule", error);
     }
   }
@@ -316,7 +325,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     const held = await lockHeld();
     if (held) {
       await replayPass();
-      await cronPass();
+      await cronPass(generation);
       if (clockMs() >= nextSweepAt) {
         await sweepPass();
         nextSweepAt = clockMs() + intervalMs;
@@ -328,7 +337,8 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     if (config.once) break;
     // A skipped pass (the lock could not be checked: the ledger is away) waits a whole poll: the sweep it
     // owes is overdue, and waiting until then would be no wait at all, a loop failing as fast as it can.
-    const waitMs = held ? Math.max(0, Math.min(pollMs, nextSweepAt - clockMs())) : pollMs;
+    const cronWaitMs = cron.seen?.nextDueAt == null ? pollMs : (cron.seen.nextDueAt - ledger.now()) * 1000;
+    const waitMs = held ? Math.max(0, Math.min(pollMs, nextSweepAt - clockMs(), cronWaitMs)) : pollMs;
     await Promise.race([wake.changed(generation, waitMs), stopped]);
   }
   return report;

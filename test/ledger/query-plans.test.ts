@@ -169,6 +169,7 @@ beforeAll(async () => {
   // Cron schedules: the due query every watcher pass runs, a schedule by name, the list, its newest decision,
   // and the cron pass's writes (claim, fire record, cursor), rolled back.
   await exercise("schedules due (every watcher pass)", () => backend.cron.dueSchedules(T0, 32));
+  await exercise("the earliest due schedule (when a watcher looks next)", () => backend.cron.earliestDue());
   await exercise("a schedule by name, the list, its newest fires", async () => {
     await backend.cron.getSchedule("nightly");
     await backend.cron.listSchedules();

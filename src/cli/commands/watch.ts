@@ -97,7 +97,7 @@ export default command({
           prune_keep_days: config.pruneKeepDays,
         });
         const report = await runWatch({ ledger, wake, lock, log, signal: stop.signal, delivery: { liHome: paths.home, concurrency: flags.deliveryConcurrency ?? settings.watch.deliveryConcurrency }, runsRoot: paths.runsRoot, spoolDir: spoolDirOf(paths.home), ...(pruneProgress ? { pruneProgress } : {}) }, config);
-        log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, removed_run_dirs: report.removed_run_dirs, replayed: report.replayed, errors: report.errors });
+        log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, removed_run_dirs: report.removed_run_dirs, replayed: report.replayed, schedule_fires: report.schedule_fires, errors: report.errors });
         // For cron: a pass that logged errors is not a success (the long-running watcher logs and goes on).
         if (config.once) return onceExitCode(report);
         // Another watcher of this host runs now: this one stopped so that one host never runs two.

@@ -175,5 +175,12 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
     "statements": [
       "ALTER TABLE \"terminal_callbacks\" ADD COLUMN \"uid\" integer;"
     ]
+  },
+  {
+    "name": "0011_schedules_notify",
+    "hash": "582d81febdd826c5b33b11f081e07c8ab384f74abb823bbc4c21324b49b4dc5d",
+    "statements": [
+      "-- PostgreSQL only (SQLite's watchers see every commit through the file watch). A schedule added, paused,\n-- resumed or moved to its next due time wakes the watchers (li_changes, '<schema>:' as a registration\n-- does), so a watcher that knows when the next schedule falls due need not ask the ledger before then.\nCREATE TRIGGER schedules_notify AFTER INSERT OR UPDATE OF paused, next_due_at ON schedules\n  FOR EACH STATEMENT EXECUTE FUNCTION li_notify_registrations();"
+    ]
   }
 ];

@@ -59,6 +59,11 @@ export class CronStatements implements CronStore {
     return rows.map(scheduleRow);
   }
 
+  async earliestDue(): Promise<number | null> {
+    const [row] = await this.db.all<{ t: number | null }>("SELECT MIN(next_due_at) AS t FROM schedules WHERE paused = 0", []);
+    return row?.t == null ? null : Number(row.t);
+  }
+
   claimSchedule(id: string): Promise<CronScheduleRow | null> {
     return this.one(`SELECT * FROM schedules WHERE id = ?${this.db.skipLocked}`, [id]);
   }
