@@ -42,10 +42,11 @@ describe("li kill (end to end with li agent)", () => {
     expect(again.stderr).toBe(`li: session ${id} is already cancelled\n`);
   });
 
-  test("an unknown id exits 1; bad flags exit 2 naming the flag", async () => {
+  test("an unknown id exits 2 in the one wording; bad flags exit 2 naming the flag", async () => {
     const home = tempDir();
     await li(["agent", "--", fixture("exit-with"), "0"], { home });
-    expect((await li(["kill", "nope"], { home })).code).toBe(1);
+    const unknown = await li(["kill", "nope"], { home });
+    expect([unknown.code, unknown.stderr]).toEqual([2, "li: no run, session or branch matches 'nope'\n"]);
     const grace = await li(["kill", "nope", "--grace", "soon"], { home });
     expect(grace.code).toBe(2);
     expect(grace.stderr).toMatch(/--grace/);
