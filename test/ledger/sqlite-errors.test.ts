@@ -18,13 +18,13 @@ function errorOf(fn: () => unknown): unknown {
 }
 
 describeSqliteOnly("sqlite-errors")("classifySqliteError", () => {
-  test("a full database is unreachable (worth retrying, later spooling)", () => {
+  test("a full database is unreachable (worth retrying, later spooling) and marked disk full (§20: not waited for at setup)", () => {
     const db = new Database(":memory:");
     db.run("CREATE TABLE t (x BLOB)");
     // max_page_count makes "full" deterministic: no disk needs filling.
     db.run("PRAGMA max_page_count = 2");
     const fault = classifySqliteError(errorOf(() => db.run("INSERT INTO t VALUES (randomblob(100000))")));
-    expect(fault).toEqual({ reason: expect.stringMatching(/^disk full: .*\(SQLITE_FULL\)$/), unreachable: true });
+    expect(fault).toEqual({ reason: expect.stringMatching(/^disk full: .*\(SQLITE_FULL\)$/), unreachable: true, diskFull: true });
   });
 
   test("a read-only file is a refusal", () => {
