@@ -85,6 +85,13 @@ export interface LegRow {
   deferred: number;
   first_msg_id: string | null;
   last_msg_id: string | null;
+  /** How the leg's processes were found (cgroup, environ, group) and its cgroup's directory; absent on legs recorded before li kept them. */
+  containment?: string | null;
+  cgroup_path?: string | null;
+  /** The command tree's CPU seconds and peak resident memory, as the kernel counted them (SPEC §8.7). */
+  cpu_user_seconds?: number | null;
+  cpu_system_seconds?: number | null;
+  peak_rss_bytes?: number | null;
 }
 
 export interface BranchRow {
@@ -199,7 +206,17 @@ export interface EventContext {
   entity: EntityRow | null;
   branchId: string | null;
   /** The leg whose end the event was (sessions: the transition's leg, else the current one), when known. */
-  leg: { id: string; run_id: string; state_root: string; artifact_root: string; exit_code: number | null } | null;
+  leg: {
+    id: string;
+    run_id: string;
+    state_root: string;
+    artifact_root: string;
+    exit_code: number | null;
+    cpu_user_seconds?: number | null;
+    cpu_system_seconds?: number | null;
+    /** A bigint: PostgreSQL hands it over as text. */
+    peak_rss_bytes?: number | string | null;
+  } | null;
 }
 
 export interface DeadDelivery extends DeliveryRow {
@@ -262,6 +279,10 @@ export interface RecentRow {
   /** The current leg's host (machine id + boot id) and readable name; null for other kinds and legs recorded without them. */
   leg_host_id: string | null;
   leg_host_name: string | null;
+  /** What the current leg used (§8.7); null for other kinds, running legs and legs recorded before li kept it. */
+  leg_cpu_user_seconds?: number | null;
+  leg_cpu_system_seconds?: number | null;
+  leg_peak_rss_bytes?: number | string | null;
   /** A session's first branch (the id `li agent -r` resumes); null for other kinds. */
   branch_id: string | null;
 }

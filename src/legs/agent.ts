@@ -14,8 +14,8 @@ import type { AgentRequest } from "./request.ts";
 import type { ResumeHooks, ResumeTarget } from "./resume.ts";
 import { allocateRun, takeRunId, type RunDir } from "./rundir.ts";
 import type { AlsoInSetup, LegIds, LegPlan } from "./setup.ts";
-import { LiSignalTrap } from "./signals.ts";
 import type { StreamLimits } from "./stream-copy.ts";
+import { DEFAULT_KILL_GRACE_SECONDS, LiSignalTrap } from "./signals.ts";
 import type { AfterCommit, LegOutage, TeardownResult } from "./teardown/state.ts";
 
 /** Exit codes that mean "the provider failed" for linked-session reconciliation (§8.2 step 5). */
@@ -166,7 +166,8 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
       newId,
       checkEvidence: deps.checkEvidence ?? checkCompletionEvidenceLazily,
       afterCommit: [...(deps.afterCommit ?? []), ...(deps.notifier ? [deps.notifier.afterCommit(plan, deps.ledger)] : [])],
-      ...(deps.killGraceMs !== undefined ? { killGraceMs: deps.killGraceMs } : {}),
+      killGraceMs: deps.killGraceMs ?? (req.killGrace ?? DEFAULT_KILL_GRACE_SECONDS) * 1000,
+      stopLeftovers: req.stopLeftovers === true,
       ...(deps.drainGraceMs !== undefined ? { drainGraceMs: deps.drainGraceMs } : {}),
       ...(deps.heartbeatMs !== undefined ? { heartbeatMs: deps.heartbeatMs } : {}),
       ...(deps.streamLimits ? { streamLimits: deps.streamLimits } : {}),

@@ -16,9 +16,11 @@ import { commandExitCode, naturalTermination, type Termination } from "./outcome
 import { readStartTicks } from "../host/proc.ts";
 import type { ResumeSetup } from "./resume.ts";
 import { newSessionRows, nodeMetadata, recordCommandMarkers, setupContinuation, setupNewSession, type AlsoInSetup, type LegIds, type LegPlan, type SpooledSetup } from "./setup.ts";
-import { armDeadline, GroupTerminator, LI_SIGNALS, LiSignalTrap } from "./signals.ts";
 import { spawnCommand, SpawnError, type SpawnedCommand } from "./spawn.ts";
 import type { AfterCommit, LegOutage, SpoolReservation, SpoolWhole, TeardownResult } from "./teardown/state.ts";
+import { armDeadline, DEFAULT_KILL_GRACE_MS, GroupTerminator, LI_SIGNALS, LiSignalTrap } from "./signals.ts";
+import { containmentMode, spawnContained, type LegProcesses } from "./leg-processes.ts";
+import { endContainment, type EndedContainment } from "./leftovers.ts";
 import { retryLockWaitMs, retryUnreachable } from "./ledger-retry.ts";
 import { formatDuration } from "../util/duration.ts";
 import type { LedgerUnavailableError } from "../util/errors.ts";
@@ -65,6 +67,8 @@ export interface LegOptions {
   now: () => number;
   newId: () => string;
   killGraceMs?: number;
+  /** A normal end stops what is still running in the leg after the grace (--stop-leftovers), instead of only listing it. */
+  stopLeftovers?: boolean;
   drainGraceMs?: number;
   heartbeatMs?: number;
   tailBytes?: number;
@@ -226,6 +230,8 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
   let termination: Termination = "spawn_failed";
   let exitCode: number | null = null;
   let commandMarkers: { pid: number; startTicks: number | null } | undefined;
+  let processes: LegProcesses | null = null;
+  let contained: EndedContainment | null = null;
   // A kill request recorded on the leg (li kill from another host) stops it as li kill's SIGTERM would here.
   const killRequest = ledger ? watchKillRequest(ledger.backend, plan.legId, () => signals.request("SIGTERM")) : null;
   const stopHeartbeat = ledger
@@ -242,11 +248,14 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
       o.io.log(`${before} before the command started: it was not started`);
     } else {
       try {
-        child = spawnCommand(plan.argv, {
-          cwd: plan.cwd,
-          env: commandEnv(o.env, { sessionId: plan.sessionId, branchId: plan.branchId, runId: plan.runId, artifactRoot: plan.run.artifactRoot, escalateFile }, o.passEnv),
-          stdin: o.stdin,
-        });
+        const env = commandEnv(o.env, { sessionId: plan.sessionId, branchId: plan.branchId, runId: plan.runId, artifactRoot: plan.run.artifactRoot, escalateFile }, o.passEnv);
+        // The leg owns every process the command starts (§8.7): its own cgroup where li can make one.
+        const spawned = spawnContained({ runId: plan.runId, supervisorStartTicks: plan.supervisor.startTicks, startedAt: plan.startedAt }, containmentMode(o.env), () =>
+          spawnCommand(plan.argv, { cwd: plan.cwd, env, stdin: o.stdin }),
+        );
+        child = spawned.child;
+        processes = spawned.processes;
+        if (spawned.warning) o.io.log(spawned.warning);
       } catch (error) {
         if (!(error instanceof SpawnError)) throw error;
         failure = error.message;
@@ -259,18 +268,26 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
       // starts: li's thread is idle until the command exits.
       teardownModule = loadTeardown(o.afterCommit);
       const pid = child.pid;
-      terminator = new GroupTerminator(pid, o.killGraceMs);
+      terminator = new GroupTerminator(pid, o.killGraceMs, undefined, processes ?? undefined);
       signals.attach(terminator);
       const disarm = armDeadline(o.timeout, () => terminator?.stop("timeout", "SIGTERM"));
       const pumps = [pump(child.stdout, [o.io.stdout, toStream, (c) => tail.push(c)]), pump(child.stderr, [o.io.stderr, toStream])];
       await o.hooks?.afterSpawn?.(plan, pid);
       commandMarkers = { pid, startTicks: readStartTicks(pid) };
-      if (ledger) await recordCommandMarkers(ledger, plan.legId, commandMarkers).catch(() => {});
+      if (ledger) await recordCommandMarkers(ledger, plan.legId, commandMarkers, processes?.scope).catch(() => {});
       // The supervisor stays for as long as the command runs: from here on its hot paths (the output pumps) may be compiled.
       startUpDone();
       const exit = await child.exited;
       disarm();
       await terminator.settle();
+      if (processes) {
+        contained = await endContainment(processes, child.usage(), {
+          stopped: terminator.reason !== null,
+          stopLeftovers: o.stopLeftovers === true,
+          graceMs: o.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
+          log: o.io.log,
+        });
+      }
       await drainPumps(pumps, o.drainGraceMs);
       termination = terminator.reason ?? naturalTermination(exit.exitCode, exit.signalCode);
       exitCode = commandExitCode(exit.exitCode, exit.signalCode);
@@ -303,6 +320,7 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
     escalateFile,
     ...(runDirProblem !== null ? { runDirProblem: { path: plan.run.stateRoot, error: runDirProblem, artifactRootGone: isWithin(plan.run.stateRoot, plan.run.artifactRoot) } } : {}),
     nodeMetadata: nodeMetadata(plan, commandMarkers),
+    containment: contained,
     now: o.now,
     newId: o.newId,
     log: o.io.log,

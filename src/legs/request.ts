@@ -6,7 +6,7 @@ import type { ArtifactContract } from "../contracts/artifacts.ts";
 import { parseDuration, parseNonNegativeInt } from "../util/duration.ts";
 import { ExitCode, UsageError } from "../util/errors.ts";
 import { assertSafeId } from "../util/ids.ts";
-import { DEFAULT_LEDGER_RETRY_SECONDS } from "../settings/defaults.ts";
+import { DEFAULT_KILL_GRACE_SECONDS, DEFAULT_LEDGER_RETRY_SECONDS } from "../settings/defaults.ts";
 import { resolveSaveDir, RUN_ID_ENV } from "./rundir.ts";
 
 /** The flags of `li agent` as citty hands them over. */
@@ -15,6 +15,8 @@ export interface AgentArgs {
   notify?: string | undefined;
   timeout?: string | undefined;
   ledgerRetry?: string | undefined;
+  killGrace?: string | undefined;
+  stopLeftovers?: boolean | undefined;
   artifact?: string | string[] | undefined;
   profile?: string | undefined;
   playbook?: string | undefined;
@@ -43,6 +45,10 @@ export interface AgentRequest {
   timeout: number | null;
   /** Seconds to retry an unreachable ledger (setup, the final write) before spooling (§17); absent = the default. */
   ledgerRetry?: number;
+  /** Seconds between SIGTERM and SIGKILL when the leg is stopped (§8.7). */
+  killGrace?: number;
+  /** A normal end stops what is still running in the leg, instead of only listing it. */
+  stopLeftovers?: boolean;
   contract: ArtifactContract | null;
   contractWarnings: string[];
   saveDir: string | undefined;
@@ -69,6 +75,9 @@ export interface RequestContext {
   defaultTimeout?: number | null;
   /** `agent.ledger_retry` from settings, used when --ledger-retry is absent. */
   defaultLedgerRetry?: number;
+  /** `agent.kill_grace` and `agent.stop_leftovers` from settings. */
+  defaultKillGrace?: number;
+  defaultStopLeftovers?: boolean;
   /** li's environment, read (not consumed) to refuse an unsafe LI_RUN_ID before anything is written. */
   env?: Readonly<Record<string, string | undefined>>;
 }
@@ -90,6 +99,7 @@ export async function parseAgentRequest(args: AgentArgs, passthrough: readonly s
   if (detach && !persist) throw new UsageError("--detach needs persistence: an id nobody can wait on is worse than an error (drop --no-persist)", ExitCode.unavailable);
   const timeout = args.timeout !== undefined ? parseDuration(args.timeout, "--timeout") : (ctx.defaultTimeout ?? null);
   const ledgerRetry = args.ledgerRetry !== undefined ? parseDuration(args.ledgerRetry, "--ledger-retry", { allowZero: true }) : (ctx.defaultLedgerRetry ?? DEFAULT_LEDGER_RETRY_SECONDS);
+  const killGrace = args.killGrace !== undefined ? parseDuration(args.killGrace, "--kill-grace", { allowZero: true }) : (ctx.defaultKillGrace ?? DEFAULT_KILL_GRACE_SECONDS);
   const autoResume = args.autoResume !== undefined ? parseNonNegativeInt(args.autoResume, "--auto-resume") : 0;
   if (autoResume > 0 && timeout === null) throw new UsageError("--auto-resume needs --timeout: only a timed-out leg is resumed");
   let resumeArgv: string[] | null = null;
@@ -139,6 +149,8 @@ export async function parseAgentRequest(args: AgentArgs, passthrough: readonly s
     notify: args.notify ?? null,
     timeout,
     ledgerRetry,
+    killGrace,
+    stopLeftovers: args.stopLeftovers ?? ctx.defaultStopLeftovers ?? false,
     contract,
     contractWarnings: warnings,
     saveDir: args.saveDir,

@@ -169,6 +169,7 @@ export async function setupContinuation(ledger: Ledger, plan: LegPlan, alsoInSet
  * node_metadata gets them only with the final guarded write (ADR-0105: markers move with a status write,
  * never in a write of their own); meanwhile the leg row is where liveness is judged (§12).
  */
-export async function recordCommandMarkers(ledger: Ledger, legId: string, command: { pid: number; startTicks: number | null }): Promise<void> {
-  await ledger.backend.transaction((tx) => tx.updateLeg(legId, { command_pid: command.pid, command_start_ticks: command.startTicks }, { onlyOpen: true }));
+export async function recordCommandMarkers(ledger: Ledger, legId: string, command: { pid: number; startTicks: number | null }, scope?: { containment: string; cgroup: string | null }): Promise<void> {
+  const where = scope ? { containment: scope.containment, cgroup_path: scope.cgroup } : {};
+  await ledger.backend.transaction((tx) => tx.updateLeg(legId, { command_pid: command.pid, command_start_ticks: command.startTicks, ...where }, { onlyOpen: true }));
 }

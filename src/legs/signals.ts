@@ -1,18 +1,25 @@
-// Stopping a leg's command: one termination cause, the signal sent to its group once, SIGKILL after a grace.
+// Stopping a leg's command: one termination cause, the signal sent to its group and every process of the leg once, SIGKILL after a grace.
 
 import { armTimer } from "../util/timer.ts";
+import { DEFAULT_KILL_GRACE_SECONDS } from "../settings/defaults.ts";
 import { killGroup, type SignalSender } from "../host/proc.ts";
+import type { LegProcesses } from "./leg-processes.ts";
 import type { Termination } from "./outcome.ts";
 
 /** Signals to li that end a leg, and the termination each one records. */
 export const LI_SIGNALS = { SIGINT: "sigint", SIGTERM: "sigterm", SIGHUP: "sighup" } as const satisfies Record<string, Termination>;
 export type LiSignal = keyof typeof LI_SIGNALS;
 
-export const DEFAULT_KILL_GRACE_MS = 5000;
+export { DEFAULT_KILL_GRACE_SECONDS };
+export const DEFAULT_KILL_GRACE_MS = DEFAULT_KILL_GRACE_SECONDS * 1000;
+
+/** How long the stop waits for the kernel to take what SIGKILL hit, before the leg ends without them. */
+const AFTER_KILL_WAIT_MS = 1000;
 
 /**
- * Ends the command's process group at most once. The first cause wins (a Ctrl-C after a
- * deadline stays a timeout); later requests neither re-signal nor change the cause.
+ * Ends the command's process group, and with `processes` every process of the leg (those that left the
+ * group or the session too, SPEC §8.7), at most once. The first cause wins (a Ctrl-C after a deadline
+ * stays a timeout); later requests neither re-signal nor change the cause.
  */
 export class GroupTerminator {
   private cause: Termination | null = null;
@@ -23,6 +30,7 @@ export class GroupTerminator {
     private readonly pgid: number,
     private readonly graceMs: number = DEFAULT_KILL_GRACE_MS,
     private readonly sendSignal?: SignalSender,
+    private readonly processes?: LegProcesses,
   ) {}
 
   get reason(): Termination | null {
@@ -46,13 +54,18 @@ export class GroupTerminator {
    * empty or that SIGKILL went out. A command that ended on its own leaves its group alone.
    */
   async settle(pollMs = 20): Promise<void> {
-    while (this.cause !== null && !this.killed && this.groupRemains()) await Bun.sleep(pollMs);
+    while (this.cause !== null && !this.killed && this.legRemains()) await Bun.sleep(pollMs);
     this.dispose();
+    if (this.killed && this.processes) await this.processes.waitGone(AFTER_KILL_WAIT_MS, pollMs);
   }
 
   /** No SIGKILL for whatever of the group remains. */
   dispose(): void {
     this.disarmKill();
+  }
+
+  private legRemains(): boolean {
+    return this.groupRemains() || (this.processes !== undefined && this.processes.list().length > 0);
   }
 
   private groupRemains(): boolean {
@@ -68,6 +81,12 @@ export class GroupTerminator {
       killGroup(this.pgid, signal, this.sendSignal);
     } catch {
       // EPERM: the group now holds a process that is not ours; nothing more li may do.
+    }
+    try {
+      // The group got it above: only what left the group is signalled here, so nothing is told twice.
+      this.processes?.signal(signal, this.pgid);
+    } catch {
+      // A process of the leg li may not signal: the rest were.
     }
   }
 }

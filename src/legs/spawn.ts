@@ -16,6 +16,14 @@ export interface SpawnedCommand {
   readonly stderr: ReadableStream<Uint8Array>;
   /** Resolves when the command exits: its exit status, or the signal that ended it. */
   readonly exited: Promise<{ exitCode: number | null; signalCode: string | null }>;
+  /** Once exited: the kernel's figures for the command and the descendants it waited for (wait4's rusage); null before, or when unknown. */
+  usage(): ChildUsage | null;
+}
+
+export interface ChildUsage {
+  cpuUserSeconds: number;
+  cpuSystemSeconds: number;
+  maxRssBytes: number;
 }
 
 /** A command that could not start: not found (127) or not executable (126), the codes a shell gives (§16). */
@@ -53,7 +61,12 @@ export function spawnCommand(argv: readonly string[], options: SpawnOptions): Sp
     const signal = child.signalCode;
     return { exitCode: signal ? null : child.exitCode, signalCode: signal === null || signal === undefined ? null : String(signal) };
   });
-  return { pid: child.pid, stdout: child.stdout, stderr: child.stderr, exited };
+  const usage = (): ChildUsage | null => {
+    const r = child.resourceUsage();
+    if (!r) return null;
+    return { cpuUserSeconds: Number(r.cpuTime.user) / 1e6, cpuSystemSeconds: Number(r.cpuTime.system) / 1e6, maxRssBytes: r.maxRSS };
+  };
+  return { pid: child.pid, stdout: child.stdout, stderr: child.stderr, exited, usage };
 }
 
 /** The stdin a command gets: a terminal cannot be shared with a group outside its foreground (§8). */

@@ -26,6 +26,20 @@ export interface Envelope {
     branch_id: string | null;
   };
   artifacts: { kind: "run_dir" | "artifact_root"; location: string }[];
+  /** What the event's own leg used, as the kernel counted it (§8.7); null for other kinds and legs without figures. */
+  resource_use: ResourceUse | null;
+}
+
+export interface ResourceUse {
+  cpu_user_seconds: number | null;
+  cpu_system_seconds: number | null;
+  peak_rss_bytes: number | null;
+}
+
+/** A leg's figures as the envelope carries them; null when none was recorded. */
+export function resourceUseOf(leg: { cpu_user_seconds?: number | null; cpu_system_seconds?: number | null; peak_rss_bytes?: number | string | null } | null): ResourceUse | null {
+  if (!leg || (leg.cpu_user_seconds == null && leg.cpu_system_seconds == null && leg.peak_rss_bytes == null)) return null;
+  return { cpu_user_seconds: leg.cpu_user_seconds ?? null, cpu_system_seconds: leg.cpu_system_seconds ?? null, peak_rss_bytes: leg.peak_rss_bytes == null ? null : Number(leg.peak_rss_bytes) };
 }
 
 /** Everything outside the envelope a handler's placeholders need. */
@@ -64,6 +78,7 @@ export function envelopeFromContext(ctx: EventContext): { envelope: Envelope; ex
       branch_id: ctx.branchId,
     },
     artifacts,
+    resource_use: resourceUseOf(ctx.leg && ctx.leg.id === t.leg_id ? ctx.leg : null),
   };
   // The event's own leg keeps its exit code; the session row's is cleared when a resume reopens it.
   const legExit = ctx.leg && ctx.leg.id === t.leg_id ? ctx.leg.exit_code : null;
@@ -81,6 +96,7 @@ export function undurableEnvelope(input: {
   occurredAt: number;
   runDir?: string | null;
   artifactRoot?: string | null;
+  resourceUse?: ResourceUse | null;
 }): Envelope {
   const artifacts: Envelope["artifacts"] = [];
   if (input.runDir) artifacts.push({ kind: "run_dir", location: input.runDir });
@@ -103,6 +119,7 @@ export function undurableEnvelope(input: {
       branch_id: input.branchId,
     },
     artifacts,
+    resource_use: input.resourceUse ?? null,
   };
 }
 

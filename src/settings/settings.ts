@@ -13,7 +13,7 @@ import { parseSize, parseSizeOrShare, type SizeOrShare } from "../util/size.ts";
 import { isSafeId } from "../util/ids.ts";
 import { judgeOwnership } from "../util/ownership.ts";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
-import { DEFAULT_LEDGER_RETRY_SECONDS } from "./defaults.ts";
+import { DEFAULT_KILL_GRACE_SECONDS, DEFAULT_LEDGER_RETRY_SECONDS } from "./defaults.ts";
 import { findProjectFile, SETTINGS_FILE } from "./lookup.ts";
 import { trustCommand, trustState } from "./trust.ts";
 
@@ -37,6 +37,10 @@ export interface Settings {
   readonly agentStreamReserve: SizeOrShare | null;
   /** Bytes one leg's stream copy may hold (§20); null = no cap. */
   readonly agentStreamMax: number | null;
+  /** Seconds between SIGTERM and SIGKILL when a leg is stopped (--kill-grace). */
+  readonly agentKillGrace: number;
+  /** A normal end stops what is still running in the leg (--stop-leftovers). */
+  readonly agentStopLeftovers: boolean;
   readonly watch: WatchSettings;
 }
 
@@ -52,6 +56,8 @@ const sizeOrShareValue: KeyParser<SizeOrShare> = (raw, origin) =>
   typeof raw === "number" && Number.isSafeInteger(raw) && raw >= 0 ? { ok: true, value: { bytes: raw } } : typeof raw === "string" ? checked(() => parseSizeOrShare(raw, origin), origin) : { ok: false, problem: `expected a size (bytes, 64M) or a share of the disk (1%), got ${describeType(raw)}` };
 const positiveIntValue: KeyParser<number> = (raw, origin) =>
   typeof raw === "number" ? (Number.isSafeInteger(raw) && raw > 0 ? { ok: true, value: raw } : { ok: false, problem: `expected a whole number greater than zero, got ${raw}` }) : typeof raw === "string" ? checked(() => parsePositiveInt(raw, origin), origin) : { ok: false, problem: `expected a whole number, got ${describeType(raw)}` };
+const booleanValue: KeyParser<boolean> = (raw, origin) =>
+  typeof raw === "boolean" ? { ok: true, value: raw } : { ok: false, problem: `expected true or false, got ${describeType(raw)}` };
 const positiveNumberValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parsePositiveNumber, "a positive number");
 
 /**
@@ -80,6 +86,8 @@ const KEYS = {
   "agent.ledger_retry": { parse: durationOrZeroValue, fallback: DEFAULT_LEDGER_RETRY_SECONDS },
   "agent.stream_reserve": { parse: sizeOrShareValue, fallback: null },
   "agent.stream_max": { parse: sizeValue, fallback: null },
+  "agent.kill_grace": { parse: durationOrZeroValue, fallback: DEFAULT_KILL_GRACE_SECONDS },
+  "agent.stop_leftovers": { parse: booleanValue, fallback: false },
   "watch.sweep_interval": { parse: durationValue, fallback: 30 },
   "watch.phantom_grace": { parse: durationOrZeroValue, fallback: 60 },
   "watch.phantom_hours": { parse: positiveNumberValue, fallback: 1 },
@@ -136,6 +144,8 @@ export function loadSettings(options: LoadSettingsOptions): { settings: Settings
     agentLedgerRetry: pick("agent.ledger_retry"),
     agentStreamReserve: pick("agent.stream_reserve"),
     agentStreamMax: pick("agent.stream_max"),
+    agentKillGrace: pick("agent.kill_grace"),
+    agentStopLeftovers: pick("agent.stop_leftovers"),
     watch: Object.freeze({
       sweepInterval: pick("watch.sweep_interval"),
       phantomGrace: pick("watch.phantom_grace"),

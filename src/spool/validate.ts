@@ -38,7 +38,18 @@ const final = z.strictObject({
   verification: z.unknown(),
   nodeMetadata: object,
   message: message.nullable(),
-  leg: z.strictObject({ status: z.string().max(64), reasonCode: z.string().max(200), artifactRootGone: z.literal(true).optional() }),
+  leg: z.strictObject({
+    status: z.string().max(64),
+    reasonCode: z.string().max(200),
+    artifactRootGone: z.literal(true).optional(),
+    usage: z
+      .strictObject({
+        cpu_user_seconds: z.number().nonnegative().finite().nullable(),
+        cpu_system_seconds: z.number().nonnegative().finite().nullable(),
+        peak_rss_bytes: z.number().int().nonnegative().nullable(),
+      })
+      .optional(),
+  }),
 });
 
 const nullableText = z.string().max(SPOOL_ENTRY_LIMIT).nullable();
@@ -70,6 +81,11 @@ const legRow = z.strictObject({
   deferred: z.number().int(),
   first_msg_id: id.nullable(),
   last_msg_id: id.nullable(),
+  containment: nullableText.optional(),
+  cgroup_path: nullableText.optional(),
+  cpu_user_seconds: z.number().nonnegative().finite().nullable().optional(),
+  cpu_system_seconds: z.number().nonnegative().finite().nullable().optional(),
+  peak_rss_bytes: nullableInt.optional(),
 });
 
 const setup = z.strictObject({

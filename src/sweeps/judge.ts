@@ -3,8 +3,8 @@
 import { LINKED_HOLD_REASON } from "../legs/linked-outcome.ts";
 import type { LegRow, RunningSession } from "../ledger/rows.ts";
 import { classifyLeg, sessionAgeWithoutLeg, type LegMarkers, type Liveness, type LivenessEvidence } from "./liveness.ts";
-import type { SweepEnv } from "./sweep.ts";
-import type { LegToFind } from "./unnamed-command.ts";
+import type { KilledLeg, SweepEnv } from "./sweep.ts";
+import type { LegToFind } from "../legs/environ-scan.ts";
 import { LEG_RUN_ID_ENV } from "../legs/env.ts";
 
 /** alive: some open leg lives (or a running linked session holds it); dead: positively gone; unknown: no markers. */
@@ -138,14 +138,18 @@ export function livenessEvidence(j: Judgement): Record<string, unknown> {
 export interface KilledEvidence {
   [key: string]: unknown;
   kind: "killed";
-  what: "command_group";
-  pgid: number;
-  start_ticks: number;
+  /** command_group: the command's group (and the rest of the leg); leg_processes: only processes that had left it. */
+  what: "command_group" | "leg_processes";
+  pgid?: number;
+  start_ticks?: number;
   signal: "SIGKILL";
   at: number;
   /** Set when no marker named the command: how it was found, and every group and process killed. */
   found_by?: string;
+  /** Every process of the leg killed by its containment (§8.7): those that left the group or the session too. */
+  leg_processes?: KilledLeg;
 }
+
 
 /**
  * Kills the orphaned command's group when its identity still matches (probed again right before
@@ -153,6 +157,14 @@ export interface KilledEvidence {
  * unnamed-command.ts). Returns the evidence entry, or null when nothing was killed.
  */
 export function killOrphanCommand(j: Judgement, env: SweepEnv, at: number): KilledEvidence | null {
+  const command = killCommandGroup(j, env, at);
+  // Then the rest of the leg, whatever left the command's group or session (§8.7): never on another host.
+  const rest = j.currentLeg && !j.remote && j.liveness?.supervisor !== "alive" ? (env.killLeg?.(j.currentLeg) ?? null) : null;
+  if (!rest) return command;
+  return command ? { ...command, leg_processes: rest } : { kind: "killed", what: "leg_processes", signal: "SIGKILL", at, leg_processes: rest };
+}
+
+function killCommandGroup(j: Judgement, env: SweepEnv, at: number): KilledEvidence | null {
   const orphan = j.orphanCommand;
   if (!orphan) return j.unnamedCommand ? killUnnamedCommand(j.unnamedCommand, env, at) : null;
   if (env.probe(orphan.pid, orphan.startTicks) !== "alive") return null;

@@ -94,7 +94,7 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
     // Dead, reused or unverified (no start ticks to match): that pid is never signalled. The orphaned command dies if it is still the same process.
     const at = now();
     const killed = killOrphanCommand(j, env, at);
-    if (killed) signals.push({ target: "command_group", pid: killed.pgid, signal: "SIGKILL", at });
+    if (killed?.pgid !== undefined) signals.push({ target: "command_group", pid: killed.pgid, signal: "SIGKILL", at });
     return finish(await writeDirect(ledger, env, j, now(), summary, killed ? [killed] : []), "written");
   }
 
@@ -118,11 +118,13 @@ export async function killSession(ledger: Ledger, input: string, options: KillOp
   if (cmd.commandPid != null && cmd.commandStartTicks != null && env.probe(cmd.commandPid, cmd.commandStartTicks) === "alive" && env.signalGroup(cmd.commandPid, "SIGKILL")) {
     signals.push({ target: "command_group", pid: cmd.commandPid, signal: "SIGKILL", at });
   }
+  // Whatever of the leg left the command's group or session (§8.7) goes with it.
+  const rest = env.killLeg?.(leg) ?? null;
   const outcome = await writeJudged(ledger, env, j, {
     status: "cancelled",
     reasonCode: "run.cancelled.force_kill",
     reasonSummary: `${summary}: still running ${options.graceSeconds}s after SIGTERM`,
-    evidence: [livenessEvidence(j), { kind: "force_kill", grace_seconds: options.graceSeconds, signals }],
+    evidence: [livenessEvidence(j), { kind: "force_kill", grace_seconds: options.graceSeconds, signals, ...(rest ? { leg_processes: rest } : {}) }],
     source: "admin",
     actor: "li.kill",
     endedAt: at,

@@ -6,11 +6,19 @@ import { hostId, killGroup, probeProcess } from "../host/proc.ts";
 import type { z } from "zod";
 import { UsageError } from "../util/errors.ts";
 import type { Probe } from "./liveness.ts";
-import { findLegCommand, type FoundProcess, type LegToFind } from "./unnamed-command.ts";
+import { findLegCommand, type FoundProcess, type LegToFind } from "../legs/environ-scan.ts";
+import { legProcessesOf } from "../legs/leg-processes.ts";
+import type { LegRow } from "../ledger/rows.ts";
 
 /** Test seams of a sweep: run between its decision and its write (e.g. to land a heartbeat there). */
 export interface SweepHooks {
   beforeWrite?(sessionId: string): Awaitable<void>;
+}
+
+/** What a sweep killed of a leg by its containment (cgroup, environ or group). */
+export interface KilledLeg {
+  containment: string;
+  pids: number[];
 }
 
 /** What a sweep needs of the machine it runs on; injectable so tests control identity and signals. */
@@ -24,12 +32,26 @@ export interface SweepEnv {
   signalProcess(pid: number, signal: NodeJS.Signals): boolean;
   /** The processes of a leg whose command no marker names, found by LI_LEG_RUN_ID (absent: never looked for). */
   findLegCommand?(leg: LegToFind): FoundProcess[];
+  /** SIGKILL to every process of a leg of this host by its containment (§8.7); null when none was left (absent: never looked for). */
+  killLeg?(leg: LegRow): KilledLeg | null;
   hooks?: SweepHooks;
   /**
    * Unix seconds (the ledger's clock) since when this process has had the ledger without failing (§17):
    * set by the watcher after an outage, so no leg is judged by heartbeats it could not write.
    */
   reachableSince?: number | null;
+}
+
+/** The leg's processes found by its recorded containment, each verified before the signal; its emptied cgroup is removed. */
+function killLeg(leg: LegRow): KilledLeg | null {
+  const processes = legProcessesOf(leg);
+  const found = processes.list();
+  if (found.length === 0) {
+    processes.release();
+    return null;
+  }
+  processes.signal("SIGKILL");
+  return { containment: processes.containment, pids: found.map((p) => p.pid) };
 }
 
 function signalProcess(pid: number, signal: NodeJS.Signals): boolean {
@@ -50,6 +72,7 @@ export function hostEnv(overrides: Partial<SweepEnv> = {}): SweepEnv {
     signalGroup: overrides.signalGroup ?? ((pgid, signal) => killGroup(pgid, signal)),
     signalProcess: overrides.signalProcess ?? signalProcess,
     findLegCommand: overrides.findLegCommand ?? ((leg) => findLegCommand(leg)),
+    killLeg: overrides.killLeg ?? killLeg,
     ...(overrides.hooks ? { hooks: overrides.hooks } : {}),
   };
 }

@@ -113,7 +113,8 @@ describe("overlay, storage and verification", () => {
     expect(r.code).toBe(1);
     const s = await sessionRow(home.db, JSON.parse(r.stdout).session_id);
     expect([s.status, s.status_reason_code]).toEqual(["failed", "run.failed.missing_artifact"]);
-    expect(JSON.parse(s.status_evidence_refs)).toEqual([{ kind: "artifact", id: "out", path: "out.txt", required: true }]);
+    // The missing artifact decides; the containment entry every leg's evidence ends with follows it.
+    expect(JSON.parse(s.status_evidence_refs)).toEqual([{ kind: "artifact", id: "out", path: "out.txt", required: true }, expect.objectContaining({ kind: "containment" })]);
   });
 
   test("the artifact root in the run directory exists before the command starts, so it can write straight into $LI_ARTIFACT_ROOT", async () => {

@@ -147,7 +147,7 @@ describe("li show on a real `li agent` leg", () => {
     expect(out.artifact_dir).toBe(join(home.runs, record.run_id, "artifacts"));
     expect(out.artifact_contract.expected.map((e: any) => [e.id, e.required])).toEqual([["report", true], ["extra", false]]);
     expect(out.artifact_verification.status).toBe("warning");
-    expect(out.evidence).toEqual([expect.objectContaining({ kind: "process", exit_code: 0 })]);
+    expect(out.evidence).toEqual([expect.objectContaining({ kind: "process", exit_code: 0 }), expect.objectContaining({ kind: "containment", leftover_processes: [] })]);
     expect(out.callbacks).toHaveLength(1);
     expect(out.callbacks[0]).toMatchObject({ scope: "leg", argv: ["true", "{status}"], session_id: record.session_id });
     expect(out.deliveries).toEqual([expect.objectContaining({ consumer: out.callbacks[0].consumer, state: "acked", attempts: 1 })]);

@@ -20,6 +20,7 @@ export const FIXTURE_NAMES = [
   "escalate",
   "exec-chain",
   "read-stdin",
+  "escape",
 ] as const;
 
 export type FixtureName = (typeof FIXTURE_NAMES)[number];

@@ -65,6 +65,7 @@ describe("push", () => {
       occurred_at: w.clock.now(),
       correlation: { invocation_id: "inv-1", session_id: null, schedule_run_id: null, run_id: null, branch_id: null },
       artifacts: [],
+      resource_use: null,
     });
     expect(recorded(w.out("all"))).toEqual([`${outcome.transition.transitionId} failed invocation inv-1 `]);
   });

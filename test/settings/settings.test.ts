@@ -42,6 +42,8 @@ const DEFAULTS = {
   agentLedgerRetry: 120,
   agentStreamReserve: null,
   agentStreamMax: null,
+  agentKillGrace: 5,
+  agentStopLeftovers: false,
   watch: { sweepInterval: 30, phantomGrace: 60, phantomHours: 1, pruneKeepDays: null, deliveryConcurrency: 16 },
 };
 
@@ -94,6 +96,8 @@ describe("loadSettings: files and precedence", () => {
       agentLedgerRetry: 0,
       agentStreamReserve: { percent: 1.5 },
       agentStreamMax: 512 * 1024 * 1024,
+      agentKillGrace: 5,
+      agentStopLeftovers: false,
       watch: { sweepInterval: 10, phantomGrace: 90, phantomHours: 2, pruneKeepDays: 14, deliveryConcurrency: 16 },
     });
   });

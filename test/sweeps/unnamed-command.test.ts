@@ -6,7 +6,7 @@ import { fixture } from "../helpers/fixtures.ts";
 import { li } from "../helpers/cli.ts";
 import { isAlive, pidFromFile, signalPid, untilExeced, untilGone } from "../helpers/until.ts";
 import { readStartTicks } from "../../src/host/proc.ts";
-import { earliestStartTicks, findLegCommand } from "../../src/sweeps/unnamed-command.ts";
+import { earliestStartTicks, findLegCommand } from "../../src/legs/environ-scan.ts";
 import type { LedgerRows } from "../helpers/ledger-rows.ts";
 import { agentHome, rows, type AgentHome } from "../legs/agent-harness.ts";
 import { legAt } from "../legs/leg-at.ts";

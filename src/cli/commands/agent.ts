@@ -63,6 +63,8 @@ export default command({
     notify: { type: "string", valueHint: "TEMPLATE", description: "an argv template run once when the leg's session ends" },
     timeout: { type: "string", valueHint: "DURATION", description: "after this long the command's group gets SIGTERM, and SIGKILL 5 s later if it is still running (recorded timed_out, exit 124)" },
     "ledger-retry": { type: "string", valueHint: "DURATION", description: "how long to retry an unreachable ledger before spooling the outcome under $LI_HOME/spool (default 2m)" },
+    "kill-grace": { type: "string", valueHint: "DURATION", description: "how long a stopped leg's processes get between SIGTERM and SIGKILL (default 5s; setting agent.kill_grace)" },
+    "stop-leftovers": { type: "boolean", description: "after a normal end, stop what the command left running in the leg (setting agent.stop_leftovers)" },
     artifact: { type: "string", valueHint: "ID=PATH[?]", complete: "files", description: "an expected artifact under the artifact root (? = optional); repeatable" },
     profile: { type: "string", valueHint: "NAME", description: "artifacts from .li/profiles/NAME.yaml" },
     playbook: { type: "string", valueHint: "FILE", complete: "files", description: "artifacts from a playbook file" },
@@ -92,7 +94,7 @@ export default command({
     heartbeatMsFromEnv(process.env);
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, note);
-    const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, ...(settings ? { defaultLedgerRetry: settings.agentLedgerRetry } : {}), env: process.env });
+    const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, ...(settings ? { defaultLedgerRetry: settings.agentLedgerRetry, defaultKillGrace: settings.agentKillGrace, defaultStopLeftovers: settings.agentStopLeftovers } : {}), env: process.env });
     req.contractWarnings.forEach(note);
     if (req.detach) {
       // The supervisor's warnings go to its log: a bad --notify is worth saying here, where someone reads it.
@@ -232,6 +234,8 @@ function agentArgs(parsed: Record<string, unknown>, rawArgs: readonly string[]):
     notify: str("notify"),
     timeout: str("timeout"),
     ledgerRetry: str("ledger-retry"),
+    killGrace: str("kill-grace"),
+    stopLeftovers: bool("stop-leftovers"),
     artifact: repeatedFlag(rawArgs, "artifact"),
     profile: str("profile"),
     playbook: str("playbook"),
@@ -289,7 +293,7 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, readyVal
   try {
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, log);
-    const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, ...(settings ? { defaultLedgerRetry: settings.agentLedgerRetry } : {}), env: process.env });
+    const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, ...(settings ? { defaultLedgerRetry: settings.agentLedgerRetry, defaultKillGrace: settings.agentKillGrace, defaultStopLeftovers: settings.agentStopLeftovers } : {}), env: process.env });
     try {
       ledger = open(NO_PATIENCE);
     } catch (error) {

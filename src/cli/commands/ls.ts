@@ -139,6 +139,8 @@ export default command({
           // The current leg's host: on a shared ledger, where it ran (artifact paths are that host's).
           host_id: e.row.leg_host_id ?? null,
           host_name: e.row.leg_host_name ?? null,
+          // What the current leg used, as the kernel counted it (§8.7); null while it runs.
+          resource_use: e.row.kind === "session" ? resourceUse(e.row.leg_cpu_user_seconds, e.row.leg_cpu_system_seconds, e.row.leg_peak_rss_bytes) : null,
           // An outcome of this session waits in this host's spool (§17): the ledger does not show it yet.
           spooled: e.row.kind === "session" && spooled.has(e.row.id),
         })),
@@ -176,3 +178,9 @@ export default command({
     return 0;
   },
 });
+
+/** A leg's resource figures for --json; null when none was recorded. */
+function resourceUse(user: number | null | undefined, system: number | null | undefined, peak: number | string | null | undefined): Record<string, number | null> | null {
+  if (user == null && system == null && peak == null) return null;
+  return { cpu_user_seconds: user ?? null, cpu_system_seconds: system ?? null, peak_rss_bytes: peak == null ? null : Number(peak) };
+}

@@ -50,6 +50,13 @@ function hostText(leg: LegRow): string {
   return leg.host_name ? `${leg.host_name} (${leg.host_id ?? "no host id"})` : (leg.host_id ?? "-");
 }
 
+/** CPU seconds and peak resident memory of a leg, as the kernel counted them (§8.7). */
+function resourceText(leg: LegRow): string {
+  const cpu = leg.cpu_user_seconds != null ? `cpu ${leg.cpu_user_seconds.toFixed(2)}s user, ${(leg.cpu_system_seconds ?? 0).toFixed(2)}s system` : "cpu -";
+  const peak = leg.peak_rss_bytes != null ? `peak memory ${(Number(leg.peak_rss_bytes) / (1024 * 1024)).toFixed(1)} MiB` : "peak memory -";
+  return `${cpu}; ${peak}`;
+}
+
 /** The escalation file of the leg whose outcome used it (evidence or metadata holding escalations), if any. */
 function escalationFile(s: Shown): string | null {
   const used = s.transitions.filter((t) => {
@@ -88,6 +95,8 @@ function summaryLines(s: Shown, colour: boolean): string[] {
   }
   if ("exit_code" in row) field("exit code", row.exit_code === null || row.exit_code === undefined ? "-" : safeText(row.exit_code));
   if (leg) field("run dir", safeText(leg.state_root));
+  if (leg?.containment) field("contained", safeText(leg.containment === "cgroup" && leg.cgroup_path ? `cgroup ${leg.cgroup_path}` : leg.containment));
+  if (leg && (leg.cpu_user_seconds != null || leg.peak_rss_bytes != null)) field("resources", resourceText(leg));
   const artifacts = artifactDirOf(s);
   if (artifacts !== null) field("artifacts", safeText(artifacts));
   else if (leg?.artifact_root === "") field("artifacts", "- (its run directory could not be written)");

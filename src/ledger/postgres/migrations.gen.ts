@@ -182,5 +182,16 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
     "statements": [
       "-- PostgreSQL only (SQLite's watchers see every commit through the file watch). A schedule added, paused,\n-- resumed or moved to its next due time wakes the watchers (li_changes, '<schema>:' as a registration\n-- does), so a watcher that knows when the next schedule falls due need not ask the ledger before then.\nCREATE TRIGGER schedules_notify AFTER INSERT OR UPDATE OF paused, next_due_at ON schedules\n  FOR EACH STATEMENT EXECUTE FUNCTION li_notify_registrations();"
     ]
+  },
+  {
+    "name": "0012_legs_containment",
+    "hash": "1d48e0048ba60b9edad703a056933e51f51948073cc7a3049c13f2404f6dab85",
+    "statements": [
+      "ALTER TABLE \"legs\" ADD COLUMN \"containment\" text;",
+      "ALTER TABLE \"legs\" ADD COLUMN \"cgroup_path\" text;",
+      "ALTER TABLE \"legs\" ADD COLUMN \"cpu_user_seconds\" double precision;",
+      "ALTER TABLE \"legs\" ADD COLUMN \"cpu_system_seconds\" double precision;",
+      "ALTER TABLE \"legs\" ADD COLUMN \"peak_rss_bytes\" bigint;"
+    ]
   }
 ];

@@ -7,7 +7,7 @@ import type { ConsumerRow, LegRow, OwedDelivery, TransitionRow } from "../rows.t
 
 /** The bigint columns of each table li reads whole rows of (schema.ts declares them with int64()). */
 export const BIGINT_COLUMNS = {
-  legs: ["pid", "pid_start_ticks", "command_pid", "command_start_ticks"],
+  legs: ["pid", "pid_start_ticks", "command_pid", "command_start_ticks", "peak_rss_bytes"],
   status_transitions: ["seq"],
   consumers: ["watermark"],
   /** Read only as the seq the next transition gets (backend.ts insertTransition, through num()). */

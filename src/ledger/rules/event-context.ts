@@ -10,7 +10,7 @@ import type { Awaitable } from "../../util/awaitable.ts";
 type EventLeg = NonNullable<EventContext["leg"]>;
 type One = <T>(statement: ViewStatement) => Awaitable<T | null>;
 
-const LEG_COLUMNS = "id, run_id, state_root, artifact_root, exit_code";
+const LEG_COLUMNS = "id, run_id, state_root, artifact_root, exit_code, cpu_user_seconds, cpu_system_seconds, peak_rss_bytes";
 
 /**
  * The leg a session's event names: the one recorded on the transition, so a notice delivered after a

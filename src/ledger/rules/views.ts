@@ -77,9 +77,10 @@ export function recentStatement(d: ViewDialect, kind: EntityKind, filter: Recent
   const legs =
     kind === "session"
       ? `(SELECT COUNT(*) FROM legs c WHERE c.session_id = e.id) AS leg_count, l.started_at AS leg_started_at, l.ended_at AS leg_ended_at, l.command AS leg_command, l.host_id AS leg_host_id, l.host_name AS leg_host_name,
+         l.cpu_user_seconds AS leg_cpu_user_seconds, l.cpu_system_seconds AS leg_cpu_system_seconds, l.peak_rss_bytes AS leg_peak_rss_bytes,
          (SELECT b.id FROM branches b WHERE b.session_id = e.id ORDER BY b.created_at, b.id LIMIT 1) AS branch_id
          FROM ${t} e LEFT JOIN legs l ON l.id = e.current_leg_id`
-      : `${d.typedNull("integer")} AS leg_count, ${real} AS leg_started_at, ${real} AS leg_ended_at, ${text} AS leg_command, ${text} AS leg_host_id, ${text} AS leg_host_name, ${text} AS branch_id FROM ${t} e`;
+      : `${d.typedNull("integer")} AS leg_count, ${real} AS leg_started_at, ${real} AS leg_ended_at, ${text} AS leg_command, ${text} AS leg_host_id, ${text} AS leg_host_name, ${real} AS leg_cpu_user_seconds, ${real} AS leg_cpu_system_seconds, ${d.typedNull("integer")} AS leg_peak_rss_bytes, ${text} AS branch_id FROM ${t} e`;
   // Only the predicates in use, so the planner can pick the (status, updated_at) or updated_at index
   // (an `?1 IS NULL OR …` form scans every row: 0.25 s for `--status failed` on a million sessions).
   const where: string[] = [];

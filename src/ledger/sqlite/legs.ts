@@ -11,7 +11,8 @@ type Params = Record<string, string | number | null>;
 const LEG_PATCH_COLUMNS: ReadonlySet<string> = new Set([
   "state_root", "artifact_root", "command", "cwd", "pid", "pid_start_ticks", "boot_id", "host_id", "host_name", "command_pid",
   "command_start_ticks", "started_at", "kill_requested_at", "ended_at", "status", "reason_code",
-  "exit_code", "deferred", "first_msg_id", "last_msg_id",
+  "exit_code", "deferred", "first_msg_id", "last_msg_id", "containment", "cgroup_path", "cpu_user_seconds",
+  "cpu_system_seconds", "peak_rss_bytes",
 ]);
 const LEG_COLUMNS = ["id", "session_id", "seq", "run_id", "heartbeat_at", ...LEG_PATCH_COLUMNS] as const;
 

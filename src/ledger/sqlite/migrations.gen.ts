@@ -166,5 +166,16 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
     "statements": [
       "ALTER TABLE `terminal_callbacks` ADD `uid` integer;"
     ]
+  },
+  {
+    "name": "0010_legs_containment",
+    "hash": "7572041bc8b30eb9e274c584b58ded32c3be9f4fa324df04bb0c9b3905ccbccf",
+    "statements": [
+      "ALTER TABLE `legs` ADD `containment` text;",
+      "ALTER TABLE `legs` ADD `cgroup_path` text;",
+      "ALTER TABLE `legs` ADD `cpu_user_seconds` real;",
+      "ALTER TABLE `legs` ADD `cpu_system_seconds` real;",
+      "ALTER TABLE `legs` ADD `peak_rss_bytes` integer;"
+    ]
   }
 ];

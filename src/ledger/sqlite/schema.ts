@@ -109,6 +109,13 @@ export const legs = sqliteTable(
     /** The leg's message endpoints (the session's own columns are outside the guarded write's allowlist, §4). */
     first_msg_id: text("first_msg_id"),
     last_msg_id: text("last_msg_id"),
+    /** How the leg's processes were found (SPEC §8.7): cgroup, environ or group; its cgroup's directory. */
+    containment: text("containment"),
+    cgroup_path: text("cgroup_path"),
+    /** What the kernel counted for the command's tree (SPEC §8.7). */
+    cpu_user_seconds: real("cpu_user_seconds"),
+    cpu_system_seconds: real("cpu_system_seconds"),
+    peak_rss_bytes: integer("peak_rss_bytes"),
   },
   (t) => [
     check("legs_status_check", statusIn("session", t.status)),

@@ -8,6 +8,7 @@ import { applyTransition, validateTransition, type AppliedTransition, type Trans
 import { isTerminal } from "../../lifecycle/policy.ts";
 import { isInferredReason } from "../../lifecycle/reasons.ts";
 import { storedObject } from "../stored-json.ts";
+import type { LegUsage } from "../leftovers.ts";
 
 /** The final guarded write's inputs, plain JSON (a spool entry holds exactly this). */
 export interface FinalRecord {
@@ -26,10 +27,10 @@ export interface FinalRecord {
   nodeMetadata: Record<string, unknown>;
   message: MessageRow | null;
   /**
-   * The leg row's own outcome (a leg held open by its linked session still failed itself); `artifactRootGone`:
-   * its artifact root was inside a run directory that could not be written and was removed.
+   * The leg row's own outcome (a leg held open by its linked session still failed itself), and what it used
+   * (§8.7); `artifactRootGone`: its artifact root was inside a run directory that could not be written and was removed.
    */
-  leg: { status: string; reasonCode: string; artifactRootGone?: true };
+  leg: { status: string; reasonCode: string; artifactRootGone?: true; usage?: LegUsage };
 }
 
 export const LATE_RECORD_ACTOR = "li.late_record";
@@ -73,6 +74,7 @@ async function closeLeg(tx: Tx, r: FinalRecord, opts: { force?: boolean; again?:
       reason_code: r.leg.reasonCode,
       exit_code: r.exitCode,
       ...(r.leg.artifactRootGone ? { artifact_root: NO_ARTIFACT_ROOT } : {}),
+      ...(r.leg.usage ?? {}),
       ...(r.message ? { first_msg_id: r.message.id, last_msg_id: r.message.id } : {}),
     },
     opts.force ? {} : { onlyOpen: true },

@@ -9,6 +9,7 @@ import type { CompletionEvidence, EvidenceOptions } from "../evidence.ts";
 import type { Termination } from "../outcome.ts";
 import type { SpooledSetup } from "../setup.ts";
 import type { FinalRecord } from "./record.ts";
+import type { LegUsage } from "../leftovers.ts";
 
 export type Evidence = Record<string, unknown>;
 
@@ -110,6 +111,8 @@ export interface TeardownInput {
   runDirProblem?: { path: string; error: string; artifactRootGone: boolean };
   /** Markers merged into sessions.node_metadata at the final write. */
   nodeMetadata: Record<string, unknown>;
+  /** Which containment held, what outlived the command, and the kernel's resource figures (§8.7); null when nothing ran. */
+  containment?: { evidence: Record<string, unknown>; usage: LegUsage } | null;
   now: () => number;
   newId: () => string;
   log: (line: string) => void;

@@ -16,11 +16,12 @@ interface Own {
 /** The leg's own outcome for its row: a leg held open by a running linked session still failed itself. */
 function legOutcome(s: TeardownState): FinalRecord["leg"] {
   const gone = s.runDirProblem?.artifactRootGone ? { artifactRootGone: true as const } : {};
+  const usage = s.containment ? { usage: s.containment.usage } : {};
   if (s.status === "running") {
     const base = TERMINATION_OUTCOMES[s.termination];
-    return { status: base.status, reasonCode: base.reason, ...gone };
+    return { status: base.status, reasonCode: base.reason, ...gone, ...usage };
   }
-  return { status: s.status, reasonCode: s.reasonCode, ...gone };
+  return { status: s.status, reasonCode: s.reasonCode, ...gone, ...usage };
 }
 
 /** Closes this leg's row and stores its assistant message, inside the caller's transaction. */
@@ -34,6 +35,7 @@ export async function closeLegRow(tx: Tx, s: TeardownState, own: Own, opts: { de
       reason_code: own.reasonCode,
       exit_code: s.exitCode,
       ...(s.runDirProblem?.artifactRootGone ? { artifact_root: NO_ARTIFACT_ROOT } : {}),
+      ...(s.containment?.usage ?? {}),
       ...(opts.deferred ? { deferred: 1 } : {}),
       ...(s.message ? { first_msg_id: s.message.id, last_msg_id: s.message.id } : {}),
     },
@@ -54,7 +56,8 @@ export function finalRecordOf(s: TeardownState): FinalRecord {
     status: s.status,
     reasonCode: s.reasonCode,
     reasonSummary: s.reasonSummary,
-    evidence: s.evidence,
+    // Which containment held and what outlived the command (§8.7), beside whatever decided the outcome.
+    evidence: s.containment ? [...s.evidence, s.containment.evidence] : s.evidence,
     metadata: s.metadata,
     endedAt: s.endedAt,
     exitCode: s.exitCode,

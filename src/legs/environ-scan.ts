@@ -1,8 +1,8 @@
-// Finds a leg's command that no marker names (li killed between the spawn and writing the markers): by the LI_LEG_RUN_ID in its environment.
+// Finds a leg's processes by the LI_LEG_RUN_ID in their environment: the fallback containment (SPEC §8.7), and the reaper's way to a command no marker names.
 
 import fs from "node:fs";
 import path from "node:path";
-import { LEG_RUN_ID_ENV } from "../legs/env.ts";
+import { LEG_RUN_ID_ENV } from "./env.ts";
 import { holdsEntry, readEnviron } from "../host/environ.ts";
 import { PROC_ROOT, readProcStat } from "../host/proc.ts";
 
