@@ -4,6 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { ENTRY_ID, newEntryId } from "./entry.ts";
+import { spoolKey } from "./mac.ts";
 import { entryPath } from "./store.ts";
 import type { SpoolReservation } from "../legs/teardown/state.ts";
 
@@ -23,6 +24,8 @@ export interface ReservationOwner {
 /** Takes `bytes` in the spool for one entry. Throws when the disk refuses (the leg goes on without it). */
 export function reserveEntry(dir: string, owner: ReservationOwner, nowSeconds: number, bytes: number = RESERVED_ENTRY_BYTES): SpoolReservation {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // The key that signs the entry is made now too, while the disk has room (§18); the spool write retries it.
+  spoolKey(dir, { create: true });
   const id = newEntryId(nowSeconds);
   const file = path.join(dir, `${id}.reserved-${owner.pid}-${owner.startTicks ?? 0}`);
   const fd = fs.openSync(file, "wx", 0o600);

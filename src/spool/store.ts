@@ -4,7 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { writeFileAtomic } from "../util/atomic-file.ts";
-import { ENTRY_ID, type SpoolEntry } from "./entry.ts";
+import { ENTRY_ID } from "./entry.ts";
 
 export { spoolDirOf } from "./entry.ts";
 
@@ -17,11 +17,11 @@ export function entryPath(dir: string, id: string): string {
  * Writes the entry durably: temp file, fsync, rename, then fsync of the directory so the rename
  * survives a crash too. Returns the file. Throws when the disk refuses (the caller reports it).
  */
-export function writeEntry(dir: string, entry: SpoolEntry): string {
+export function writeEntry(dir: string, id: string, text: string): string {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   fs.chmodSync(dir, 0o700);
-  const file = entryPath(dir, entry.id);
-  writeFileAtomic(file, `${JSON.stringify(entry)}\n`, 0o600);
+  const file = entryPath(dir, id);
+  writeFileAtomic(file, text, 0o600);
   const fd = fs.openSync(dir, "r");
   try {
     fs.fsyncSync(fd);

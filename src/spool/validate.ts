@@ -2,7 +2,10 @@
 // so it is read bounded without following a symlink, parsed, and checked field by field before replay.
 
 import { z } from "zod";
+import { machineOf } from "../host/proc.ts";
+import { modeText } from "../util/ownership.ts";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
+import { verifyMac } from "./mac.ts";
 import { ENTRY_ID, SPOOL_SCHEMA, SPOOL_VERSION, type SpoolEntry } from "./entry.ts";
 
 import { SPOOL_ENTRY_LIMIT } from "./limits.ts";
@@ -111,16 +114,37 @@ const entry = z.strictObject({
 
 export type ReadEntry = { ok: true; entry: SpoolEntry } | { ok: false; missing: true } | { ok: false; missing: false; problem: string };
 
-/** The entry in `file`, checked: its id must be its file name, and its parts must agree on the leg. */
-export function readEntry(file: string, expectedId: string): ReadEntry {
+/** What proves an entry is this user's li's own on this host (§18). */
+export interface EntryTrust {
+  /** The uid that must own the file. */
+  readonly uid: number;
+  /** This host's machine id: an entry spooled elsewhere names a leg whose pids and paths are not here. */
+  readonly machine: string;
+  /** The spool key; null when there is none, and then no entry can be proven. */
+  readonly key: Buffer | null;
+}
+
+/**
+ * The entry in `file`, proven and checked: a regular file of the uid, mode 0600, carrying the MAC of
+ * the spool key, spooled on this host; its id must be its file name, and its parts must agree on the
+ * leg. A problem never quotes the file's text.
+ */
+export function readEntry(file: string, expectedId: string, trust: EntryTrust): ReadEntry {
   const read = readUntrustedFile(file, SPOOL_ENTRY_LIMIT);
   if (!read.ok) return read.missing ? { ok: false, missing: true } : { ok: false, missing: false, problem: read.problem };
+  if (read.stat.uid !== trust.uid) return { ok: false, missing: false, problem: `is owned by uid ${read.stat.uid}, not by this user (uid ${trust.uid})` };
+  if ((read.stat.mode & 0o7777) !== 0o600) return { ok: false, missing: false, problem: `has mode ${modeText(read.stat.mode)}, not 0600` };
   let json: unknown;
   try {
     json = JSON.parse(read.text);
   } catch {
     return { ok: false, missing: false, problem: "is not JSON" };
   }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return { ok: false, missing: false, problem: "is not a spool entry (not an object)" };
+  if (trust.key === null) return { ok: false, missing: false, problem: "cannot be proven: this home has no spool key (li writes one with its first entry)" };
+  if (!verifyMac(trust.key, json as Record<string, unknown>)) return { ok: false, missing: false, problem: "does not carry this home's MAC (li did not write it, or it was changed since)" };
+  const host = (json as { host_id?: unknown }).host_id;
+  if (typeof host !== "string" || machineOf(host) !== trust.machine) return { ok: false, missing: false, problem: "was spooled on another host" };
   const parsed = entry.safeParse(json);
   if (!parsed.success) {
     const first = parsed.error.issues[0];

@@ -2,6 +2,7 @@
 
 import type { LegOutage, SpoolRequest } from "../legs/teardown/state.ts";
 import { newEntryId, SPOOL_SCHEMA, SPOOL_VERSION, type SpoolEntry } from "./entry.ts";
+import { spoolKey, withMac } from "./mac.ts";
 import { fillReservation } from "./reserve.ts";
 import { writeEntry } from "./store.ts";
 
@@ -23,11 +24,15 @@ export function spoolFinal(outage: Pick<LegOutage, "spoolDir" | "hostId">, o: Sp
     setup: o.setup,
     final: o.record,
   };
-  if (!o.reservation) return writeEntry(outage.spoolDir, entry);
+  // Signed with this home's spool key, so replay can tell li's own entries from planted ones (§18).
+  const key = spoolKey(outage.spoolDir, { create: true });
+  if (!key.ok) throw new Error(`cannot sign the spool entry: ${key.problem}`);
+  const text = `${withMac(key.key, JSON.stringify(entry))}\n`;
+  if (!o.reservation) return writeEntry(outage.spoolDir, entry.id, text);
   try {
-    return fillReservation(outage.spoolDir, o.reservation, `${JSON.stringify(entry)}\n`);
+    return fillReservation(outage.spoolDir, o.reservation, text);
   } catch {
     o.reservation.release();
-    return writeEntry(outage.spoolDir, entry);
+    return writeEntry(outage.spoolDir, entry.id, text);
   }
 }

@@ -261,9 +261,9 @@ describeSqliteOnly("write-lock-held")("the write lock held past the busy timeout
     const before = await db.dump();
     const dir = spoolDir(home);
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    fs.writeFileSync(path.join(dir, "20260101T000000.000Z-00000000.json"), "{not json");
+    fs.writeFileSync(path.join(dir, "20260101T000000.000Z-00000000.json"), "{not json", { mode: 0o600 });
     fs.symlinkSync("/dev/zero", path.join(dir, "20260101T000000.001Z-00000001.json"));
-    fs.writeFileSync(path.join(dir, "20260101T000000.002Z-00000002.json"), JSON.stringify({ schema: "li.spool", version: 1, id: "20260101T000000.002Z-99999999" }));
+    fs.writeFileSync(path.join(dir, "20260101T000000.002Z-00000002.json"), JSON.stringify({ schema: "li.spool", version: 1, id: "20260101T000000.002Z-99999999" }), { mode: 0o600 });
 
     const watch = await li(["watch", "--once"], { home: home.home });
 
