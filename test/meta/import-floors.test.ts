@@ -91,7 +91,7 @@ function placement(unit: string, across: readonly Import[], floorOf: ReadonlyMap
   if (lowestImporter >= highestImported) {
     const up = importers.find((i) => floorOf.get(unitOf(i.from)) === lowestImporter)!;
     const down = imported.find((i) => floorOf.get(unitOf(i.to)) === highestImported)!;
-    return `${shown(unit)} is on no floor and fits none: src/${up.from} imports src/${up.to}, yet src/${down.from} imports src/${down.to} from a floor higher than that; split the folder, then add each part to FLOORS in ${HERE}`;
+    return `${shown(unit)} is on no floor and fits none: src/${up.from} on ${floorName(floors, lowestImporter)} imports src/${up.to}, yet src/${down.from} imports src/${down.to} on ${floorName(floors, highestImported)}, which is not below it; split the folder, then add each part to FLOORS in ${HERE}`;
   }
   // Lowest first: a folder placed as low as its imports allow leaves the most room above it.
   const lowest = highestImported - 1;
@@ -211,7 +211,7 @@ describe("the floors of the house", () => {
       { from: "queues/q.ts", to: "top/a.ts" },
     ];
     expect(houseProblems(none, [...units, "queues"], floors)).toEqual([
-      `src/queues/ is on no floor and fits none: src/bottom/c.ts imports src/queues/q.ts, yet src/queues/q.ts imports src/top/a.ts from a floor higher than that; split the folder, then add each part to FLOORS in ${HERE}`,
+      `src/queues/ is on no floor and fits none: src/bottom/c.ts on [bottom] imports src/queues/q.ts, yet src/queues/q.ts imports src/top/a.ts on [top], which is not below it; split the folder, then add each part to FLOORS in ${HERE}`,
     ]);
     expect(houseProblems([], units.slice(1), floors)).toEqual([`FLOORS in ${HERE} names src/top/, which does not exist: take "top" out of it`]);
   });
