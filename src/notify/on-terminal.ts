@@ -11,6 +11,11 @@ export interface NotifyFilter {
 export interface NotifySetting {
   /** Names the key and the file, for warnings: `settings /p/.li/settings.yaml: notify.on_terminal`. */
   readonly origin: string;
+  /**
+   * The directory a relative program (`./notify.sh`) is taken from: the project holding the file's
+   * `.li/` (for `$LI_HOME/settings.yaml`, the directory holding LI_HOME), whatever li's working directory.
+   */
+  readonly projectDir?: string;
   readonly enabled: boolean;
   /** The string form. */
   readonly template?: string;

@@ -1,5 +1,6 @@
 // Leg registrations (SPEC §9.1): the resolver of which argv a leg gets, and its rows in the setup transaction.
 
+import path from "node:path";
 import type { Tx } from "../ledger/backend.ts";
 import { randomId } from "../util/ids.ts";
 import { compileArgvWords, compileTemplate, type CompiledArgv } from "./argv.ts";
@@ -27,7 +28,19 @@ export function defaultLegNotify(settings: { readonly notifyOnTerminal: NotifySe
   const setting = settings?.notifyOnTerminal ?? null;
   if (!notifyAppliesToLeg(setting, leg) || setting === null) return { argv: null, origin: null, warnings: [] };
   const compiled = setting.template !== undefined ? compileTemplate(setting.template, setting.origin) : compileArgvWords(setting.argv ?? [], setting.origin);
-  return legNotify(compiled, setting.origin);
+  return legNotify(compiled.ok && setting.projectDir !== undefined ? { ...compiled, argv: anchoredProgram(compiled.argv, setting.projectDir) } : compiled, setting.origin);
+}
+
+/**
+ * A settings handler's relative program (`./notify.sh`, `bin/notify`) made absolute against its project
+ * (§18): the registration is run later, by whichever li delivers it, from whatever directory — a
+ * relative path would then name whatever file sits there. A bare name (`notify-send`) is looked up on
+ * PATH as always; a word starting with a placeholder is left as it is.
+ */
+export function anchoredProgram(argv: readonly string[], projectDir: string): string[] {
+  const [program, ...rest] = argv;
+  if (program === undefined || !program.includes("/") || program.startsWith("/") || program.startsWith("{")) return [...argv];
+  return [path.resolve(projectDir, program), ...rest];
 }
 
 function legNotify(compiled: CompiledArgv, origin: string): LegNotify {

@@ -29,15 +29,31 @@ export function describeArgv(argv: readonly string[]): string {
   return [path.basename(command), ...rest.map((word) => JSON.stringify(previewWord(word)))].join(" ");
 }
 
-function openStderr(file: string | null): number | "ignore" {
+// O_NOFOLLOW: the run directory is the leg's, and its command could have left a symlink at the file's
+// name pointing at any file of the user; li would then append to it and chmod it 0600 (§18).
+const STDERR_FLAGS = fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY;
+
+/** The handler's stderr file: opened without following a symlink, and used only when it is a regular file of ours. */
+export function openStderr(file: string | null): number | "ignore" {
   if (file === null) return "ignore";
+  let fd: number;
   try {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    const fd = fs.openSync(file, "a", 0o600);
+    fd = fs.openSync(file, STDERR_FLAGS, 0o600);
+  } catch {
+    // A run directory that went away, or a symlink planted at the name: the notice still runs, its stderr discarded.
+    return "ignore";
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile() || stat.uid !== (process.getuid?.() ?? stat.uid)) {
+      fs.closeSync(fd);
+      return "ignore";
+    }
     fs.fchmodSync(fd, 0o600);
     return fd;
   } catch {
-    // A run directory that went away must not stop the notice itself.
+    fs.closeSync(fd);
     return "ignore";
   }
 }

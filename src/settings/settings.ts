@@ -1,7 +1,7 @@
 // Settings (SPEC §15): project `.li/settings.yaml` over `$LI_HOME/settings.yaml` over defaults, warnings instead of failures.
 
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
 import { EXECUTION_KINDS, canonicalKind } from "../lifecycle/policy.ts";
 import { compileArgvWords, compileTemplate } from "../notify/argv.ts";
@@ -45,7 +45,8 @@ export interface Settings {
 }
 
 type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
-type KeyParser<T> = (raw: unknown, origin: string) => Parsed<T>;
+/** `file`: the settings file the value is from (a handler's relative program is anchored at its project). */
+type KeyParser<T> = (raw: unknown, origin: string, file: string) => Parsed<T>;
 
 const durationValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parseDuration, "a duration", requireDurationRange);
 /** A duration where 0 is meaningful (watch.phantom_grace: 0 reaps on positive death alone). */
@@ -166,7 +167,7 @@ function resolveKey<K extends Key>(key: K, layers: readonly Layer[], warnings: s
   for (const layer of layers) {
     if (!layer.values.has(key)) continue;
     const origin = `settings ${layer.file}: ${key}`;
-    const parsed = (spec.parse as KeyParser<ValueOf<K>>)(layer.values.get(key), origin);
+    const parsed = (spec.parse as KeyParser<ValueOf<K>>)(layer.values.get(key), origin, layer.file);
     const why = parsed.ok && "needsTrust" in spec && layer.project ? spec.needsTrust(parsed.value, () => resolveKey(key, layers.slice(layers.indexOf(layer) + 1), [], liHome)) : null;
     const untrusted = why === null ? null : untrustedProblem(layer, liHome, why);
     if (untrusted !== null) {
@@ -323,12 +324,13 @@ const notifyMapping = z.strictObject({
     .optional(),
 });
 
-function parseNotify(raw: unknown, origin: string): Parsed<NotifySetting> {
+function parseNotify(raw: unknown, origin: string, file: string): Parsed<NotifySetting> {
   const noFilter: NotifyFilter = { kinds: null, ids: null };
+  const projectDir = dirname(dirname(file));
   if (typeof raw === "string") {
     const compiled = compileTemplate(raw, origin);
     if (!compiled.ok) return { ok: false, problem: stripOrigin(compiled.warning, origin) };
-    return { ok: true, value: { origin, enabled: true, template: raw, filter: noFilter } };
+    return { ok: true, value: { origin, projectDir, enabled: true, template: raw, filter: noFilter } };
   }
   const shape = notifyMapping.safeParse(raw);
   if (!shape.success) {
@@ -350,6 +352,7 @@ function parseNotify(raw: unknown, origin: string): Parsed<NotifySetting> {
     ok: true,
     value: {
       origin,
+      projectDir,
       enabled,
       ...(argv === undefined ? {} : { argv }),
       filter: { kinds: kinds?.value ?? null, ids: filter?.ids ?? null },

@@ -305,6 +305,27 @@ describe("li trust: a repository's settings cannot run a program until trusted (
     expect(JSON.parse((await li(["trust", "--list", "--json"], { home: home.home })).stdout)[0].path).toBe(file);
   });
 
+  // Today: `./notify.sh` was resolved against li's working directory when the handler ran, so
+  // `cd /tmp && li agent --cwd PROJECT` ran a /tmp/notify.sh someone had planted.
+  test("a trusted project handler's relative program is the project's, stored absolute, whatever li's working directory", async () => {
+    const home = agentHome();
+    const repo = path.join(home.scratch, "repo");
+    const elsewhere = path.join(home.scratch, "elsewhere");
+    const marker = path.join(home.scratch, "which");
+    fs.mkdirSync(path.join(repo, ".li"), { recursive: true });
+    fs.mkdirSync(elsewhere);
+    for (const [dir, name] of [[repo, "project"], [elsewhere, "planted"]] as const) {
+      fs.writeFileSync(path.join(dir, "notify.sh"), `#!/bin/sh\necho ${name} >> ${marker}\n`, { mode: 0o755 });
+    }
+    fs.writeFileSync(path.join(repo, ".li", "settings.yaml"), 'notify.on_terminal: "./notify.sh {status}"\n');
+    expect((await li(["trust", repo], { home: home.home })).code).toBe(0);
+    const r = await agent(["--cwd", repo, "--no-evidence-gate", "--", "true"], { home, cwd: elsewhere });
+    expect(r.code).toBe(0);
+    expect(fs.readFileSync(marker, "utf8")).toBe("project\n");
+    const [registration] = await rows<{ argv: string }>(home.db, "SELECT argv FROM terminal_callbacks");
+    expect(JSON.parse(registration!.argv)).toEqual([path.join(repo, "notify.sh"), "{status}"]);
+  });
+
   test("bad li trust input is one line and exit 2", async () => {
     const home = agentHome();
     for (const [args, message] of [

@@ -88,6 +88,7 @@ describe("loadSettings: files and precedence", () => {
     expect(settings).toEqual({
       notifyOnTerminal: {
         origin: `settings ${globalFile}: notify.on_terminal`,
+        projectDir: path.dirname(liHome),
         enabled: true,
         template: "notify-send li '{status}'",
         filter: { kinds: null, ids: null },
@@ -401,6 +402,7 @@ describe("loadSettings: notify.on_terminal", () => {
     expect(warnings).toEqual([]);
     expect(settings.notifyOnTerminal).toEqual({
       origin: origin(),
+      projectDir: expect.any(String),
       enabled: true,
       argv: ["hook", "a | b", "{status}"],
       filter: { kinds: null, ids: null },
@@ -422,7 +424,7 @@ describe("loadSettings: notify.on_terminal", () => {
     trustFile(liHome, projectFile, 1);
     const { settings, warnings } = load();
     expect(warnings).toEqual([]);
-    expect(settings.notifyOnTerminal).toEqual({ origin: `settings ${projectFile}: notify.on_terminal`, enabled: false, filter: { kinds: null, ids: null } });
+    expect(settings.notifyOnTerminal).toEqual({ origin: `settings ${projectFile}: notify.on_terminal`, projectDir: project, enabled: false, filter: { kinds: null, ids: null } });
   });
 
   test("the project handler beats the global one, once the project file is trusted", () => {
