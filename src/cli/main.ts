@@ -3,8 +3,8 @@
 
 import { ExitCode, UsageError } from "../util/errors.ts";
 import type { LedgerNeed, LiArgs, LiCommand } from "./command.ts";
-import { DEFAULT_PATIENCE_SECONDS, type Patience } from "../ledger/patience.ts";
-import { formatDuration, parseDuration } from "../util/duration.ts";
+import type { Patience } from "../ledger/patience.ts";
+import { ledgerRetrySeconds, notedPatience } from "./patience.ts";
 import { cliContext } from "./globals.ts";
 import { writeErr, writeNote, writeOut } from "./io.ts";
 import { parseArgs } from "./parse-args.ts";
@@ -108,9 +108,7 @@ async function execute(command: LiCommand, where: string, rest: string[], passth
  * (LEDGER_RETRY_ARG), else 10 s; told once on stderr (§17).
  */
 function defaultPatience(args: Record<string, unknown>): Patience {
-  const flag = args["ledger-retry"];
-  const seconds = typeof flag === "string" ? parseDuration(flag, "--ledger-retry", { allowZero: true }) : DEFAULT_PATIENCE_SECONDS;
-  return { seconds, onWait: (error) => writeNote(`${error.message}; trying again for up to ${formatDuration(seconds)}`) };
+  return notedPatience(ledgerRetrySeconds(args));
 }
 
 export async function main(argv: string[]): Promise<number> {

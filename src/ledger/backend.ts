@@ -58,13 +58,19 @@ export interface Tx extends SweepWrites {
 
 export interface TransactionOptions {
   /**
-   * (Never more than the connection's own busy timeout, one wait and no retries; Infinity: that timeout.)
-   * The longest to wait for another process's lock before failing as unreachable (§17), in ms. For a
+   * The longest to wait for another process's lock before failing as unreachable (§17), in ms: one
+   * wait, no retries, never more than the connection's own busy timeout (Infinity: that timeout). For a
    * write that is retried anyway (a leg's heartbeat): on SQLite the wait blocks the leg's thread, and
    * the default busy timeout (with its retries) would hold the command's output for tens of seconds.
    * Backends whose waits do not block (PostgreSQL) may ignore it.
    */
   lockWaitMs?: number;
+  /**
+   * The longest the whole transaction may take, connecting included, in ms: what is left of the
+   * caller's own deadline (a leg's --ledger-retry, §17). Past it the call fails as unreachable. On
+   * PostgreSQL; SQLite's waits are bounded by lockWaitMs.
+   */
+  withinMs?: number;
 }
 
 /** A ledger backend: a write-transaction runner plus reads. */
@@ -111,6 +117,12 @@ export interface Backend extends SweepReads {
    * query would (an unreachable server, a missing ledger).
    */
   ready?(): Promise<void>;
+  /**
+   * Cuts every call started from now on to end by `atMs` (monotonic, performance.now()), connecting
+   * included: a caller's own deadline (a leg's --ledger-retry at its end, §17) holds on a link that went
+   * silent, whatever the call. null lifts it. Absent where calls cannot hang (SQLite: the busy timeout).
+   */
+  cutCallsAt?(atMs: number | null): void;
   /**
    * Calls `onRequest` when a kill request may have been recorded on leg `legId` (li kill from another
    * host, §12.2), and on every (re)subscription, since notices sent while disconnected are lost; the

@@ -114,9 +114,15 @@ export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<Agen
 async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap): Promise<AgentOutcome> {
   // The ledger's clock (on PostgreSQL the server's): started_at, heartbeats and ended_at are compared by other hosts' sweeps.
   const now = deps.now ?? deps.ledger?.now ?? hostClock;
+  // §17: a new foreground leg waits for an unreachable ledger at most --ledger-retry, counted from its first
+  // ledger call (this one), and a detached one not at all: its setup's attempts are cut to what is left.
+  const setupBudgetMs = deps.outage && !deps.requirePersistence ? deps.outage.retrySeconds * 1000 : 0;
+  const setupDeadlineMs = (deps.outage?.clockMs ?? (() => performance.now()))() + setupBudgetMs;
   // started_at is taken before the first query: on PostgreSQL the clock must be the server's by then. A
   // ledger that cannot be reached fails the setup below, as it would without this (§8.4).
-  await deps.ledger?.ready().catch(() => {});
+  // A refusal (a wrong password) is an answer too: the setup meets it again and reports it (§16).
+  const ledger = deps.ledger;
+  const answered = ledger ? await ledger.ready().then(() => true, (error: unknown) => ledger.backend.ledgerError(error)?.unreachable !== true) : true;
   const newId = deps.newId ?? randomId;
   const resume: ResumeTarget | null = req.resume !== null ? await (await import("./resume.ts")).resolveResume(deps.ledger, deps.runsRoot, req.resume, deps.resumeHooks) : null;
   let run = await allocateFirstRun(req, deps, resume ? { contract: resume.contract, artifactRoot: resume.artifactRoot } : undefined);
@@ -178,6 +184,7 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
       ...(deps.outage ? { outage: { ...deps.outage, hostId: supervisor.hostId } } : {}),
       ...(deps.notifier ? { spoolRegistration: (ids: LegIds) => deps.notifier!.spooledRegistration(ids) } : {}),
       ...(first && deps.unreachable ? { unreachable: deps.unreachable } : {}),
+      ...(first ? { setupDeadline: { atMs: setupDeadlineMs, answered } } : {}),
       signals,
     });
     if (outcome.result.persisted !== "deferred") {

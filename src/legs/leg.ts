@@ -5,6 +5,7 @@ import path from "node:path";
 import { isWithin } from "../contracts/containment.ts";
 import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
+import type { TransactionOptions } from "../ledger/backend.ts";
 import type { CompletionEvidence, EvidenceOptions } from "./evidence.ts";
 import { pump, drainPumps, Tail, type Sink } from "./capture.ts";
 import { streamSink, type StreamLimits } from "./stream-copy.ts";
@@ -21,7 +22,7 @@ import type { AfterCommit, LegOutage, SpoolReservation, SpoolWhole, TeardownResu
 import { armDeadline, DEFAULT_KILL_GRACE_MS, GroupTerminator, LI_SIGNALS, LiSignalTrap } from "./signals.ts";
 import { containmentMode, spawnContained, type LegProcesses } from "./leg-processes.ts";
 import { endContainment, type EndedContainment } from "./leftovers.ts";
-import { retryLockWaitMs, retryUnreachable } from "./ledger-retry.ts";
+import { firstLockWaitMs, retryLockWaitMs, retryUnreachable } from "./ledger-retry.ts";
 import { formatDuration } from "../util/duration.ts";
 import type { LedgerUnavailableError } from "../util/errors.ts";
 import { startUpDone } from "../util/jit.ts";
@@ -88,6 +89,12 @@ export interface LegOptions {
   outage?: LegOutage;
   /** The ledger could not be opened and stayed unreachable (§17): a new leg runs and spools itself whole. */
   unreachable?: LedgerUnavailableError;
+  /**
+   * When a new leg stops waiting for its setup (monotonic ms on LegOutage.clockMs; §17), and whether the
+   * ledger answered its first call: one that did not has had its connect timeout, so every setup attempt
+   * is cut to what is left (the command starts within --ledger-retry plus one connect timeout).
+   */
+  setupDeadline?: { atMs: number; answered: boolean };
   /** The leg's registration as a spooled setup carries it (§17), when its setup never reached the ledger. */
   spoolRegistration?: (ids: LegIds) => SpooledSetup["registration"];
 }
@@ -123,7 +130,7 @@ interface OpenedRecord {
 async function openRecord(ledger: Ledger, plan: LegPlan, mode: LegMode, o: LegOptions): Promise<OpenedRecord> {
   try {
     if (mode === "new") {
-      await setupNewSession(ledger, plan, o.alsoInSetup);
+      await setupNewSession(ledger, plan, o.alsoInSetup, firstSetupOptions(o));
       return { ledger, resumed: null, stopped: null };
     }
     if (mode === "continue") return { ledger, resumed: null, stopped: await setupContinuation(ledger, plan, o.alsoInSetup) };
@@ -154,6 +161,22 @@ function unopened(plan: LegPlan, mode: LegMode, o: LegOptions): OpenedRecord {
   return { ledger: null, resumed: null, stopped: null, spoolWhole: { setup: { ...newSessionRows(plan), registration: o.spoolRegistration?.(plan) ?? null }, error: o.unreachable } };
 }
 
+/** What is left of the setup's deadline, in ms (null: no deadline, the leg does not wait). */
+function setupLeftMs(o: LegOptions): number | null {
+  if (!o.setupDeadline) return null;
+  return Math.max(0, o.setupDeadline.atMs - (o.outage?.clockMs ?? (() => performance.now()))());
+}
+
+/**
+ * A new leg's first setup attempt: it waits for a lock at most the whole budget (never the busy timeout's
+ * eight retries), and, once the ledger did not answer the leg's first call, it is cut to what is left.
+ */
+function firstSetupOptions(o: LegOptions): TransactionOptions | undefined {
+  const left = setupLeftMs(o);
+  if (left === null) return undefined;
+  return { lockWaitMs: firstLockWaitMs(left), ...(o.setupDeadline!.answered ? {} : { withinMs: left }) };
+}
+
 /** Retries a new leg's setup for --ledger-retry; still unreachable, the leg runs and spools itself whole. */
 async function waitForSetup(ledger: Ledger, plan: LegPlan, o: LegOptions, outage: LegOutage, failure: LedgerUnavailableError): Promise<OpenedRecord> {
   if (failure.diskFull) {
@@ -166,7 +189,7 @@ async function waitForSetup(ledger: Ledger, plan: LegPlan, o: LegOptions, outage
     async (leftMs) => {
       try {
         // Bounded by what is left of the budget: a default SQLite attempt could wait eight busy timeouts.
-        await setupNewSession(ledger, plan, o.alsoInSetup, { lockWaitMs: retryLockWaitMs(leftMs) });
+        await setupNewSession(ledger, plan, o.alsoInSetup, { lockWaitMs: retryLockWaitMs(leftMs), withinMs: leftMs });
         return { ok: true, value: undefined };
       } catch (error) {
         const f = ledger.backend.ledgerError(error);
@@ -174,7 +197,8 @@ async function waitForSetup(ledger: Ledger, plan: LegPlan, o: LegOptions, outage
         return { ok: false, retry: f.unreachable, error: f };
       }
     },
-    { seconds: outage.retrySeconds, ...(outage.clockMs ? { clockMs: outage.clockMs } : {}), ...(outage.sleep ? { sleep: outage.sleep } : {}) },
+    // What is left of --ledger-retry since the leg's first ledger call (all of it without a deadline).
+    { seconds: (setupLeftMs(o) ?? outage.retrySeconds * 1000) / 1000, ...(outage.clockMs ? { clockMs: outage.clockMs } : {}), ...(outage.sleep ? { sleep: outage.sleep } : {}) },
   );
   if (attempt.ok) return { ledger, resumed: null, stopped: null };
   const last = attempt.error as LedgerUnavailableError;

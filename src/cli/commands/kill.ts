@@ -8,6 +8,7 @@ import { UsageError } from "../../util/errors.ts";
 import { writeJson } from "../output.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 import { safeText } from "../../util/text.ts";
+import { ledgerRetrySeconds, notedPatience } from "../patience.ts";
 
 export default command({
   description:
@@ -54,7 +55,8 @@ export default command({
     if (args.id === undefined) throw new UsageError("li kill: a session id is required (or --all-stale)");
     if (args.threshold !== undefined || args["dry-run"]) throw new UsageError("li kill: --threshold and --dry-run go with --all-stale");
     const graceSeconds = args.grace === undefined ? KILL_DEFAULTS.graceSeconds : parseDuration(args.grace, "--grace");
-    const ledger = open();
+    // --grace is li kill's own deadline (§17): an unreachable ledger is waited for that long, unless --ledger-retry says otherwise.
+    const ledger = open(notedPatience(args.grace === undefined ? ledgerRetrySeconds(args) : ledgerRetrySeconds(args, graceSeconds)));
     const result = await killSession(ledger, args.id, { graceSeconds, ...(args.reason !== undefined ? { reason: args.reason } : {}) }, {
       pushTerminal: (l, event) => pushTerminal(l, event),
     });

@@ -34,8 +34,9 @@ export default command({
       if (!toldOutage) writeNote(`${error.message}; still waiting (looking again when it answers${timeoutMs === undefined ? "" : ", until --timeout"})`);
       toldOutage = true;
     };
-    // A server that is down when li wait starts is waited for as one that goes down later is (§17): until --timeout.
-    const ledger = open({ seconds: timeoutMs === undefined ? Infinity : timeoutMs / 1000, onWait: tellOutage, signal: stop.signal });
+    // A server that is down when li wait starts is waited for as one that goes down later is (§17): until
+    // --timeout, which the wait itself holds (the ledger's own patience never ends first and turns it into a 78).
+    const ledger = open({ seconds: Infinity, onWait: tellOutage, signal: stop.signal });
     const onSignal = () => stop.abort();
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);

@@ -9,7 +9,7 @@ import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { LedgerUnavailableError } from "../../util/errors.ts";
 import type { ChangeWake } from "../wake.ts";
 import type { WatcherLock } from "../watcher-lock.ts";
-import type { Backend, Tx } from "../backend.ts";
+import type { Backend, TransactionOptions, Tx } from "../backend.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegDirs, LegPatch, LegRow, MessageRow, RunningSession, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, SweepGuardRow, TransitionRow } from "../rows.ts";
 import type { NotifyStore } from "../notify-store.ts";
 import type { PruneStatementResult } from "../sweep-store.ts";
@@ -94,7 +94,12 @@ export class PgBackend implements Backend {
 
   /** Connected, and the server's clock measured: `now()` is the server's from here on (an injected clock needs neither). */
   async ready(): Promise<void> {
-    if (!this.injectedNow) await this.conn.pool();
+    // Bounded and waited for as any call (connection.ts), so its failure is the one later calls cut short report.
+    if (!this.injectedNow) await this.conn.bounded(async () => {});
+  }
+
+  cutCallsAt(atMs: number | null): void {
+    this.conn.cutCallsAt(atMs);
   }
 
   /** A kill request on leg `legId` (li kill from another host, §12.2): LISTEN li_kill, re-read on every (re)subscription. */
@@ -113,7 +118,7 @@ export class PgBackend implements Backend {
    * the seq lock, in opposite orders) is run again from the start: it wrote nothing, and `fn` touches
    * storage only through `tx`, so the retry decides afresh on what is committed by then.
    */
-  async transaction<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Tx) => T | Promise<T>, options: TransactionOptions = {}): Promise<T> {
     // Within one call's deadline (connection.ts): a commit whose answer never comes is retried by the
     // caller, and the guarded write then finds its own outcome already there (one transition, not two).
     return this.conn.bounded(async (sql) => {
@@ -127,7 +132,7 @@ export class PgBackend implements Backend {
           throw this.conn.fault(error);
         }
       }
-    });
+    }, options.withinMs);
   }
 
   private run<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {

@@ -95,6 +95,10 @@ export class PgConnection {
   private giveUpAtMs: number | null = null;
   /** Whether the current outage was told to the patience's onWait. */
   private toldWaiting = false;
+  /** Every call started meanwhile ends by then (monotonic ms; Backend.cutCallsAt), or null. */
+  private cutAtMs: number | null = null;
+  /** Why the last attempt failed on the ledger (unreachable or refused); cleared by an answer. */
+  private lastFailure: LedgerUnavailableError | null = null;
   /** Aborted by close(): a pause between attempts ends with it. */
   private readonly shut = new AbortController();
 
@@ -155,18 +159,22 @@ export class PgConnection {
    * waits for it); each attempt's connecting is cut to what is left of it, the first given one connect
    * timeout at least.
    */
-  async bounded<T>(call: (sql: SQL) => Promise<T>): Promise<T> {
+  async bounded<T>(call: (sql: SQL) => Promise<T>, withinMs = Infinity): Promise<T> {
     const patience = this.options.patience ?? NO_PATIENCE;
-    this.giveUpAtMs ??= performance.now() + patience.seconds * 1000;
+    const startedMs = performance.now();
+    this.giveUpAtMs ??= startedMs + patience.seconds * 1000;
+    if (this.cutAtMs !== null) withinMs = Math.min(withinMs, this.cutAtMs - startedMs);
     let pause = FIRST_PAUSE_MS;
     for (let first = true; ; first = false) {
-      const outcome = await this.attempt(call, first);
+      const outcome = await this.attempt(call, first, withinMs - (performance.now() - startedMs));
       if (outcome.ok) {
         this.toldWaiting = false;
+        this.lastFailure = null;
         return outcome.value;
       }
       const { error, connected } = outcome;
-      const left = this.giveUpAtMs - performance.now();
+      if (error instanceof LedgerUnavailableError) this.lastFailure = error;
+      const left = Math.min(this.giveUpAtMs - performance.now(), withinMs - (performance.now() - startedMs));
       const waitable = !connected && error instanceof LedgerUnavailableError && error.unreachable && !this.closed;
       if (!waitable || left <= 0 || patience.signal?.aborted) throw error;
       if (!this.toldWaiting) patience.onWait?.(error);
@@ -176,18 +184,28 @@ export class PgConnection {
     }
   }
 
-  private async attempt<T>(call: (sql: SQL) => Promise<T>, first: boolean): Promise<Attempt<T>> {
+  /** One attempt; `withinMs`: what the caller has left (its own deadline: li kill's grace, a leg's --ledger-retry). */
+  private async attempt<T>(call: (sql: SQL) => Promise<T>, first: boolean, withinMs: number): Promise<Attempt<T>> {
     const startedMs = performance.now();
     const left = this.giveUpAtMs! - startedMs;
-    const connectMs = Math.min(this.deadlineMs, first ? Math.max(left, this.target.connectTimeoutSeconds * 1000) : left);
+    const callMs = Math.min(this.deadlineMs, withinMs);
+    // The deadline holds (li kill --grace 2 is 2 s); only a command with no time at all (--ledger-retry 0) still gets one connect timeout.
+    const connectMs = Math.min(callMs, first && left <= 0 ? this.target.connectTimeoutSeconds * 1000 : left);
+    // Nothing left to try with: the failure that used the time up says why, not a "no answer within 0s".
+    if (connectMs <= 0 && !this.ready && this.lastFailure) return { ok: false, error: this.lastFailure, connected: false };
     let connected = false;
     try {
       const sql = await this.within(this.pool(), connectMs);
       connected = true;
-      return { ok: true, value: await this.within(call(sql), this.deadlineMs - (performance.now() - startedMs)) };
+      return { ok: true, value: await this.within(call(sql), callMs - (performance.now() - startedMs)) };
     } catch (error) {
       return { ok: false, error, connected };
     }
+  }
+
+  /** Cuts the calls started from now on to end by `atMs` (Backend.cutCallsAt); null lifts it. */
+  cutCallsAt(atMs: number | null): void {
+    this.cutAtMs = atMs;
   }
 
   /** `work`, or the unreachable error of expire() once `ms` pass first. */

@@ -48,6 +48,8 @@ export interface FinalWriteOptions {
   after?: (tx: Tx, ctx: TransitionContext) => Promise<void>;
   /** The longest this attempt waits for another process's lock (a retry bounded by --ledger-retry, §17). */
   lockWaitMs?: number;
+  /** The longest this whole attempt may take, connecting included (what is left of --ledger-retry, §17). */
+  withinMs?: number;
 }
 
 export type FinalWrite =
@@ -102,7 +104,10 @@ export async function writeFinalRecord(ledger: Ledger, r: FinalRecord, o: FinalW
     const outcome = await writeInTransaction(tx, ctx, r, o);
     await o.after?.(tx, ledgerCtx);
     return outcome;
-  }, o.lockWaitMs === undefined ? undefined : { lockWaitMs: o.lockWaitMs });
+  }, {
+    ...(o.lockWaitMs === undefined ? {} : { lockWaitMs: o.lockWaitMs }),
+    ...(o.withinMs === undefined ? {} : { withinMs: o.withinMs }),
+  });
 }
 
 async function writeInTransaction(tx: Tx, ctx: TransitionContext, r: FinalRecord, o: FinalWriteOptions): Promise<FinalWrite> {

@@ -35,7 +35,35 @@ export const TEARDOWN_STEPS: readonly TeardownStep[] = Object.freeze([
  */
 export async function runTeardown(input: TeardownInput, steps: readonly TeardownStep[] = TEARDOWN_STEPS): Promise<TeardownResult> {
   const s = initialState(input);
+  armOutageDeadline(s);
+  try {
+    return await walk(s, input, steps);
+  } finally {
+    liftCut(input);
+  }
+}
+
+/**
+ * §17: with an outage plan, --ledger-retry counts from the teardown's first ledger call, and every call
+ * until the outcome is written (or spooled) is cut to it: a link that went silent costs the leg its
+ * budget, not a call deadline (75 s) per read and write. The push after it is not cut (a handler may run
+ * longer); neither is anything with --ledger-retry 0, whose one attempt has its normal deadline.
+ */
+function armOutageDeadline(s: TeardownState): void {
+  if (!s.outage || !s.ledger) return;
+  const budgetMs = s.outage.retrySeconds * 1000;
+  s.finalWriteDeadlineMs = (s.outage.clockMs ?? (() => performance.now()))() + budgetMs;
+  if (budgetMs > 0) s.ledger.backend.cutCallsAt?.(performance.now() + budgetMs);
+}
+
+/** Lifts the cut (armOutageDeadline) on the leg's ledger, which the state drops once it failed. */
+function liftCut(input: TeardownInput): void {
+  input.ledger?.backend.cutCallsAt?.(null);
+}
+
+async function walk(s: TeardownState, input: TeardownInput, steps: readonly TeardownStep[]): Promise<TeardownResult> {
   for (const step of steps) {
+    if (step.name === "pushCallbacks") liftCut(input);
     try {
       if ((await step.run(s)) === "stop") break;
     } catch (error) {
@@ -79,7 +107,7 @@ async function recordAfterOutage(s: TeardownState, input: TeardownInput): Promis
     async (leftMs) => {
       try {
         // Each attempt waits for a lock at most a second and never past the budget, so the retries end at --ledger-retry.
-        return { ok: true, value: await writeFinalRecord(ledger, record, { actor: "li agent", lockWaitMs: retryLockWaitMs(leftMs) }) };
+        return { ok: true, value: await writeFinalRecord(ledger, record, { actor: "li agent", lockWaitMs: retryLockWaitMs(leftMs), withinMs: leftMs }) };
       } catch (error) {
         const failure = ledger.backend.ledgerError(error);
         if (!failure) throw error;
@@ -92,6 +120,7 @@ async function recordAfterOutage(s: TeardownState, input: TeardownInput): Promis
     // Recorded after all: the leg goes on as if the write had landed the first time (push included).
     s.ledger = ledger;
     s.ledgerError = null;
+    liftCut(input);
     try {
       s.result = await resultOf(s, attempt.value);
     } catch {

@@ -88,10 +88,9 @@ export async function guardedWrite(s: TeardownState): Promise<void> {
     if (!s.ledgerError) s.result = { ...own, persisted: "none", own, exitCode: s.exitCode, transition: null };
     return;
   }
-  // With an outage plan (§17), --ledger-retry counts from this first attempt, which waits for a lock no longer than it.
-  const budgetMs = s.outage ? s.outage.retrySeconds * 1000 : null;
-  if (s.outage && budgetMs !== null) s.finalWriteDeadlineMs = (s.outage.clockMs ?? (() => performance.now()))() + budgetMs;
-  const lockWait = budgetMs === null ? {} : { lockWaitMs: firstLockWaitMs(budgetMs) };
+  // With an outage plan (§17), the first attempt waits for a lock no longer than what is left of --ledger-retry.
+  const leftMs = s.outage && s.finalWriteDeadlineMs !== null ? Math.max(0, s.finalWriteDeadlineMs - (s.outage.clockMs ?? (() => performance.now()))()) : null;
+  const lockWait = leftMs === null ? {} : { lockWaitMs: firstLockWaitMs(leftMs) };
   s.result = await resultOf(s, await writeFinalRecord(ledger, finalRecordOf(s), { actor: "li agent", ...lockWait }));
 }
 
