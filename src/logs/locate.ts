@@ -31,7 +31,10 @@ export function locateLegOutput(leg: LegRow, branches: readonly BranchRow[], her
   let isDir = false;
   try {
     isDir = fs.statSync(leg.state_root).isDirectory();
-  } catch {
+  } catch (error) {
+    // Another user's leg on a shared ledger: its run directory is there, but owner-only (0700).
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EACCES" || code === "EPERM") return { ok: false, leg, problem: `leg ${leg.seq}: its run directory ${leg.state_root} is not readable by you (another user's leg, or a directory you may not enter)` };
     isDir = false;
   }
   if (!isDir) return { ok: false, leg, problem: `leg ${leg.seq}: its run directory ${leg.state_root} is gone (pruned or removed) on host ${hostLabel(leg)}` };

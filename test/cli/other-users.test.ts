@@ -247,3 +247,37 @@ describeAsUsers("on a shared ledger another user's handler never runs as you (§
     await db.close();
   });
 });
+
+describeAsUsers("what a shared ledger shows another user (§18 other users)", () => {
+  // Today: li logs said alice's run directory "is gone" when mallory could not read it, and li show
+  // printed alice's --notify template, token included, to every user of the ledger.
+  test("mallory's li logs says alice's run directory is not readable by her, and li show hides alice's handler command", async () => {
+    const aliceHome = dirOf(alice, "home-shows-alice", 0o700);
+    const malloryHome = dirOf(mallory, "home-shows-mallory", 0o700);
+    const leg = await liAs(alice, ["agent", "--json", "--notify", "true 'Authorization: Bearer tok-show-3b9e'", "--", "echo", "hello"], { env: homeEnv(aliceHome) });
+    expect(leg.code).toBe(0);
+    const { session_id } = JSON.parse(leg.stdout);
+    const sharedDb = ledgerEnvFor(aliceHome).LI_DB;
+    let asMallory: Record<string, string>;
+    if (sharedDb !== undefined) asMallory = { LI_HOME: malloryHome, LI_DB: sharedDb };
+    else {
+      // A SQLite ledger is one user's file: mallory reads a copy of alice's, as a shared ledger would show it.
+      const copy = fileOf(mallory, path.join(malloryHome, "state.db"), "", 0o600);
+      fs.copyFileSync(path.join(aliceHome, "state.db"), copy);
+      asMallory = { LI_HOME: malloryHome };
+    }
+    const logs = await liAs(mallory, ["logs", session_id], { env: asMallory });
+    expect(logs.stderr).toContain("is not readable by you");
+    expect(logs.stderr).not.toContain("is gone");
+    expect(logs.code).toBe(1);
+    const shown = await liAs(mallory, ["show", session_id], { env: asMallory });
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(`(another user's handler, uid ${alice.uid}: its command is not shown)`);
+    expect(shown.stdout).not.toContain("tok-show-3b9e");
+    const json = JSON.parse((await liAs(mallory, ["show", "--json", session_id], { env: asMallory })).stdout);
+    expect(json.callbacks).toEqual([expect.objectContaining({ argv: null, argv_hidden: true, uid: alice.uid })]);
+    // Alice still sees her own.
+    const own = await liAs(alice, ["show", session_id], { env: homeEnv(aliceHome) });
+    expect(own.stdout).toContain("tok-show-3b9e");
+  });
+});

@@ -28,8 +28,8 @@ async function sessionWithEverything() {
   });
   const now = t.ledger.now();
   await t.rows().run(
-    "INSERT INTO terminal_callbacks (id, scope, name, consumer, session_id, leg_id, argv, filter_kinds, filter_ids, origin, host_id, enabled, created_at) VALUES (?, 'leg', NULL, ?, ?, ?, ?, NULL, NULL, 'cli', 'host-1', 1, ?)",
-    "reg-1", "cb:reg-1", s.id, s.legIds[1]!, JSON.stringify(["notify-send", "{status}"]), now,
+    "INSERT INTO terminal_callbacks (id, scope, name, consumer, session_id, leg_id, argv, filter_kinds, filter_ids, origin, host_id, uid, enabled, created_at) VALUES (?, 'leg', NULL, ?, ?, ?, ?, NULL, NULL, 'cli', 'host-1', ?, 1, ?)",
+    "reg-1", "cb:reg-1", s.id, s.legIds[1]!, JSON.stringify(["notify-send", "{status}"]), process.getuid?.() ?? 0, now,
   );
   const terminal = (await t.ledger.backend.listTransitions("session", s.id)).find((r) => r.terminal_event === 1)!;
   await t.rows().run( "INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, created_at, updated_at) VALUES (?, 'cb:reg-1', 'acked', 1, ?, ?)", terminal.id, now, now);

@@ -16,9 +16,21 @@ import { safeText } from "../../util/text.ts";
 /** Registration columns holding JSON text. */
 const CALLBACK_JSON = new Set(["argv", "filter_kinds", "filter_ids"]);
 
+/**
+ * Another user's registration on a shared ledger: its argv (a --notify template may hold a token) is
+ * theirs to see, not every reader's (§18). What it is, when and where, stays visible.
+ */
+function othersHandler(row: CallbackRow): boolean {
+  return row.uid !== (process.getuid?.() ?? row.uid);
+}
+
 function callbackJson(row: CallbackRow): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(row)) out[k] = CALLBACK_JSON.has(k) ? parseJsonColumn(v) : k === "enabled" ? v === 1 : v;
+  if (othersHandler(row)) {
+    out.argv = null;
+    out.argv_hidden = true;
+  }
   return out;
 }
 
@@ -152,7 +164,7 @@ function render(s: Shown, raw: boolean): string {
   }
   if (s.callbacks.length > 0) {
     out.push("\ncallbacks:");
-    out.push(table(s.callbacks.map((c) => ["  " + c.consumer, c.scope, c.enabled === 1 ? "enabled" : "disabled", argvText(c.argv)])).trimEnd());
+    out.push(table(s.callbacks.map((c) => ["  " + c.consumer, c.scope, c.enabled === 1 ? "enabled" : "disabled", othersHandler(c) ? `(another user's handler, uid ${c.uid ?? "unknown"}: its command is not shown)` : argvText(c.argv)])).trimEnd());
   }
   if (s.deliveries.length > 0) {
     out.push("\ndeliveries:");
