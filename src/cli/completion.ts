@@ -131,7 +131,8 @@ _li_offer() {
 
 _li() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" node="" word i kind flag
-  _li_bin="\${COMP_WORDS[0]/#\~/$HOME}"
+  # The li being completed answers for ids (_li_offer sees this local: bash scopes dynamically).
+  local _li_bin="\${COMP_WORDS[0]/#\~/$HOME}"
   for ((i = 1; i < COMP_CWORD; i++)); do
     word="\${COMP_WORDS[i]}"
     # After --, the words are the command li runs: bash-completion's own command completion takes over
