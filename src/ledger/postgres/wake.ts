@@ -18,6 +18,25 @@ export function noticeFor(payload: string, schema: string): string | null {
 
 type Client = SQL | Promise<SQL>;
 
+/** The start of what Bun's client warns (console.warn) on every failed try to re-subscribe during an outage. */
+const DRIVER_RETRY_WARNING = "bun:sql LISTEN ";
+let driverQuieted = false;
+
+/**
+ * Keeps Bun's LISTEN retry warnings (`bun:sql LISTEN "li_changes" failed, retrying: …`, one per try, for
+ * as long as the server is away) off stderr: li tells an outage itself, once, in its own words (li wait's
+ * note, li watch's log). Every other warning passes.
+ */
+function quietDriverRetries(): void {
+  if (driverQuieted) return;
+  driverQuieted = true;
+  const warn = console.warn.bind(console);
+  console.warn = (...args: unknown[]) => {
+    if (typeof args[0] === "string" && args[0].startsWith(DRIVER_RETRY_WARNING)) return;
+    warn(...args);
+  };
+}
+
 /**
  * Subscribes `onNotice` to `channel`'s notices for `schema`, and calls `onSubscribed` every time the
  * subscription is (re)established. Returns the unsubscribe. A subscription that cannot be made at all
@@ -25,6 +44,7 @@ type Client = SQL | Promise<SQL>;
  */
 function subscribe(client: Client, channel: string, schema: string, handlers: { onNotice: (rest: string) => void; onSubscribed: () => void; onFailed?: () => void }): () => void {
   let unsubscribed = false;
+  quietDriverRetries();
   const subscription = Promise.resolve(client).then((sql) =>
     sql.listen(
       channel,

@@ -18,7 +18,7 @@ import { pgTestLedger, type PgTestLedger } from "../../helpers/pg-ledger.ts";
 import { startTcpProxy, type TcpProxy } from "../../helpers/tcp-proxy.ts";
 import { killedAfterEachTest, NeverHappens, until } from "../../helpers/until.ts";
 import { RECORD, recorded } from "../../notify/helpers.ts";
-import { expectInvariants, legRecorded, waitsFor } from "../../legs/late-fixtures.ts";
+import { detachedLeg, expectInvariants, legRecorded, waitsFor } from "../../legs/late-fixtures.ts";
 
 const serverStartedAt = () => asSuperuser(async (sql) => Number((await sql`SELECT extract(epoch from pg_postmaster_start_time())::float8 AS s`)[0].s));
 
@@ -180,6 +180,42 @@ describePostgres("the PostgreSQL server stopped while a leg runs (§17)", () => 
     expect(await rows.all("SELECT id, session_id FROM spool_replays")).toEqual([{ id: entry!.id, session_id: id }]);
     expect(spoolFiles()).toEqual([]);
     expect(recorded(notices).map((line) => line.split(" ").slice(1, 4).join(" "))).toEqual([`completed session ${id}`]);
+    await expectInvariants(rows);
+  });
+  test("li wait and li watch listening through a restart: no line of Bun's driver on stderr (li's own note is enough), and both go on once the server is back", async () => {
+    const { l } = await world();
+    const rows = l.rows();
+    const leg = await detachedLeg(rows, liEnv(l.home, l.env), leftRunning);
+    // Through proxies that only forward: their counts show each process trying the stopped server again.
+    const target = new URL(l.url);
+    const viaProxy = async () => {
+      const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+      opened.push(proxy);
+      return proxy;
+    };
+    const waitProxy = await viaProxy();
+    const watchProxy = await viaProxy();
+    const waiter = background(["wait", leg.id, "--timeout", "120s"], liEnv(l.home, { LI_DB: waitProxy.via(l.url) }));
+    const watcher = background(["watch", "--log-format", "json", "--sweep-interval", "1s"], liEnv(l.home, { LI_DB: watchProxy.via(l.url) }));
+    leftRunning.push({ pid: waiter.proc.pid, group: false }, { pid: watcher.proc.pid, group: false });
+    // Listening: li wait has its read connection and its LISTEN's, li watch has started.
+    await until("li wait and li watch to listen", () => waitProxy.accepted >= 2 && watcher.seen.stdout.includes('"action":"start"'));
+    await restartPostgresServer(async () => {
+      const [waits, watches] = [waitProxy.accepted, watchProxy.accepted];
+      // Bun's LISTEN retries with a backoff from a second on: several tries each, every one refused.
+      await until("both to try the stopped server several times", () => {
+        if (waiter.seen.exited || watcher.seen.exited) throw new NeverHappens(`exited while the server was down:\n${waiter.seen.stderr}${watcher.seen.stderr}`);
+        return waitProxy.accepted >= waits + 3 && watchProxy.accepted >= watches + 3;
+      }, { timeoutMs: 30_000 });
+    });
+    const kill = await li(["kill", leg.id], { home: l.home, env: l.env });
+    expect(kill.code).toBe(0);
+    expect(await waiter.done).toBe(1);
+    expect(waiter.seen.stdout).toMatch(new RegExp(`^${leg.id}\\tstatus=cancelled\\t`));
+    watcher.proc.kill("SIGTERM");
+    expect(await watcher.done).toBe(0);
+    expect(waiter.seen.stderr).not.toContain("bun:sql");
+    expect(watcher.seen.stderr).not.toContain("bun:sql");
     await expectInvariants(rows);
   });
 });
