@@ -4,6 +4,7 @@
 // Bun's own environment reading (DATABASE_URL, PGDATABASE over the URL) never changes the target.
 
 import { LedgerUnavailableError } from "../../util/errors.ts";
+import { passfilePassword } from "./passfile.ts";
 import { decoded, pgLedgerName, pgLedgerNameOfUrl, scrubPassword } from "./redact.ts";
 
 export const SSL_MODES = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] as const;
@@ -112,6 +113,8 @@ export function resolvePgTarget(url: string, env: Record<string, string | undefi
   const user = param("user") ?? (decoded(parsed.username) || undefined) ?? fromEnv("PGUSER") ?? fromEnv("USER") ?? "postgres";
   const database = param("dbname") ?? (decoded(parsed.pathname.replace(/^\//, "")) || undefined) ?? fromEnv("PGDATABASE") ?? user;
   const name = pgLedgerName({ host, port, database });
+  // Last, as libpq: the URL's password, PGPASSWORD, then the password file (PGPASSFILE or ~/.pgpass).
+  password ??= passfilePassword({ host, port, database, user }, env);
 
   const sslmode = param("sslmode") ?? fromEnv("PGSSLMODE") ?? "prefer";
   if (!(SSL_MODES as readonly string[]).includes(sslmode)) refuse(`sslmode '${sslmode}' is not one of ${SSL_MODES.join(", ")}`, name);

@@ -3,7 +3,7 @@
 // of li — searched for in every one, with a password no other text could contain by accident.
 
 import { afterEach, expect, test } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connectPg, DEFAULT_LIMITS, type PgClient } from "../../../src/ledger/postgres/client.ts";
 import { asPgLedgerError } from "../../../src/ledger/postgres/errors.ts";
@@ -189,16 +189,20 @@ describePostgres("connecting to a PostgreSQL ledger (§14)", () => {
     expect(row.db).toBe(db.name);
   });
 
-  test("a password in the URL, in ?password= or in PGPASSWORD logs in, and appears in no error or output", async () => {
+  test("a password in the URL, in ?password=, in PGPASSWORD or in the password file logs in, and appears in no error or output", async () => {
     const role = await createPasswordRole(SECRET, db.name);
     const { port } = postgresCluster();
     const base = `127.0.0.1:${port}/${db.name}`;
     const texts: string[] = [];
+    // libpq's format: a colon (and a backslash) inside a field is escaped.
+    const passfile = join(tempDir(), "pgpass");
+    writeFileSync(passfile, `127.0.0.1:${port}:${db.name}:${role}:${SECRET.replace(/[\\:]/g, (c) => `\\${c}`)}\n`, { mode: 0o600 });
 
     for (const [url, env] of [
       [`postgres://${role}:${ENCODED}@${base}?sslmode=disable`, {}],
       [`postgres://${role}@${base}?sslmode=disable&password=${ENCODED}`, {}],
       [`postgres://${role}@${base}?sslmode=disable`, { PGPASSWORD: SECRET }],
+      [`postgres://${role}@${base}?sslmode=disable`, { PGPASSFILE: passfile }],
     ] as const) {
       const client = await connect(url, env);
       const [row] = await client.sql`SELECT current_user AS who`;
