@@ -13,6 +13,7 @@ function cmd<M>(summary: string, load: () => Promise<M>, pick: (m: M) => Loaded)
 const events = () => import("./commands/events.ts");
 const completion = () => import("./commands/completion.ts");
 const schedule = () => import("./commands/schedule.ts");
+const queue = () => import("./commands/queue.ts");
 
 export const TREE: Group = {
   description: "li — a run ledger for build and agent machines",
@@ -62,6 +63,16 @@ export const TREE: Group = {
         rm: cmd("remove a schedule (its runs stay)", schedule, (m) => m.rm),
         pause: cmd("stop a schedule firing until resumed", schedule, (m) => m.pause),
         resume: cmd("resume a paused schedule from its next due time", schedule, (m) => m.resume),
+      },
+    },
+    queue: {
+      description: "queues of scheduled runs (li agent --queue): limits per host or fleet, pause and resume",
+      examples: ["li queue set gpu --parallel=2 --fleet", "li queue ls"],
+      commands: {
+        set: cmd("create or change a queue: --parallel N, --per-host or --fleet, --lease-attempts N", queue, (m) => m.set),
+        ls: cmd("each queue: limit, running, queued, waiting, oldest wait", queue, (m) => m.ls),
+        pause: cmd("stop leasing a queue's runs (running legs go on)", queue, (m) => m.pause),
+        resume: cmd("lease a paused queue's runs again", queue, (m) => m.resume),
       },
     },
     reasons: cmd("the reason-code vocabulary", () => import("./commands/reasons.ts"), (m) => m.default),

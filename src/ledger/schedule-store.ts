@@ -64,10 +64,15 @@ export interface ScheduleStore {
   dependentsOf(targetId: string): Awaitable<string[]>;
 
   /**
-   * Links the leased run to the session of the leg started for it, once: only while the run is running,
-   * leased by `hostId` and has no session yet. Returns rows changed (0: the lease is not ours any more).
+   * Links the leased run to the session of the leg started for it: only while the run is running, leased
+   * by `hostId` and has no other session (a continuing leg of the same session links again, harmlessly). Returns rows changed (0: the lease is not ours any more).
    */
   linkSession(runId: string, sessionId: string, hostId: string): Awaitable<number>;
+  /**
+   * Marks a run in retry_wait as retried (its next attempt, a new chained run, is being created in this
+   * transaction): clears retry_at, once. Returns rows changed (0: another process made the retry first).
+   */
+  takeRetry(runId: string): Awaitable<number>;
   /** Records the labels a host's dispatcher offers (li watch, a foreground queued leg). */
   recordHost(row: WatchHostRow): Awaitable<void>;
   listHosts(): Awaitable<WatchHostRow[]>;

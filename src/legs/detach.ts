@@ -67,14 +67,14 @@ export function writeReady(channel: ReadyChannel, report: ReadyReport): void {
  * its fd 3, and resolves with its report once setup committed, or a failure when it ends without one
  * (exit 78: nobody could wait on that id). The command the supervisor starts never inherits fd 3.
  */
-export async function startDetached(args: readonly string[], env: Record<string, string | undefined>): Promise<ReadyReport> {
+export async function startDetached(args: readonly string[], env: Record<string, string | undefined>, options: { cwd?: string } = {}): Promise<ReadyReport> {
   const childEnv: Record<string, string> = {};
   // The supervisor outlives whatever started it, a handler included (§20): it is no part of that handler.
   for (const [k, v] of Object.entries(env)) if (v !== undefined && k !== HANDLER_OWNER_ENV) childEnv[k] = v;
   childEnv[SUPERVISOR_ENV] = READY_VALUE;
   // The request rides in the supervisor's private environment: its argv is public (§18, supervisor-argv.ts).
   childEnv[SUPERVISOR_ARGV_ENV] = JSON.stringify(supervisorArgs(args));
-  const child = Bun.spawn([...selfArgv(), ...SUPERVISOR_VISIBLE_ARGV], { env: childEnv, stdio: ["ignore", "ignore", "ignore", "pipe"], detached: true });
+  const child = Bun.spawn([...selfArgv(), ...SUPERVISOR_VISIBLE_ARGV], { env: childEnv, stdio: ["ignore", "ignore", "ignore", "pipe"], detached: true, ...(options.cwd ? { cwd: options.cwd } : {}) });
   child.unref();
   const line = await firstLine(child.stdio[READY_FD] as number);
   const report = parseReport(line);

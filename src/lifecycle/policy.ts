@@ -50,7 +50,8 @@ export const POLICY_SPECS = {
     terminal: ["completed", "failed", "timed_out", "skipped", "cancelled"],
     edges: {
       queued: ["waiting_dependency", "running", "skipped", "cancelled"],
-      waiting_dependency: ["queued", "cancelled"],
+      // §4 and §19: a dependency that did not succeed skips its dependents straight from waiting_dependency.
+      waiting_dependency: ["queued", "skipped", "cancelled"],
       running: ["completed", "failed", "timed_out", "retry_wait", "queued", "cancelled"],
       retry_wait: ["queued", "cancelled"],
     },

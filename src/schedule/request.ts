@@ -22,6 +22,7 @@ export const LegOptionsSchema = z
     autoResume: z.string(),
     resumeCommand: z.string(),
     evidenceGate: z.boolean(),
+    passEnv: z.array(z.string()),
   })
   .partial()
   .strict();
@@ -37,6 +38,11 @@ export const ScheduledRequestSchema = z
     /** The variables the command gets: the allowlist below plus --pass-env, captured at submit. */
     env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()),
     options: LegOptionsSchema,
+    /**
+     * Submitted by a foreground `li agent --queue`, which waits its turn and runs the leg itself: a watcher
+     * leaves such a run alone while that li process lives (it takes it once the process is gone, on its host).
+     */
+    foreground: z.object({ host_id: z.string(), pid: z.number().int().positive(), start_ticks: z.number().int().nullable() }).strict().optional(),
   })
   .strict();
 

@@ -25,6 +25,8 @@ export interface WatchSettings {
   readonly pruneKeepDays: number | null;
   /** Handlers a watcher runs at once (§20). */
   readonly deliveryConcurrency: number;
+  /** The labels this host offers to scheduled runs' --needs (§19). */
+  readonly labels: readonly string[];
 }
 
 export interface Settings {
@@ -61,6 +63,16 @@ const booleanValue: KeyParser<boolean> = (raw, origin) =>
   typeof raw === "boolean" ? { ok: true, value: raw } : { ok: false, problem: `expected true or false, got ${describeType(raw)}` };
 const positiveNumberValue: KeyParser<number> = (raw, origin) => numeric(raw, origin, parsePositiveNumber, "a positive number");
 
+/** A list of labels (`[gpu, linux]`, or `gpu,linux`), each a safe id (§3). */
+const labelsValue: KeyParser<readonly string[]> = (raw) => {
+  const words = Array.isArray(raw) ? raw : typeof raw === "string" ? raw.split(",").map((w) => w.trim()).filter((w) => w !== "") : null;
+  if (words === null) return { ok: false, problem: "expected a list of labels" };
+  for (const word of words) {
+    if (typeof word !== "string" || !isSafeId(word)) return { ok: false, problem: `${JSON.stringify(word)} is not a label (letters, digits and . _ : -)` };
+  }
+  return { ok: true, value: Object.freeze([...(words as string[])]) };
+};
+
 /**
  * Why a project file's value needs the file trusted (§18), or null when it does not: a value that runs a
  * program, or that destroys or silences (a prune age, notices turned off, a timeout shorter than the
@@ -94,6 +106,7 @@ const KEYS = {
   "watch.phantom_hours": { parse: positiveNumberValue, fallback: 1 },
   "watch.prune_keep_days": { parse: positiveNumberValue, fallback: null, needsTrust: pruneNeedsTrust },
   "watch.delivery_concurrency": { parse: positiveIntValue, fallback: DEFAULT_DELIVERY_CONCURRENCY },
+  "watch.labels": { parse: labelsValue, fallback: [] as readonly string[] },
 } as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown; disabledByInvalid?: string; needsTrust?: NeedsTrust }>;
 
 type Key = keyof typeof KEYS;
@@ -153,6 +166,7 @@ export function loadSettings(options: LoadSettingsOptions): { settings: Settings
       phantomHours: pick("watch.phantom_hours"),
       pruneKeepDays: pick("watch.prune_keep_days"),
       deliveryConcurrency: pick("watch.delivery_concurrency"),
+      labels: pick("watch.labels"),
     }),
   };
   return { settings: Object.freeze(settings), warnings };

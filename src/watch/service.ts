@@ -15,6 +15,7 @@ import type { WatchLog } from "./log.ts";
 import { OutageLog } from "./outage.ts";
 import type { ReplayHooks } from "../spool/replay.ts";
 import { startUpDone } from "../util/jit.ts";
+import { runSchedulePass, type ScheduleEnv } from "../schedule/pass.ts";
 
 export interface WatchConfig {
   /** One pass of everything, then return. */
@@ -51,6 +52,8 @@ export interface WatchDeps {
   spoolDir?: string;
   /** Test seam between a replayed entry's commit and the removal of its file. */
   replayHooks?: ReplayHooks;
+  /** Scheduled runs (§19): leased and started on every pass when given (li watch always gives it). */
+  schedule?: Omit<ScheduleEnv, "ledger" | "log" | "stopping">;
 }
 
 export interface WatchReport {
@@ -68,6 +71,8 @@ export interface WatchReport {
   replayed: number;
   /** Due times of cron schedules this watcher decided: fired, or recorded skipped (§19). */
   schedule_fires: number;
+  /** Legs started for leased scheduled runs (§19). */
+  started_runs: number;
   errors: number;
   /** Of `errors`, those where the ledger itself could not be read or written (full, read-only…). */
   ledger_errors: number;
@@ -111,7 +116,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   const env = deps.sweepEnv ?? hostEnv();
   const pollMs = (config.pollSeconds ?? 1) * 1000;
   const intervalMs = config.sweepIntervalSeconds * 1000;
-  const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, removed_run_dirs: 0, replayed: 0, schedule_fires: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
+  const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, removed_run_dirs: 0, replayed: 0, schedule_fires: 0, started_runs: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
   const availability = new Availability(ledger);
   const outage = new OutageLog(log, clockMs);
   const fail = (what: string, error: unknown) => {
@@ -175,6 +180,19 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
       cron.seen = { generation, nextDueAt: fired.nextDueAt };
     } catch (error) {
       cron.seen = null;
+      fail("schedule", error);
+    }
+  }
+
+  /** Scheduled runs: settle, expire, retry, dependencies, then lease and start what this host may run. */
+  async function schedulePass(): Promise<void> {
+    if (!deps.schedule) return;
+    try {
+      const pass = await runSchedulePass({ ...deps.schedule, ledger, log, stopping: () => signal.aborted });
+      report.started_runs += pass.counts["dispatch.started"] ?? 0;
+      for (const { step, error } of pass.errors) fail(`schedule:${step}`, error);
+      if (pass.errors.length === 0) outage.succeeded("schedule");
+    } catch (error) {
       fail("schedule", error);
     }
   }
@@ -326,6 +344,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     if (held) {
       await replayPass();
       await cronPass(generation);
+      await schedulePass();
       if (clockMs() >= nextSweepAt) {
         await sweepPass();
         nextSweepAt = clockMs() + intervalMs;

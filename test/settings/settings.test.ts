@@ -44,7 +44,7 @@ const DEFAULTS = {
   agentStreamMax: null,
   agentKillGrace: 5,
   agentStopLeftovers: false,
-  watch: { sweepInterval: 30, phantomGrace: 60, phantomHours: 1, pruneKeepDays: null, deliveryConcurrency: 16 },
+  watch: { sweepInterval: 30, phantomGrace: 60, phantomHours: 1, pruneKeepDays: null, deliveryConcurrency: 16, labels: [] },
 };
 
 describe("loadSettings: files and precedence", () => {
@@ -79,6 +79,7 @@ describe("loadSettings: files and precedence", () => {
         "  phantom_grace: 90s",
         "  phantom_hours: 2",
         "  prune_keep_days: 14",
+        "  labels: [gpu, linux]",
         "notify:",
         "  on_terminal: notify-send li '{status}'",
       ].join("\n"),
@@ -99,14 +100,15 @@ describe("loadSettings: files and precedence", () => {
       agentStreamMax: 512 * 1024 * 1024,
       agentKillGrace: 5,
       agentStopLeftovers: false,
-      watch: { sweepInterval: 10, phantomGrace: 90, phantomHours: 2, pruneKeepDays: 14, deliveryConcurrency: 16 },
+      watch: { sweepInterval: 10, phantomGrace: 90, phantomHours: 2, pruneKeepDays: 14, deliveryConcurrency: 16, labels: ["gpu", "linux"] },
     });
   });
 
   test("dotted top-level keys are read too", () => {
-    write(globalFile, "agent.timeout: 500ms\nwatch.sweep_interval: 1m\nwatch.prune_keep_days: '0.5'\n");
+    write(globalFile, "agent.timeout: 500ms\nwatch.sweep_interval: 1m\nwatch.prune_keep_days: '0.5'\nwatch.labels: gpu, arm64\n");
     const { settings, warnings } = load();
     expect(warnings).toEqual([]);
+    expect(settings.watch.labels).toEqual(["gpu", "arm64"]);
     expect(settings.agentTimeout).toBe(0.5);
     expect(settings.watch.sweepInterval).toBe(60);
     expect(settings.watch.pruneKeepDays).toBe(0.5);

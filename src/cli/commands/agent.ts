@@ -27,6 +27,8 @@ import { cliContext } from "../globals.ts";
 import { isTerminal, writeAll } from "../fd.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 import { repeatedFlag } from "../repeated-flag.ts";
+import type { LegRunner, QueueArgs } from "../agent-queue.ts";
+import type { ScheduledLegHooks } from "../../schedule/leg.ts";
 
 /** "0 completed, 1 completed_empty/failed, …" from the status table; `running` is no outcome of its own. */
 function exitCodesByStatus(): string {
@@ -76,19 +78,39 @@ export default command({
     "linked-session": { type: "string", valueHint: "SESSION_ID", description: "a session whose outcome stands in for a provider failure (exit 75)" },
     "auto-resume": { type: "string", valueHint: "N", description: "continue a timed-out leg up to N times" },
     "resume-command": { type: "string", valueHint: "ARGV", description: "the command line for the continuing legs (default: the same command)" },
-    "pass-env": { type: "string", valueHint: "NAME", description: "let the command keep this credential li consumed (LI_DB, PGPASSWORD), stripped otherwise; repeatable" },
+    "pass-env": { type: "string", valueHint: "NAME", description: "let the command keep this credential li consumed (LI_DB, PGPASSWORD), stripped otherwise; with --queue, any variable the queued leg should keep beyond PATH, HOME, LANG, LC_*…; repeatable" },
     "evidence-gate": { type: "boolean", description: "check completion evidence (--no-evidence-gate: never)" },
     detach: { type: "boolean", description: "run in the background; print the session id once it is recorded" },
     persist: { type: "boolean", default: true, description: "run without a ledger: nothing is recorded" },
     json: { type: "boolean", description: "print one JSON record on stdout (the command's stdout goes to stderr)" },
+    queue: { type: "string", valueHint: "NAME", description: "submit as a scheduled run of this queue: with --detach print its id at once, else wait for its turn and run here" },
+    after: { type: "string", valueHint: "ID", description: "with --queue: start only after this run, session or leg succeeded (skipped if it did not); repeatable" },
+    needs: { type: "string", valueHint: "LABEL", description: "with --queue: only a host whose watch.labels has this label runs it; repeatable" },
+    retries: { type: "string", valueHint: "N", description: "with --queue: retry a failed or timed-out attempt up to N times, each a new run chained to the last" },
+    "retry-delay": { type: "string", valueHint: "DURATION", description: "with --queue: the wait before a retry (default 0)" },
+    "retry-backoff": { type: "string", valueHint: "fixed|exp", description: "with --queue: the same delay each time (fixed, default) or doubling (exp)" },
+    "retry-jitter": { type: "boolean", description: "with --queue: a random delay in the upper half of each retry's delay" },
+    lease: { type: "string", valueHint: "DURATION", description: "with --queue: how long a lease lasts without the leg's heartbeat renewing it (default 60s)" },
+    "schedule-run": { type: "string", valueHint: "RUN_ID", description: "li's own: the leg of a leased run (li watch starts it)" },
   },
   async run({ args: parsed, rawArgs, passthrough, ledger: open }) {
     // citty keeps only the last of a repeated string flag: --artifact is collected from the raw words.
     const args = agentArgs(parsed as Record<string, unknown>, rawArgs);
     const readyValue = process.env[SUPERVISOR_ENV];
     delete process.env[SUPERVISOR_ENV];
+    const scheduleRun = typeof parsed["schedule-run"] === "string" ? (parsed["schedule-run"] as string) : undefined;
     // Checked before anything else: the variable can only name the socket li's own parent handed over.
-    if (readyValue) return supervise(args, passthrough, readyValue, open);
+    if (readyValue) return supervise(args, passthrough, readyValue, open, scheduleRun);
+    if (scheduleRun !== undefined) throw new UsageError("--schedule-run is li's own: li watch starts a leased run's leg with it");
+    const queueArgs = queueFlags(parsed as Record<string, unknown>, rawArgs);
+    if (queueArgs.queue !== undefined) {
+      hostOverrides();
+      const workdir = process.cwd();
+      const settings = await agentSettings(args, workdir, note);
+      const { submitQueued } = await import("../agent-queue.ts");
+      return submitQueued(args, queueArgs, passthrough, { open, settings, workdir, runner: foregroundRunner(args, settings, workdir) });
+    }
+    refuseQueueFlagsWithoutQueue(queueArgs);
     // LI_HOST_ID / LI_HOST_NAME name this host in the leg's row: a bad value (or a bad test setting) is refused before anything is allocated or recorded.
     hostOverrides();
     heartbeatMsFromEnv(process.env);
@@ -268,8 +290,61 @@ function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit
   return { ledger, runsRoot: cliPaths().runsRoot, workdir, io, env: process.env, stdin, outage, streamLimits, ...(heartbeatMs !== undefined ? { heartbeatMs } : {}) };
 }
 
+/** Queue flags given without --queue are a mistake worth one line, not silently nothing. */
+function refuseQueueFlagsWithoutQueue(q: QueueArgs): void {
+  if (q.queue !== undefined) return;
+  const given = [
+    q.after.length > 0 && "--after",
+    q.needs.length > 0 && "--needs",
+    q.retries !== undefined && "--retries",
+    q.retryDelay !== undefined && "--retry-delay",
+    q.retryBackoff !== undefined && "--retry-backoff",
+    q.retryJitter !== undefined && "--retry-jitter",
+    q.lease !== undefined && "--lease",
+  ].filter(Boolean);
+  if (given.length > 0) throw new UsageError(`${given[0]} needs --queue NAME (it describes a scheduled run)`);
+}
+
+/** The queue flags (repeatable ones from the raw words, as citty keeps only the last). */
+function queueFlags(parsed: Record<string, unknown>, rawArgs: readonly string[]): QueueArgs {
+  const str = (key: string) => (typeof parsed[key] === "string" ? (parsed[key] as string) : undefined);
+  return {
+    queue: str("queue"),
+    after: repeatedFlag(rawArgs, "after").flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== ""),
+    needs: repeatedFlag(rawArgs, "needs"),
+    passEnv: repeatedFlag(rawArgs, "pass-env"),
+    retries: str("retries"),
+    retryDelay: str("retry-delay"),
+    retryBackoff: str("retry-backoff"),
+    retryJitter: typeof parsed["retry-jitter"] === "boolean" ? (parsed["retry-jitter"] as boolean) : undefined,
+    lease: str("lease"),
+  };
+}
+
+/** How a foreground queued run's leg runs here: the ordinary foreground leg, bound to its run, persistence required. */
+function foregroundRunner(args: AgentArgs, settings: Settings | null, workdir: string): LegRunner {
+  return {
+    json: args.json === true,
+    note,
+    run: async (req, hooks, ledger) => {
+      const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
+      const outcome = await runAgent(req, {
+        ...deps(null, io, workdir, stdinMode(isTerminal(0), false), req, settings),
+        ledger,
+        notifier: await notifier(req.notify, settings, note),
+        requirePersistence: true,
+        alsoInSetup: hooks.alsoInSetup,
+        afterCommit: [hooks.afterCommit],
+      });
+      note(summaryLine(outcome));
+      if (req.json) (await import("../output.ts")).writeJson({ session_id: outcome.plan.sessionId, run_id: outcome.plan.runId, status: outcome.result.status, reason_code: outcome.result.reasonCode, exit_code: outcome.result.exitCode });
+      return outcome.exit;
+    },
+  };
+}
+
 /** The supervising li of a detached leg: commits setup, reports through the ready file, then runs the leg. */
-async function supervise(args: AgentArgs, passthrough: string[] | null, readyValue: string, open: (patience: Patience) => Ledger): Promise<number> {
+async function supervise(argsGiven: AgentArgs, passthroughGiven: string[] | null, readyValue: string, open: (patience: Patience) => Ledger, scheduleRun?: string): Promise<number> {
   // Loaded here, as the detaching parent loads it: a foreground leg never needs it.
   const { openReadyChannel, writeReady } = await import("../../legs/detach.ts");
   const ready = openReadyChannel(readyValue);
@@ -292,10 +367,25 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, readyVal
   let ledger: Ledger | null = null;
   try {
     const workdir = process.cwd();
+    let args = argsGiven;
+    let passthrough = passthroughGiven;
+    let scheduled: ScheduledLegHooks | null = null;
+    if (scheduleRun !== undefined) {
+      // A leased run's leg (li watch started it): the whole request is the ledger's, read before anything else.
+      try {
+        ledger = open(NO_PATIENCE);
+      } catch (error) {
+        return fail(ExitCode.unavailable, `cannot record a detached leg: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      const leased = await (await import("../agent-queue.ts")).leasedRunRequest(ledger, scheduleRun, log);
+      args = leased.args;
+      passthrough = leased.passthrough;
+      scheduled = leased.hooks;
+    }
     const settings = await agentSettings(args, workdir, log);
     const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, ...(settings ? { defaultLedgerRetry: settings.agentLedgerRetry, defaultKillGrace: settings.agentKillGrace, defaultStopLeftovers: settings.agentStopLeftovers } : {}), env: process.env });
     try {
-      ledger = open(NO_PATIENCE);
+      ledger ??= open(NO_PATIENCE);
     } catch (error) {
       return fail(ExitCode.unavailable, `cannot record a detached leg: ${error instanceof Error ? error.message : String(error)}`);
     }
@@ -304,6 +394,7 @@ async function supervise(args: AgentArgs, passthrough: string[] | null, readyVal
       ...deps(ledger, io, workdir, "ignore", req, settings),
       notifier: await notifier(req.notify, settings, log),
       requirePersistence: true,
+      ...(scheduled ? { alsoInSetup: scheduled.alsoInSetup, afterCommit: [scheduled.afterCommit] } : {}),
       onStarted: (plan) => {
         logFile = path.join(plan.run.streamDir, "li.log");
         writeReady(ready, { ok: true, session_id: plan.sessionId, branch_id: plan.branchId, run_id: plan.runId });

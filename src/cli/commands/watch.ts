@@ -13,6 +13,17 @@ import { cliPaths } from "../paths.ts";
 import { spoolDirOf } from "../../spool/entry.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
 import { pruneProgressText, StatusLine } from "../progress.ts";
+import { hostId, hostName } from "../../host/proc.ts";
+import { startScheduledLeg } from "../../schedule/start.ts";
+import type { Paths } from "../../ledger/location.ts";
+import { cliContext } from "../globals.ts";
+
+/** The ledger as a leg started in another directory must name it: an absolute SQLite path, or the URL as given. */
+function legLedgerEnv(paths: Paths): Record<string, string> {
+  if (paths.ledger.kind === "sqlite") return { LI_DB: paths.ledger.path };
+  const url = cliContext.dbFlag ?? process.env.LI_DB;
+  return url ? { LI_DB: url } : {};
+}
 import type { PruneProgress } from "../../sweeps/prune.ts";
 
 export default command({
@@ -96,7 +107,10 @@ export default command({
           phantom_hours: config.phantomHours,
           prune_keep_days: config.pruneKeepDays,
         });
-        const report = await runWatch({ ledger, wake, lock, log, signal: stop.signal, delivery: { liHome: paths.home, concurrency: flags.deliveryConcurrency ?? settings.watch.deliveryConcurrency }, runsRoot: paths.runsRoot, spoolDir: spoolDirOf(paths.home), ...(pruneProgress ? { pruneProgress } : {}) }, config);
+        // Legs of leased runs reach the same ledger as this watcher: a --db flag travels as LI_DB (never in an argv).
+        const legEnv = { ...process.env, LI_HOME: paths.home, LI_RUNS_ROOT: paths.runsRoot, ...legLedgerEnv(paths) };
+        const schedule = { lessee: { hostId: hostId(), hostName: hostName(), labels: settings.watch.labels }, startLeg: (run: Parameters<typeof startScheduledLeg>[0]) => startScheduledLeg(run, legEnv) };
+        const report = await runWatch({ ledger, wake, lock, log, signal: stop.signal, delivery: { liHome: paths.home, concurrency: flags.deliveryConcurrency ?? settings.watch.deliveryConcurrency }, runsRoot: paths.runsRoot, spoolDir: spoolDirOf(paths.home), schedule, ...(pruneProgress ? { pruneProgress } : {}) }, config);
         log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, removed_run_dirs: report.removed_run_dirs, replayed: report.replayed, schedule_fires: report.schedule_fires, errors: report.errors });
         // For cron: a pass that logged errors is not a success (the long-running watcher logs and goes on).
         if (config.once) return onceExitCode(report);

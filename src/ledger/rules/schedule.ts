@@ -107,12 +107,13 @@ export class ScheduleStatements implements ScheduleStore {
   }
 
   chainChild(runId: string): Promise<ScheduleRunRow | null> {
-    return this.one<ScheduleRunRow>("SELECT * FROM schedule_runs WHERE chain_parent_id = ? ORDER BY created_at, id LIMIT 1", [runId]);
+    // At most one: takeRetry lets one transaction make a run's retry.
+    return this.one<ScheduleRunRow>("SELECT * FROM schedule_runs WHERE chain_parent_id = ? LIMIT 1", [runId]);
   }
 
   async queueCounts(): Promise<QueueCounts[]> {
     const rows = await this.db.all<{ queue: string; status: string; n: number; oldest: number | null }>(
-      `SELECT queue, status, CAST(COUNT(*) AS integer) AS n, MIN(created_at) AS oldest FROM schedule_runs WHERE status IN ${ACTIVE} AND queue IS NOT NULL GROUP BY queue, status`,
+      `SELECT queue, status, CAST(COUNT(*) AS integer) AS n, MIN(created_at) AS oldest FROM schedule_runs WHERE status IN ${ACTIVE} AND queue IS NOT NULL AND (status <> 'retry_wait' OR retry_at IS NOT NULL) GROUP BY queue, status`,
       [],
     );
     const byQueue = new Map<string, QueueCounts>();
@@ -139,7 +140,7 @@ export class ScheduleStatements implements ScheduleStore {
   }
 
   dependenciesOf(runId: string): Promise<ScheduleDepRow[]> {
-    return this.db.all<ScheduleDepRow>("SELECT * FROM schedule_run_deps WHERE run_id = ? ORDER BY created_at, depends_on_id", [runId]);
+    return this.db.all<ScheduleDepRow>("SELECT * FROM schedule_run_deps WHERE run_id = ? ORDER BY depends_on_id", [runId]);
   }
 
   async dependentsOf(targetId: string): Promise<string[]> {
@@ -148,7 +149,16 @@ export class ScheduleStatements implements ScheduleStore {
   }
 
   linkSession(runId: string, sessionId: string, hostId: string): Promise<number> {
-    return this.db.run("UPDATE schedule_runs SET session_id = ? WHERE id = ? AND status = 'running' AND leased_by = ? AND session_id IS NULL", [sessionId, runId, hostId]);
+    return this.db.run("UPDATE schedule_runs SET session_id = ? WHERE id = ? AND status = 'running' AND leased_by = ? AND (session_id IS NULL OR session_id = ?)", [
+      sessionId,
+      runId,
+      hostId,
+      sessionId,
+    ]);
+  }
+
+  takeRetry(runId: string): Promise<number> {
+    return this.db.run("UPDATE schedule_runs SET retry_at = NULL WHERE id = ? AND status = 'retry_wait' AND retry_at IS NOT NULL", [runId]);
   }
 
   async recordHost(row: WatchHostRow): Promise<void> {

@@ -108,17 +108,33 @@ export function mergeRecent(perKind: readonly (readonly RecentRow[])[], limit: n
  * play's session, the newest session of an invocation or of a schedule run's invocation (by
  * sessions_invocation_idx); shows and teams have none. The artifact root is that session's current
  * leg's, else its artifacts_path; the exit code the target's own (plays, schedule runs), else the session's.
+ * A schedule run's session is the one its lease's leg linked (else its invocation's newest).
  */
 export function waitStateStatement(d: ViewDialect, kind: EntityKind, id: string): ViewStatement {
   const table = POLICIES[kind].table;
   const newestOf = (invocation: string) => `(SELECT s.id FROM sessions s WHERE s.invocation_id = ${invocation} ORDER BY s.updated_at DESC, s.id DESC LIMIT 1)`;
   const backing =
-    kind === "session" ? "e.id" : kind === "play" ? "e.session_id" : kind === "invocation" ? newestOf("e.id") : kind === "schedule_run" ? newestOf("e.invocation_id") : d.typedNull("text");
+    kind === "session"
+      ? "e.id"
+      : kind === "play"
+        ? "e.session_id"
+        : kind === "invocation"
+          ? newestOf("e.id")
+          : kind === "schedule_run"
+            ? `COALESCE(e.session_id, ${newestOf("e.invocation_id")})`
+            : d.typedNull("text");
   const own = kind === "play" || kind === "schedule_run" ? "e.exit_code" : d.typedNull("integer");
+  // A schedule run is judged by its chain's newest attempt (§19: a retry is a new run chained to the last):
+  // the run whose chain_parent_id links lead back to the id waited on, furthest down.
+  const chain =
+    kind === "schedule_run"
+      ? `WITH RECURSIVE chain(id, depth) AS (SELECT r.id, 0 FROM schedule_runs r WHERE r.id = ${d.placeholder(1)} UNION ALL SELECT c.id, chain.depth + 1 FROM schedule_runs c JOIN chain ON c.chain_parent_id = chain.id WHERE chain.depth < 10000) `
+      : "";
+  const target = kind === "schedule_run" ? "(SELECT id FROM chain ORDER BY depth DESC LIMIT 1)" : d.placeholder(1);
   return {
-    sql: `SELECT e.status, e.status_reason_code AS reason, ${own} AS own_exit, COALESCE(l.artifact_root, b.artifacts_path) AS artifact_dir, b.exit_code AS backing_exit
+    sql: `${chain}SELECT e.status, e.status_reason_code AS reason, ${own} AS own_exit, COALESCE(l.artifact_root, b.artifacts_path) AS artifact_dir, b.exit_code AS backing_exit
        FROM ${table} e LEFT JOIN sessions b ON b.id = ${backing} LEFT JOIN legs l ON l.id = b.current_leg_id
-       WHERE e.id = ${d.placeholder(1)}`,
+       WHERE e.id = ${target}`,
     params: [id],
   };
 }
