@@ -81,7 +81,8 @@ describe("li schedule with li watch", () => {
     const watched = await li(["watch", "--once"], { home });
     expect(watched.code).toBe(0);
     const fires = await rows.all<{ due_at: number; outcome: string; status: string; reason: string; queue: string }>(
-      "SELECT f.due_at, f.outcome, r.status, r.status_reason_code AS reason, r.queue FROM schedule_fires f JOIN schedule_runs r ON r.id = f.run_id ORDER BY f.due_at",
+      // The reason each run was created with: the fired one may already have been leased and run by the same pass.
+      "SELECT f.due_at, f.outcome, r.status, (SELECT t.reason_code FROM status_transitions t WHERE t.entity_type = 'schedule_run' AND t.entity_id = r.id ORDER BY t.seq LIMIT 1) AS reason, r.queue FROM schedule_fires f JOIN schedule_runs r ON r.id = f.run_id ORDER BY f.due_at",
     );
     expect(fires.map((f) => [f.due_at - thisHour, f.outcome, f.reason, f.queue])).toEqual([
       [-3 * HOUR, "skipped_missed", "schedule.skipped.missed_fire", "hourly"],
