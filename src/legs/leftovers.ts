@@ -28,7 +28,13 @@ export interface EndOptions {
 }
 
 /** Lists (and with --stop-leftovers stops) what outlived the command, reads the figures, and removes an emptied cgroup. */
-export async function endContainment(processes: LegProcesses, child: ChildUsage | null, o: EndOptions): Promise<EndedContainment> {
+export async function endContainment(processes: LegProcesses | null, child: ChildUsage | null, o: EndOptions): Promise<EndedContainment> {
+  if (processes === null) {
+    // LI_CONTAINMENT=off: nothing was looked for; the command's own figures only.
+    const usage = { cpu_user_seconds: round(child?.cpuUserSeconds ?? null), cpu_system_seconds: round(child?.cpuSystemSeconds ?? null), peak_rss_bytes: child?.maxRssBytes ?? null };
+    const from = child ? "rusage" : null;
+    return { evidence: { kind: "containment", containment: "group", leftovers_checked: false, resource_use: { ...usage, cpu_from: from, memory_from: from } }, usage };
+  }
   let leftovers: ListedProcess[] = [];
   let stoppedLeftovers = false;
   if (!o.stopped) {

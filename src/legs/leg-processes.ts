@@ -5,7 +5,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { cgroupPids, cgroupUsage, killCgroup, LegCgroup, removeCgroup, type CgroupHost, type CgroupUsage } from "./cgroup.ts";
 import { PROC_ROOT, probeProcess, readProcStat, type SignalSender } from "../host/proc.ts";
-import { earliestStartTicks, findLegCommand } from "./environ-scan.ts";
+import { earliestStartTicks } from "./environ-scan.ts";
+import { LEG_RUN_ID_ENV } from "./env.ts";
+import { holdsEntry, readEnviron } from "../host/environ.ts";
 
 /** How a leg's processes are found, the strongest first; the leg's evidence names the one that held. */
 export const CONTAINMENTS = ["cgroup", "environ", "group"] as const;
@@ -37,6 +39,11 @@ export interface LegProcess {
 }
 
 export interface LegProcessesOptions {
+  /**
+   * performance.now() when the command was spawned, by the process that spawned it: a scan soon after
+   * may look only at the pids allocated since (see pidWindow). Absent: every process is looked at.
+   */
+  spawnedAtMs?: number;
   procRoot?: string;
   sendSignal?: SignalSender;
   /** Never listed nor signalled: the process that looks (a supervisor that was in the cgroup for its spawn). */
@@ -74,6 +81,7 @@ export class LegProcesses {
   private readonly procRoot: string;
   private readonly sendSignal: SignalSender;
   private readonly selfPid: number;
+  private readonly spawnedAtMs: number | null;
 
   constructor(
     readonly scope: LegScope,
@@ -82,6 +90,7 @@ export class LegProcesses {
     this.procRoot = options.procRoot ?? PROC_ROOT;
     this.sendSignal = options.sendSignal ?? process.kill.bind(process);
     this.selfPid = options.selfPid ?? process.pid;
+    this.spawnedAtMs = options.spawnedAtMs ?? null;
   }
 
   get containment(): Containment {
@@ -92,14 +101,7 @@ export class LegProcesses {
   list(): LegProcess[] {
     const s = this.scope;
     if (s.containment === "cgroup" && s.cgroup) return this.live(cgroupPids(s.cgroup));
-    const found = new Map<number, LegProcess>();
-    if (s.containment === "environ") {
-      const leg = { runId: s.runId, supervisorStartTicks: s.supervisorStartTicks, startedAt: s.startedAt };
-      for (const p of findLegCommand(leg, { procRoot: this.procRoot, selfPid: this.selfPid })) found.set(p.pid, { pid: p.pid, startTicks: p.startTicks, pgid: p.pgid });
-    }
-    // The command's own group as well: a process that cleared its environment but stayed in the group is still found.
-    for (const p of this.groupMembers()) if (found.size < MAX_LEG_PROCESSES) found.set(p.pid, p);
-    return [...found.values()];
+    return this.scan(s.containment === "environ");
   }
 
   /** The leg's processes with their command lines, for the evidence. */
@@ -164,29 +166,68 @@ export class LegProcesses {
     return this.scope.containment === "cgroup" && this.scope.cgroup ? removeCgroup(this.scope.cgroup) : true;
   }
 
-  /** Processes with the command's pid as their group, started no earlier than the leg (the "group" containment, and beside "environ"). */
-  private groupMembers(): LegProcess[] {
-    const pgid = this.scope.commandPid;
-    if (pgid === null || pgid <= 1) return [];
-    const notBefore = earliestStartTicks({ runId: this.scope.runId, supervisorStartTicks: this.scope.supervisorStartTicks, startedAt: this.scope.startedAt }, this.procRoot);
+  /**
+   * One pass over /proc: the processes started no earlier than the leg that are in the command's group
+   * (the "group" containment, and beside "environ": a process that cleared its environment but stayed in
+   * the group is still found) or, with `byEnviron`, that carry the leg's LI_LEG_RUN_ID and are ours.
+   * The start time is read first, from one small read of stat into a reused buffer: most processes are
+   * older than the leg and cost nothing more.
+   */
+  private scan(byEnviron: boolean): LegProcess[] {
+    const s = this.scope;
+    const notBefore = earliestStartTicks({ runId: s.runId, supervisorStartTicks: s.supervisorStartTicks, startedAt: s.startedAt }, this.procRoot);
     if (notBefore === null) return [];
+    const pgid = s.commandPid !== null && s.commandPid > 1 ? s.commandPid : null;
+    const entry = byEnviron && s.runId !== "" ? Buffer.from(`${LEG_RUN_ID_ENV}=${s.runId}`) : null;
+    if (pgid === null && entry === null) return [];
+    const uid = process.getuid?.() ?? -1;
+    const selfGroup = entry ? (readProcStat(this.selfPid, this.procRoot)?.pgid ?? null) : null;
+    const window = this.pidWindow();
     let names: string[];
-    try {
-      names = fs.readdirSync(this.procRoot);
-    } catch {
-      return [];
+    if (window && window.hi - window.lo < 512) {
+      // A short leg: the few pids allocated since the spawn, looked up directly (no listing of /proc).
+      names = [];
+      for (let pid = window.lo; pid <= window.hi; pid++) names.push(String(pid));
+    } else {
+      try {
+        names = fs.readdirSync(this.procRoot);
+      } catch {
+        return [];
+      }
     }
     const found: LegProcess[] = [];
     for (const name of names) {
-      if (!/^[1-9][0-9]*$/.test(name)) continue;
+      const c = name.charCodeAt(0);
+      if (c < 49 || c > 57) continue; // a pid starts with 1-9
       const pid = Number(name);
-      if (pid === this.selfPid) continue;
-      const stat = readProcStat(pid, this.procRoot);
-      if (!stat || stat.pgid !== pgid || stat.startTicks < notBefore || isGone(stat.state)) continue;
+      if (!Number.isSafeInteger(pid) || pid === this.selfPid) continue;
+      if (window && (pid < window.lo || pid > window.hi)) continue;
+      const stat = quickStat(path.join(this.procRoot, name, "stat"));
+      if (!stat || stat.startTicks < notBefore || isGone(stat.state)) continue;
+      let member = pgid !== null && stat.pgid === pgid;
+      if (!member && entry && stat.pgid !== selfGroup) member = ownedBy(path.join(this.procRoot, name), uid) && holdsEnvEntry(path.join(this.procRoot, name, "environ"), entry);
+      if (!member) continue;
       found.push({ pid, startTicks: stat.startTicks, pgid: stat.pgid });
       if (found.length >= MAX_LEG_PROCESSES) break;
     }
     return found;
+  }
+
+  /**
+   * The pids the kernel can have given the leg's processes, when that is certain: pids are handed out in
+   * increasing order and wrap at pid_max (32768 on many machines), so every process started since the
+   * spawn has a pid from the command's up to the last one given out — unless the counter went all the
+   * way round. A full round in this little time would take tens of thousands of forks: the window is used
+   * only within WINDOW_MS of the spawn and while the counter stands less than a quarter round past the
+   * command's pid. null: look at every process.
+   */
+  private pidWindow(): { lo: number; hi: number } | null {
+    const c = this.scope.commandPid;
+    if (this.spawnedAtMs === null || c === null || performance.now() - this.spawnedAtMs > WINDOW_MS) return null;
+    const last = readNumber(path.join(this.procRoot, "sys/kernel/ns_last_pid"));
+    const max = readNumber(path.join(this.procRoot, "sys/kernel/pid_max"));
+    if (last === null || max === null || last < c || last - c > max / 4) return null;
+    return { lo: c, hi: last };
   }
 
   private live(pids: number[]): LegProcess[] {
@@ -207,23 +248,93 @@ export class LegProcesses {
   }
 }
 
+/** How long after the spawn the pid window may stand in for a look at every process (see pidWindow). */
+const WINDOW_MS = 250;
+
+function readNumber(file: string): number | null {
+  try {
+    const text = fs.readFileSync(file, "latin1").trim();
+    return /^\d+$/.test(text) ? Number(text) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A stat read (one page is plenty: the command name is at most 64 bytes) shared by every scan of this process. */
+const STAT_BUFFER = Buffer.alloc(4096);
+
+/** State, process group and start ticks from /proc/PID/stat, parsed from the bytes after the command name's last ')'. */
+function quickStat(file: string): { state: string; pgid: number; startTicks: number } | null {
+  let n: number;
+  try {
+    const fd = fs.openSync(file, "r");
+    try {
+      n = fs.readSync(fd, STAT_BUFFER, 0, STAT_BUFFER.length, 0);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+  const close = STAT_BUFFER.lastIndexOf(0x29, n - 1);
+  if (close < 0) return null;
+  // Fields from 3 (state) on, split by single spaces: field 5 is the group, field 22 the start time.
+  let field = 3;
+  let at = close + 2;
+  let state = "";
+  let pgid = -1;
+  while (at < n && field <= 22) {
+    let end = at;
+    while (end < n && STAT_BUFFER[end] !== 0x20 && STAT_BUFFER[end] !== 0x0a) end++;
+    if (field === 3) state = String.fromCharCode(STAT_BUFFER[at]!);
+    else if (field === 5) pgid = Number(STAT_BUFFER.toString("latin1", at, end));
+    else if (field === 22) {
+      const startTicks = Number(STAT_BUFFER.toString("latin1", at, end));
+      return Number.isSafeInteger(startTicks) && Number.isSafeInteger(pgid) ? { state, pgid, startTicks } : null;
+    }
+    field++;
+    at = end + 1;
+  }
+  return null;
+}
+
+/** Only a process of ours is found by its environment (another user's environ is not ours to read). */
+function ownedBy(dir: string, uid: number): boolean {
+  try {
+    return fs.statSync(dir).uid === uid;
+  } catch {
+    return false;
+  }
+}
+
+function holdsEnvEntry(file: string, entry: Buffer): boolean {
+  const environ = readEnviron(file);
+  return environ !== null && holdsEntry(environ, entry);
+}
+
 function isGone(state: string): boolean {
   return state === "Z" || state === "X" || state === "x";
 }
 
-/** Operators and tests force the fallback with LI_CONTAINMENT=environ: no cgroup is made even where li could make one. */
+/**
+ * LI_CONTAINMENT: "environ" forces the fallback (no cgroup is made even where li could make one); "off"
+ * leaves only the command's process group, as li did before it contained legs (nothing is looked for
+ * after the end: what containment costs is measured against it).
+ */
 export const CONTAINMENT_ENV = "LI_CONTAINMENT";
 
-export type ContainmentMode = "auto" | "environ";
+export type ContainmentMode = "auto" | "environ" | "off";
 
-/** LI_CONTAINMENT's value: "environ" forces the fallback; unset, empty or "auto" lets li make a cgroup where it can. */
+/** LI_CONTAINMENT's value; unset, empty, "auto" or anything else lets li make a cgroup where it can. */
 export function containmentMode(env: Readonly<Record<string, string | undefined>>): ContainmentMode {
-  return env[CONTAINMENT_ENV] === "environ" ? "environ" : "auto";
+  const value = env[CONTAINMENT_ENV];
+  return value === "environ" || value === "off" ? value : "auto";
 }
 
 export interface ContainedSpawn<T> {
   child: T;
-  processes: LegProcesses;
+  /** null with LI_CONTAINMENT=off: only the command's group is stopped. */
+  processes: LegProcesses | null;
   /** One line for li's log when containment is weaker than it should be (li could not leave the cgroup). */
   warning: string | null;
 }
@@ -239,10 +350,13 @@ export function spawnContained<T extends { pid: number }>(
   spawn: () => T,
   host: CgroupHost & LegProcessesOptions = {},
 ): ContainedSpawn<T> {
+  if (mode === "off") return { child: spawn(), processes: null, warning: null };
   const cgroup = mode === "auto" ? LegCgroup.create(leg.runId, host) : null;
   if (cgroup && cgroup.enter()) {
     let child: T;
+    let spawnedAtMs: number;
     try {
+      spawnedAtMs = performance.now();
       child = spawn();
     } catch (error) {
       cgroup.leave();
@@ -251,14 +365,15 @@ export function spawnContained<T extends { pid: number }>(
     }
     // Still inside, li never kills the cgroup whole (cgroup.kill): it signals the others one by one.
     const left = cgroup.leave() || cgroup.leave();
-    const processes = new LegProcesses({ ...leg, containment: "cgroup", cgroup: cgroup.dir, commandPid: child.pid }, host);
+    const processes = new LegProcesses({ ...leg, containment: "cgroup", cgroup: cgroup.dir, commandPid: child.pid }, { ...host, spawnedAtMs });
     return { child, processes, warning: left ? null : `warning: li could not leave the leg's cgroup ${cgroup.dir}; its processes are stopped one by one` };
   }
   if (cgroup) removeCgroup(cgroup.dir);
+  const spawnedAtMs = performance.now();
   const child = spawn();
   const procRoot = host.procRoot ?? PROC_ROOT;
   const containment: Containment = fs.existsSync(path.join(procRoot, "self/environ")) ? "environ" : "group";
-  return { child, processes: new LegProcesses({ ...leg, containment, cgroup: null, commandPid: child.pid }, host), warning: null };
+  return { child, processes: new LegProcesses({ ...leg, containment, cgroup: null, commandPid: child.pid }, { ...host, spawnedAtMs }), warning: null };
 }
 
 /** A leg's processes from its row, for a sweep or li kill on the leg's host (the supervisor may be dead). */

@@ -298,20 +298,18 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
       const pumps = [pump(child.stdout, [o.io.stdout, toStream, (c) => tail.push(c)]), pump(child.stderr, [o.io.stderr, toStream])];
       await o.hooks?.afterSpawn?.(plan, pid);
       commandMarkers = { pid, startTicks: readStartTicks(pid) };
-      if (ledger) await recordCommandMarkers(ledger, plan.legId, commandMarkers, processes?.scope).catch(() => {});
+      if (ledger) await recordCommandMarkers(ledger, plan.legId, commandMarkers, processes?.scope ?? { containment: "group", cgroup: null }).catch(() => {});
       // The supervisor stays for as long as the command runs: from here on its hot paths (the output pumps) may be compiled.
       startUpDone();
       const exit = await child.exited;
       disarm();
       await terminator.settle();
-      if (processes) {
-        contained = await endContainment(processes, child.usage(), {
-          stopped: terminator.reason !== null,
-          stopLeftovers: o.stopLeftovers === true,
-          graceMs: o.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
-          log: o.io.log,
-        });
-      }
+      contained = await endContainment(processes, child.usage(), {
+        stopped: terminator.reason !== null,
+        stopLeftovers: o.stopLeftovers === true,
+        graceMs: o.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
+        log: o.io.log,
+      });
       await drainPumps(pumps, o.drainGraceMs);
       termination = terminator.reason ?? naturalTermination(exit.exitCode, exit.signalCode);
       exitCode = commandExitCode(exit.exitCode, exit.signalCode);

@@ -9,6 +9,7 @@ import { fixture } from "../helpers/fixtures.ts";
 import { agentHome, rows, sessionRow, spawnLi, type AgentHome } from "../legs/agent-harness.ts";
 import { commandLine, isAlive, pidInFile, signalPid, until, untilGone } from "../helpers/until.ts";
 import { LegCgroup } from "../../src/legs/cgroup.ts";
+import { RECORD } from "../notify/helpers.ts";
 
 const SHAPES = ["setsid", "double-fork", "nohup", "closed-pipes"] as const;
 type Shape = (typeof SHAPES)[number] | "env-i";
@@ -192,5 +193,61 @@ describe("resource use from the kernel", () => {
     // Shown by li show, human and --json.
     const shown = await li(["show", "--json", JSON.parse(burn.stdout).session_id], { home: home.home });
     expect(JSON.parse(shown.stdout).legs[0].cpu_user_seconds).toBeGreaterThanOrEqual(0.8);
+  }, 60_000);
+});
+
+describe("--auto-resume and the views", () => {
+  for (const mechanism of MECHANISMS) {
+    test(`a timed-out leg's escaped process is gone before the continuing leg starts (${mechanism.name})`, async () => {
+      const home = agentHome();
+      const pidfile = path.join(home.scratch, "escaped");
+      const verdict = path.join(home.scratch, "verdict");
+      const check = path.join(home.scratch, "check.sh");
+      // The continuing leg looks at the first leg's escaped process: gone (or a zombie nobody reaps) is "gone".
+      fs.writeFileSync(check, `s=$(awk '{print $3}' /proc/$(cat ${pidfile})/stat 2>/dev/null)\nif [ -z "$s" ] || [ "$s" = Z ]; then echo gone > ${verdict}; else echo alive > ${verdict}; fi\n`);
+      const r = await li(["agent", "--timeout", "2", "--kill-grace", "1", "--auto-resume", "1", "--resume-command", `sh ${check}`, "--", fixture("escape"), "setsid", pidfile], { home: home.home, env: mechanism.env });
+      escapedLeft.push(pidInFile(pidfile));
+      expect(r.code).toBe(0);
+      expect(fs.readFileSync(verdict, "utf8").trim()).toBe("gone");
+    }, 60_000);
+  }
+
+  test("li show names the containment and the resource use; li ls --json and the notice carry resource_use", async () => {
+    const home = agentHome();
+    const out = path.join(home.scratch, "notice");
+    const r = await li(["agent", "--json", "--notify", `${RECORD} ${out}`, "--", "perl", "-e", "1 while (times)[0] < 0.3"], { home: home.home });
+    expect(r.code).toBe(0);
+    const id = JSON.parse(r.stdout).session_id;
+    const shown = await li(["show", id], { home: home.home });
+    expect(shown.stdout).toMatch(/contained: +(cgroup \/\S+|environ)/);
+    expect(shown.stdout).toMatch(/resources: +cpu \d+\.\d\ds user, \d+\.\d\ds system; peak memory \d+\.\d MiB/);
+    const listed = JSON.parse((await li(["ls", "--json"], { home: home.home })).stdout).entities[0];
+    expect(listed.resource_use.cpu_user_seconds).toBeGreaterThan(0.2);
+    expect(listed.resource_use.peak_rss_bytes).toBeGreaterThan(0);
+    const envelope = JSON.parse(fs.readFileSync(`${out}.stdin`, "utf8"));
+    expect(envelope.resource_use).toEqual({ cpu_user_seconds: listed.resource_use.cpu_user_seconds, cpu_system_seconds: expect.any(Number), peak_rss_bytes: listed.resource_use.peak_rss_bytes });
+  }, 60_000);
+
+  test("--kill-grace takes a DURATION; a bad one is refused before anything runs (exit 2)", async () => {
+    const home = agentHome();
+    const r = await li(["agent", "--kill-grace", "soon", "--", "true"], { home: home.home });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--kill-grace");
+    expect(fs.existsSync(home.runs)).toBe(false);
+  });
+
+  test("agent.kill_grace and agent.stop_leftovers from the settings file", async () => {
+    const home = agentHome();
+    fs.mkdirSync(home.home, { recursive: true, mode: 0o700 });
+    fs.writeFileSync(path.join(home.home, "settings.yaml"), "agent:\n  kill_grace: 1s\n  stop_leftovers: true\n", { mode: 0o600 });
+    const pidfile = path.join(home.scratch, "escaped");
+    const r = await li(["agent", "--json", "--", fixture("escape"), "setsid", pidfile, "exit"], { home: home.home });
+    expect(r.code).toBe(0);
+    expect(isAlive(pidInFile(pidfile))).toBe(false);
+    const bad = path.join(home.scratch, "bad");
+    fs.writeFileSync(path.join(home.home, "settings.yaml"), "agent:\n  stop_leftovers: sometimes\n", { mode: 0o600 });
+    const warned = await li(["agent", "--", fixture("escape"), "setsid", bad, "exit"], { home: home.home });
+    escapedLeft.push(pidInFile(bad));
+    expect(warned.stderr).toContain("agent.stop_leftovers");
   }, 60_000);
 });

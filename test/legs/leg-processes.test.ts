@@ -38,13 +38,15 @@ describe("the processes of a leg", () => {
       const otherLeg = await decoy({ ...process.env, LI_LEG_RUN_ID: `other-${runId}` });
       const ofNobody = await decoy(nobody);
       const pidfile = path.join(dir, "escaped");
-      const { child, processes } = spawnContained(leg, mode, () =>
+      const spawned = spawnContained(leg, mode, () =>
         Bun.spawn(["sh", "-c", `setsid sleep 2147483646 </dev/null >/dev/null 2>&1 & echo $! > ${pidfile}; exec sleep 2147483646`], {
           env: { ...process.env, LI_LEG_RUN_ID: runId },
           stdio: ["ignore", "ignore", "ignore"],
           detached: true,
         }),
       );
+      const { child } = spawned;
+      const processes = spawned.processes!;
       started.push(child.pid);
       const escaped = await pidFromFile(pidfile);
       started.push(escaped);
@@ -63,9 +65,10 @@ describe("the processes of a leg", () => {
     }, 30_000);
   }
 
-  test("LI_CONTAINMENT=environ forces the fallback; anything else lets li make a cgroup", () => {
+  test("LI_CONTAINMENT=environ forces the fallback, off leaves only the group; anything else lets li make a cgroup", () => {
     expect(containmentMode({ LI_CONTAINMENT: "environ" })).toBe("environ");
     expect(containmentMode({})).toBe("auto");
     expect(containmentMode({ LI_CONTAINMENT: "" })).toBe("auto");
+    expect(containmentMode({ LI_CONTAINMENT: "off" })).toBe("off");
   });
 });

@@ -8,7 +8,7 @@ import { li, type LiResult } from "../../helpers/cli.ts";
 import { fixture } from "../../helpers/fixtures.ts";
 import { tempDir } from "../../helpers/ledger.ts";
 import { asSuperuser, describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
-import { isAlive, killedAfterEachTest, signalPid, until, untilGone, validPid } from "../../helpers/until.ts";
+import { isAlive, killedAfterEachTest, pidFromFile, signalPid, until, untilGone, validPid } from "../../helpers/until.ts";
 import { RECORD, recorded } from "../../notify/helpers.ts";
 
 const HOST_A = { LI_HOST_ID: "pg-host-a", LI_HOST_NAME: "alpha" };
@@ -111,6 +111,26 @@ describePostgres("many hosts on one PostgreSQL ledger (§12.1, §12.2, §14)", (
       { consumer: expect.stringMatching(/^cb:/), state: "acked", host_id: "pg-host-a" },
     ]);
   });
+
+  for (const containment of ["cgroup", "environ"] as const) {
+    test(`li kill from host B stops a descendant that escaped the leg's group on host A (${containment})`, async () => {
+      const w = world();
+      const pidfile = join(w.home, "escaped");
+      const extra = { LI_TEST_HEARTBEAT_SECONDS: "3600", ...(containment === "environ" ? { LI_CONTAINMENT: "environ" } : {}) };
+      const started = await w.on(HOST_A, extra)(["agent", "--detach", "--kill-grace", "2", "--", fixture("escape"), "setsid", pidfile]);
+      expect(started.code).toBe(0);
+      const id = started.stdout.trim();
+      const escaped = await pidFromFile(pidfile, "the escaped sleep");
+      leftRunning.push({ pid: escaped, group: false });
+      const killed = await w.on(HOST_B)(["kill", id, "--grace", "30s", "--json"]);
+      expect(killed.code).toBe(0);
+      expect(JSON.parse(killed.stdout)).toMatchObject({ action: "terminated", status: "cancelled", signals: [] });
+      // A's supervisor acted on the request: the session ended only once the escaped process was gone.
+      expect(isAlive(escaped)).toBe(false);
+      const [leg] = await w.rows("SELECT containment FROM li.legs WHERE session_id = $1", id);
+      if (containment === "environ" || process.getuid?.() === 0) expect(leg!.containment).toBe(containment);
+    });
+  }
 
   test("li kill of a remote leg that does not stop within the grace exits 1 and leaves the request, which the leg acts on once it runs again", async () => {
     const w = world();
