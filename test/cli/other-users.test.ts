@@ -242,6 +242,9 @@ describeAsUsers("on a shared ledger another user's handler never runs as you (§
       expect(delivered.code).toBe(0);
       expect(ran()).toContain(`${mallory.uid} shared-standing completed`);
     }
+    // Alice's listing names mallory's handler and its owner, not its command.
+    const listed = JSON.parse((await liAs(alice, ["events", "handlers", "ls", "--json"], { env: shared })).stdout);
+    expect(listed).toEqual([expect.objectContaining({ name: "evil", argv: null, uid: mallory.uid, yours: false })]);
     const owners = await db.all<{ consumer: string; uid: number | null }>("SELECT consumer, uid FROM terminal_callbacks ORDER BY created_at");
     expect(owners.every((row) => row.uid === mallory.uid)).toBe(true);
     await db.close();

@@ -45,7 +45,8 @@ function handlerJson(row: CallbackRow) {
   return {
     name: row.name,
     consumer: row.consumer,
-    argv: JSON.parse(row.argv) as string[],
+    // Another user's command (it may hold a token) is theirs to see on a shared ledger (§18).
+    argv: row.uid === handlerUid() ? (JSON.parse(row.argv) as string[]) : null,
     kinds: row.filter_kinds === null ? null : (JSON.parse(row.filter_kinds) as string[]),
     ids: row.filter_ids === null ? null : (JSON.parse(row.filter_ids) as string[]),
     host_id: row.host_id,
@@ -216,7 +217,7 @@ export const handlersLs = command({
     writeOut(
       table([
         ["NAME", "KINDS", "IDS", "HOST", "OWNER", "COMMAND"],
-        ...rows.map((r) => [r.name ?? "-", list(r.filter_kinds), list(r.filter_ids), r.host_id === here ? "this host" : previewWord(r.host_id), ownerOf(r.uid), describeArgv(JSON.parse(r.argv) as string[])]),
+        ...rows.map((r) => [r.name ?? "-", list(r.filter_kinds), list(r.filter_ids), r.host_id === here ? "this host" : previewWord(r.host_id), ownerOf(r.uid), r.uid === handlerUid() ? describeArgv(JSON.parse(r.argv) as string[]) : "(not shown: another user's)"]),
       ]),
     );
     return 0;
