@@ -16,10 +16,14 @@ export class OutageLog {
     private readonly clockMs: () => number,
   ) {}
 
-  /** Step `during` failed on the ledger: logged (as `error`) when no other step is failing, else counted. */
-  failed(during: string, message: string): void {
+  /**
+   * Step `during` failed on the ledger: logged (as `error`) when no other step is failing, else counted.
+   * `sinceMs`: when the pass that met it began (the outage started no earlier), so `down_seconds` counts the
+   * time a call spent waiting on a silent link before it failed too.
+   */
+  failed(during: string, message: string, sinceMs: number = this.clockMs()): void {
     if (this.failing.size === 0) {
-      this.startedMs = this.clockMs();
+      this.startedMs = sinceMs;
       this.unlogged = 0;
       this.log({ action: "error", during, message });
     } else this.unlogged++;

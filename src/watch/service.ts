@@ -119,6 +119,8 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, removed_run_dirs: 0, replayed: 0, schedule_fires: 0, started_runs: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
   const availability = new Availability(ledger);
   const outage = new OutageLog(log, clockMs);
+  /** When the current pass began: an outage met in it started no earlier (OutageLog.failed). */
+  let passStartedMs = clockMs();
   const fail = (what: string, error: unknown) => {
     report.errors++;
     // The backend names the ledger and the reason (disk full, read-only) for its own failures. Every
@@ -126,7 +128,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     if (error instanceof LedgerUnavailableError) {
       report.ledger_errors++;
       if (error.unreachable) availability.lost();
-      outage.failed(what, message(error));
+      outage.failed(what, message(error), passStartedMs);
       return;
     }
     log({ action: "error", during: what, message: message(error) });
@@ -340,6 +342,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     if (signal.aborted) break;
     // Read before the work: a commit during the pass (including the pass's own) wakes the next one.
     const generation = wake.generation;
+    passStartedMs = clockMs();
     const held = await lockHeld();
     if (held) {
       await replayPass();

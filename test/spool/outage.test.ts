@@ -14,6 +14,7 @@ import { ledgerRows, type LedgerRows } from "../helpers/ledger-rows.ts";
 import { until } from "../helpers/until.ts";
 import { RECORD, recorded } from "../notify/helpers.ts";
 import { agentHome, type AgentHome } from "../legs/agent-harness.ts";
+import { handlerHost } from "../../src/notify/host.ts";
 import { expectInvariants, legRecorded, reapWrongly, waitsFor } from "../legs/late-fixtures.ts";
 
 /** Short, so a held lock turns into "unreachable" in a fraction of a second (withBusyRetry tries 8 times). */
@@ -216,6 +217,32 @@ describeSqliteOnly("write-lock-held")("the write lock held past the busy timeout
     expect(await db.all("SELECT COUNT(*) AS n FROM status_transitions WHERE entity_id = ?", id)).toEqual([{ n: 2 }]);
     expect(spoolFiles(home)).toEqual([]);
     expect(recorded(notices)).toHaveLength(1);
+    await expectInvariants(db);
+  });
+
+  test("a li watch --once refused the lock reports only what it applied: an entry another process had recorded is removed, not counted", async () => {
+    const home = agentHome();
+    const db = ledgerRows(home.home);
+    await spoolOneOutcome(home, db);
+    // Recorded by a replayer killed before its unlink: the file stays, its id is in the ledger.
+    const worker = Bun.spawn([process.execPath, path.join(import.meta.dir, "workers/replay-then-die.ts"), home.home], { env: process.env, stdout: "pipe", stderr: "pipe" });
+    await worker.exited;
+    expect(spoolFiles(home)).toHaveLength(1);
+    // Another watcher of this host holds the lock.
+    const holder = Bun.spawn([process.execPath, path.join(import.meta.dir, "../helpers/workers/hold-watch-lock.ts"), home.home, handlerHost()], { env: process.env, stdout: "pipe", stderr: "inherit" });
+    try {
+      const reader = holder.stdout.getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toBe("held\n");
+      const watch = await li(["watch", "--once"], { home: home.home });
+      expect(watch.code).toBe(1);
+      expect(watch.stderr).toContain("another li watch already runs for this ledger on this host");
+      expect(watch.stderr).not.toContain("spooled outcome");
+    } finally {
+      holder.kill("SIGTERM");
+      await holder.exited;
+    }
+    expect(spoolFiles(home)).toEqual([]);
+    expect(await db.all("SELECT COUNT(*) AS n FROM spool_replays")).toEqual([{ n: 1 }]);
     await expectInvariants(db);
   });
 

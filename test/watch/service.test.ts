@@ -246,6 +246,34 @@ describe("errors in a pass", () => {
     expect(w.entries.findIndex((e) => e.action === "ledger_back")).toBeGreaterThan(w.entries.findIndex((e) => e.action === "error"));
   });
 
+  test("ledger_back's down_seconds counts from the start of the pass that met the outage, not from when its failing call gave up", async () => {
+    const w = world();
+    // One write fails after hanging 75 s (a call on a silent link given up at its deadline); the next pass's succeeds.
+    const backend = w.ledger.backend as Backend;
+    const real = backend.transaction.bind(backend);
+    let clock = 0;
+    let failNext = false;
+    (backend as { transaction: Backend["transaction"] }).transaction = ((fn: Parameters<Backend["transaction"]>[0]) => {
+      if (!failNext) return real(fn);
+      failNext = false;
+      clock += 75_000;
+      return Promise.reject(new LedgerUnavailableError(backend.location, "no answer within 75s", { unreachable: true }));
+    }) as Backend["transaction"];
+    const stop = new AbortController();
+    const { wake, waits } = counted(pollingOnly());
+    const running = runWatch(
+      { ledger: w.ledger, wake, log: w.log, signal: stop.signal, delivery: { hostId: HOST }, clockMs: () => clock },
+      config({ once: false, pollSeconds: 0.01, sweepIntervalSeconds: 3600 }),
+    );
+    await until("the first pass to end", () => waits() >= 1);
+    failNext = true;
+    await until("the end of the outage", () => w.entries.some((e) => e.action === "ledger_back"));
+    stop.abort();
+    await running;
+    expect(w.entries.filter((e) => e.action === "error")).toEqual([{ action: "error", during: "deliver", message: `ledger ${backend.location}: no answer within 75s` }]);
+    expect(w.entries.filter((e) => e.action === "ledger_back")).toEqual([{ action: "ledger_back", down_seconds: 75, errors_not_logged: 0 }]);
+  });
+
   testSqliteOnly("ledger-file")("a ledger that refuses the pass's writes is counted as a ledger error: --once exits 78; any other error is 1", async () => {
     const w = world();
     await phantom(w, "s");
