@@ -176,3 +176,33 @@ export function cgroupUsage(dir: string): CgroupUsage {
   }
   return usage;
 }
+
+/**
+ * Removes the leg cgroups that are empty and older than `minAgeSeconds`: a leg whose leftovers were left
+ * running, or whose supervisor died, leaves its cgroup behind once they are gone. rmdir refuses a cgroup
+ * that still holds a process (or a nested leg's cgroup), and the age keeps a leg's cgroup made a moment
+ * ago, not yet entered, from being taken away under it. Returns the directories removed.
+ */
+export function removeEmptyLegCgroups(minAgeSeconds: number, nowMs: number = Date.now(), host: CgroupHost & { only?: (runId: string) => boolean } = {}): string[] {
+  const mount = cgroup2Mount(host);
+  const own = ownCgroup(host.procRoot);
+  if (mount === null) return [];
+  const slices = new Set([path.join(mount, LI_SLICE), ...(own ? [path.join(mount, own, LI_SLICE)] : [])]);
+  const removed: string[] = [];
+  for (const slice of slices) {
+    let names: string[];
+    try {
+      names = fs.readdirSync(slice);
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      if (!CGROUP_NAME.test(name) || (host.only && !host.only(name))) continue;
+      const dir = path.join(slice, name);
+      const stat = fs.lstatSync(dir, { throwIfNoEntry: false });
+      if (!stat?.isDirectory() || nowMs - stat.ctimeMs < minAgeSeconds * 1000) continue;
+      if (removeCgroup(dir)) removed.push(dir);
+    }
+  }
+  return removed;
+}

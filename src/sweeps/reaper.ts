@@ -25,7 +25,9 @@ export const reaper: Sweep<ReaperOptions, SessionSweepSummary> = {
   validate(input) {
     return validateWith(schema, { ...reaper.defaults, ...input }, { phantomGraceSeconds: "--phantom-grace", phantomHours: "--phantom-hours", dryRun: "--dry-run" });
   },
-  runOnce(ledger: Ledger, now: number, options: ReaperOptions, env: SweepEnv = hostEnv()) {
+  async runOnce(ledger: Ledger, now: number, options: ReaperOptions, env: SweepEnv = hostEnv()) {
+    // The empty cgroups of legs that are over (their leftovers gone, or killed here by an earlier pass).
+    if (!options.dryRun) env.removeEmptyLegCgroups?.();
     return runSessionSweep(ledger, now, env, {
       name: "reaper",
       actor: "li.watch.reaper",

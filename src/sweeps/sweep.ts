@@ -8,6 +8,10 @@ import { UsageError } from "../util/errors.ts";
 import type { Probe } from "./liveness.ts";
 import { findLegCommand, type FoundProcess, type LegToFind } from "../legs/environ-scan.ts";
 import { legProcessesOf } from "../legs/leg-processes.ts";
+import { removeEmptyLegCgroups } from "../legs/cgroup.ts";
+
+/** An empty leg cgroup this old is left over (a leg makes and enters its own within milliseconds). */
+const EMPTY_CGROUP_AGE_SECONDS = 60;
 import type { LegRow } from "../ledger/rows.ts";
 
 /** Test seams of a sweep: run between its decision and its write (e.g. to land a heartbeat there). */
@@ -34,6 +38,8 @@ export interface SweepEnv {
   findLegCommand?(leg: LegToFind): FoundProcess[];
   /** SIGKILL to every process of a leg of this host by its containment (§8.7); null when none was left (absent: never looked for). */
   killLeg?(leg: LegRow): KilledLeg | null;
+  /** Removes the empty leg cgroups of this host older than a minute (absent: never). */
+  removeEmptyLegCgroups?(): void;
   hooks?: SweepHooks;
   /**
    * Unix seconds (the ledger's clock) since when this process has had the ledger without failing (§17):
@@ -73,6 +79,7 @@ export function hostEnv(overrides: Partial<SweepEnv> = {}): SweepEnv {
     signalProcess: overrides.signalProcess ?? signalProcess,
     findLegCommand: overrides.findLegCommand ?? ((leg) => findLegCommand(leg)),
     killLeg: overrides.killLeg ?? killLeg,
+    removeEmptyLegCgroups: overrides.removeEmptyLegCgroups ?? (() => void removeEmptyLegCgroups(EMPTY_CGROUP_AGE_SECONDS)),
     ...(overrides.hooks ? { hooks: overrides.hooks } : {}),
   };
 }
