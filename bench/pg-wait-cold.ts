@@ -2,7 +2,9 @@
 // PostgreSQL over loopback (the test helper's throwaway cluster) against the same on SQLite, interleaved in
 // the same run, medians; a compiled hello-world (bench/floor.ts) for scale, and a compiled program that
 // only connects with Bun's SQL client and runs `SELECT 1` (the driver's floor: what any PostgreSQL
-// command pays before li does anything). Target: PostgreSQL ≤ 2× SQLite.
+// command pays before li does anything). Target: PostgreSQL ≤ 1.4× that connect floor, measured in the
+// same run (a server's fork and authentication per session is no cost of li's; the ratio to SQLite is
+// printed beside it for scale).
 // When pgbouncer is installed, also the same PostgreSQL ledger through a PgBouncer in session pooling in
 // front of the cluster (test/helpers/pgbouncer.ts), configured as docs/postgres.md "Behind a connection
 // pooler" says: ignore_startup_parameters and the database's search_path.
@@ -97,7 +99,10 @@ const overConnect = median("li wait, PostgreSQL (loopback)") / median("connect +
 const socketRatio = median("li wait, PostgreSQL (unix socket)") / median("li wait, SQLite");
 const bouncerRatio = bouncer ? median(PGBOUNCER) / median("li wait, SQLite") : null;
 const throughBouncer = bouncerRatio === null ? "" : `; through PgBouncer ${bouncerRatio.toFixed(2)}×`;
-console.log(`PostgreSQL / SQLite = ${ratio.toFixed(2)}× (target ≤ 2.0×); over a unix socket ${socketRatio.toFixed(2)}×${throughBouncer}; SQLite / hello-world = ${(median("li wait, SQLite") / median("hello-world")).toFixed(2)}×; PostgreSQL / connect floor = ${overConnect.toFixed(2)}×`);
+/** The target: li's cold wait on PostgreSQL over the compiled connect + SELECT 1 of the same run. */
+const CONNECT_FLOOR_TARGET = 1.4;
+console.log(`PostgreSQL / connect floor = ${overConnect.toFixed(2)}× (target ≤ ${CONNECT_FLOOR_TARGET}×: ${overConnect <= CONNECT_FLOOR_TARGET ? "met" : "not met"})`);
+console.log(`PostgreSQL / SQLite = ${ratio.toFixed(2)}×; over a unix socket ${socketRatio.toFixed(2)}×${throughBouncer}; SQLite / hello-world = ${(median("li wait, SQLite") / median("hello-world")).toFixed(2)}×`);
 const baselineRatio = baseline ? median("baseline li wait, PostgreSQL") / median("baseline li wait, SQLite") : null;
 if (baselineRatio !== null) console.log(`baseline: PostgreSQL / SQLite = ${baselineRatio.toFixed(2)}×`);
 console.log(
@@ -107,6 +112,8 @@ console.log(
     median_ms: Object.fromEntries(cases.map((c) => [c.name, r2(median(c.name))])),
     pg_vs_sqlite: r2(ratio),
     pg_vs_connect_floor: r2(overConnect),
+    pg_vs_connect_floor_target: CONNECT_FLOOR_TARGET,
+    pg_vs_connect_floor_met: overConnect <= CONNECT_FLOOR_TARGET,
     pg_socket_vs_sqlite: r2(socketRatio),
     ...(bouncerRatio === null ? {} : { pg_pgbouncer_vs_sqlite: r2(bouncerRatio) }),
     ...(baselineRatio === null ? {} : { baseline_pg_vs_sqlite: r2(baselineRatio) }),
