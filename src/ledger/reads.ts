@@ -1,6 +1,7 @@
 // The read-only queries of waiting and the views (§11, §13), declared once; each backend implements them.
 // Kept free of drizzle and zod so `li wait` can load it cheaply.
 
+import type { ScheduleStore } from "./schedule-store.ts";
 import type { EntityKind } from "../lifecycle/policy.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, CallbackRow, DeliveryRow, RecentRow, WaitState } from "./rows.ts";
 import type { ChangeWake, WakeOptions } from "./wake.ts";
@@ -17,6 +18,8 @@ export interface RecentFilter {
 }
 
 export interface LedgerReads {
+  /** Queues and scheduled runs (§19), for the views: a run's queue, place and what it waits for. */
+  readonly schedule: ScheduleStore;
   /** Whether `id` exists as `kind` (branch: branches.id; run: legs.run_id). */
   exists(kind: LookupKind, id: string): boolean | Promise<boolean>;
   /** Ids of `kind` starting with `prefix`, at most `limit`, by an index range scan. */

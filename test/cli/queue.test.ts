@@ -364,3 +364,30 @@ describe("bad input", () => {
     expect((await run(h, id)).status).toBe("queued");
   });
 });
+
+describe("views", () => {
+  test("li ls and li show show queued and waiting runs with their queue, position and what they wait for; the submitter's environment values never", async () => {
+    const h = newHome();
+    expect((await li(["queue", "pause", "v"], { home: h.home })).code).toBe(0);
+    const a = await submit(h, ["--queue", "v"], ["make", "build"]);
+    const b = await li(["agent", "--detach", "--queue", "v", "--pass-env", "SECRET_TOKEN", "--", "make", "test"], { home: h.home, cwd: h.dir, env: { SECRET_TOKEN: "hunter2" } });
+    const c = await submit(h, ["--queue", "v", "--after", a], ["make", "deploy"]);
+    const ls = await li(["ls"], { home: h.home });
+    expect(ls.stdout).toContain("[queue v, #1] make build");
+    expect(ls.stdout).toContain("[queue v, #2] make test");
+    expect(ls.stdout).toContain(`[queue v, waits for ${a.slice(0, 8)}] make deploy`);
+    const entities = JSON.parse((await li(["ls", "--json"], { home: h.home })).stdout).entities as { id: string; schedule: { queue: string; position: number | null; waits_for: unknown[] } }[];
+    const byId = new Map(entities.map((e) => [e.id, e.schedule]));
+    expect(byId.get(a)).toMatchObject({ queue: "v", position: 0, waits_for: [] });
+    expect(byId.get(c)).toMatchObject({ queue: "v", position: null, waits_for: [{ kind: "schedule_run", id: a, status: "queued" }] });
+    const shown = await li(["show", c], { home: h.home });
+    expect(shown.stdout).toContain(`  waits for:  schedule_run ${a} (queued)`);
+    expect(shown.stdout).toContain("  queue:      v\n");
+    expect((await li(["show", a], { home: h.home })).stdout).toContain("  queue:      v (#1 of the queued; 0 ahead)");
+    const json = await li(["show", b.stdout.trim(), "--json", "--raw"], { home: h.home });
+    expect(JSON.parse(json.stdout).schedule).toMatchObject({ queue: "v", position: 1, command: ["make", "test"] });
+    expect(json.stdout).toContain("SECRET_TOKEN");
+    expect(json.stdout).not.toContain("hunter2");
+    expect((await li(["show", b.stdout.trim(), "--raw"], { home: h.home })).stdout).not.toContain("hunter2");
+  }, 60_000);
+});

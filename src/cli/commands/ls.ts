@@ -1,4 +1,5 @@
 // `li ls`: recent entities, newest first, with the current leg's age and duration (§13).
+import { runView, standing, type RunView } from "../../schedule/view.ts";
 import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import { canonicalKind, ENTITY_KINDS, isTerminal, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { RecentRow } from "../../ledger/rows.ts";
@@ -24,6 +25,7 @@ interface LsEntry {
   ageSeconds: number;
   durationSeconds: number | null;
   argv: string[] | null;
+  schedule: RunView | null;
 }
 
 /** Age and duration of what ran last: a session's current leg, never its (resume-surviving) started_at. */
@@ -119,7 +121,9 @@ export default command({
     for (const row of rows) {
       const { age, duration } = legTimes(row, now);
       const shortBranch = row.branch_id === null ? null : await shortest(row.branch_id);
-      entries.push({ row, shortId: await shortest(row.id), shortBranch, ageSeconds: age, durationSeconds: duration, argv: argvOf(row.leg_command) });
+      // A scheduled run (§19): its queue, place and what it waits for; its command is its stored request's.
+      const schedule = row.kind === "schedule_run" ? await runView(reads, row.id) : null;
+      entries.push({ row, shortId: await shortest(row.id), shortBranch, ageSeconds: age, durationSeconds: duration, argv: argvOf(row.leg_command) ?? schedule?.command ?? null, schedule });
     }
     if (args.json) {
       writeJson({
@@ -143,6 +147,8 @@ export default command({
           resource_use: e.row.kind === "session" ? resourceUse(e.row.leg_cpu_user_seconds, e.row.leg_cpu_system_seconds, e.row.leg_peak_rss_bytes) : null,
           // An outcome of this session waits in this host's spool (§17): the ledger does not show it yet.
           spooled: e.row.kind === "session" && spooled.has(e.row.id),
+          // A scheduled run's queue, position, dependencies, lease and attempt (§19); null for other kinds.
+          schedule: e.schedule,
         })),
       });
       return 0;
@@ -161,7 +167,7 @@ export default command({
       e.durationSeconds === null ? "-" : formatDuration(e.durationSeconds),
       e.row.leg_count === null ? "-" : String(e.row.leg_count),
       e.shortBranch ?? "-",
-      e.argv ? shellWords(e.argv) : "-",
+      (e.schedule ? `[${standing(e.row.status, e.schedule)}] ` : "") + (e.argv ? shellWords(e.argv) : "-"),
     ]);
     const { keep, reasonWidth } = width === null ? { keep: names, reasonWidth: null } : fitColumns(names, body, width);
     const shown = keep.map((name) => names.indexOf(name));

@@ -1,5 +1,6 @@
 // `li show ID`: one entity for people — a summary first, then legs, history, verification, evidence and
 // notices; the raw row under --raw; everything, exactly, under --json (§13, docs/json.md).
+import { runView, withoutEnvValues, type RunView } from "../../schedule/view.ts";
 import { command, LEDGER_RETRY_ARG } from "../command.ts";
 import { resolveOneIn, VIEW_LOOKUP_ORDER, type ResolvedId } from "../../ledger/resolve.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, CallbackRow, DeliveryRow } from "../../ledger/rows.ts";
@@ -54,6 +55,8 @@ interface Shown {
   now: number;
   /** This host's spool entries that hold an outcome of this session, not yet in the ledger (§17). */
   spooled: string[];
+  /** A scheduled run's queue, place, dependencies, lease and attempt (§19). */
+  schedule: RunView | null;
 }
 
 /** A leg's host as people read it: the recorded host name, else its id. */
@@ -91,6 +94,7 @@ function summaryLines(s: Shown, colour: boolean): string[] {
   field("status", paint(safeText(row.status), statusColour(target.kind, row.status), colour) + reason);
   if (typeof row.status_reason_summary === "string" && row.status_reason_summary !== "") field("summary", safeText(row.status_reason_summary));
   for (const file of s.spooled) field("spooled", `an outcome waits in this host's spool: ${safeText(file)} (li watch records it)`);
+  if (s.schedule) for (const [label, value] of scheduleFields(s.row.status as string, s.schedule, s.now)) field(label, value);
   for (const b of s.branches) field("resume", `li agent -r ${safeText(b.id)} -- …${b.name ? `  (branch ${safeText(b.name)})` : ""}`);
   if (leg) {
     field("host", safeText(hostText(leg)));
@@ -115,6 +119,20 @@ function summaryLines(s: Shown, colour: boolean): string[] {
   const escalations = escalationFile(s);
   if (escalations !== null) field("escalation", safeText(escalations));
   return lines;
+}
+
+/** A scheduled run's summary lines (§19): where it stands, what it waits for, its lease and its chain. */
+function scheduleFields(status: string, v: RunView, now: number): [string, string][] {
+  const out: [string, string][] = [];
+  out.push(["queue", `${safeText(v.queue ?? "-")}${v.position !== null ? ` (#${v.position + 1} of the queued; ${v.position} ahead)` : ""}`]);
+  if (v.needs.length > 0) out.push(["needs", safeText(v.needs.join(", "))]);
+  for (const d of v.waits_for) out.push(["waits for", `${d.kind} ${safeText(d.id)} (${safeText(d.status ?? "gone")})`]);
+  if (v.command) out.push(["command", safeText(shellWords(v.command))]);
+  out.push(["attempt", `${v.attempt}${v.chain_parent_id ? ` (a retry of ${safeText(v.chain_parent_id)})` : ""}${v.retried_as ? `; retried as ${safeText(v.retried_as)}` : ""}`]);
+  if (status === "retry_wait" && v.retry_at !== null && !v.retried_as) out.push(["retry", `due ${isoTime(v.retry_at)} (in ${formatDuration(Math.max(0, v.retry_at - now))})`]);
+  if (status === "running") out.push(["lease", `${safeText(v.leased_by ?? "-")} until ${v.lease_expires_at === null ? "-" : isoTime(v.lease_expires_at)} (lease ${v.lease_attempts_used})`]);
+  if (v.session_id) out.push(["session", `${safeText(v.session_id)} (li show ${safeText(v.session_id.slice(0, 8))}: its legs)`]);
+  return out;
 }
 
 function verificationLines(value: unknown): string[] {
@@ -208,6 +226,7 @@ function renderJson(s: Shown): Record<string, unknown> {
     callbacks: s.callbacks.map(callbackJson),
     deliveries: s.deliveries,
     spooled: s.spooled,
+    schedule: s.schedule,
   };
 }
 
@@ -229,7 +248,7 @@ export default command({
     const { reads } = opened;
     const target = await resolveOneIn(reads, args.id, VIEW_LOOKUP_ORDER);
     const isSession = target.kind === "session";
-    const [row, transitions, adminEvents, legs, branches, callbacks, deliveries] = await Promise.all([
+    let [row, transitions, adminEvents, legs, branches, callbacks, deliveries] = await Promise.all([
       reads.entityRow(target.kind, target.id),
       reads.transitionsOf(target.kind, target.id),
       reads.adminEventsOf(target.kind, target.id),
@@ -239,8 +258,10 @@ export default command({
       reads.listDeliveries(target.kind, target.id),
     ]);
     if (!row) throw new Error(`${target.kind} ${target.id} vanished while reading`);
+    if (target.kind === "schedule_run") row = withoutEnvValues(row);
     const spooled = isSession ? ((await spooledSessions(cliPaths().home)).get(target.id) ?? []) : [];
-    const shown: Shown = { target, row, transitions, adminEvents, legs, branches, callbacks, deliveries, now: opened.now(), currentLeg: legs.find((l) => l.id === row.current_leg_id) ?? null, spooled };
+    const schedule = target.kind === "schedule_run" ? await runView(reads, target.id) : null;
+    const shown: Shown = { target, row, transitions, adminEvents, legs, branches, callbacks, deliveries, now: opened.now(), currentLeg: legs.find((l) => l.id === row.current_leg_id) ?? null, spooled, schedule };
     if (args.json) writeJson(renderJson(shown));
     else writeOut(render(shown, Boolean(args.raw)));
     return 0;

@@ -27,17 +27,8 @@ import { holdPgWatcherLock } from "./watch-lock.ts";
 import { laterOf, serverStart } from "./availability.ts";
 import { num } from "./row-numbers.ts";
 import { nextSeqStatement } from "../rules/seq.ts";
-import { numberedPlaceholders, ScheduleStatements, type ScheduleRunner } from "../rules/schedule.ts";
-
-/** §19's statements over `run` (the pool, or a transaction's handle); row locks only inside a transaction. */
-function scheduleRunner(run: <T>(fn: (sql: SQL) => Promise<T>) => Promise<T>, inTransaction: boolean): ScheduleRunner {
-  return {
-    all: <T>(text: string, params: readonly unknown[]) => run(async (sql) => (await sql.unsafe(numberedPlaceholders(text), [...params])) as T[]),
-    run: (text: string, params: readonly unknown[]) => run(async (sql) => (await sql.unsafe(numberedPlaceholders(text), [...params])).count),
-    forUpdate: inTransaction ? " FOR UPDATE" : "",
-    skipLocked: inTransaction ? " FOR UPDATE SKIP LOCKED" : "",
-  };
-}
+import { ScheduleStatements } from "../rules/schedule.ts";
+import { scheduleRunner } from "./schedule.ts";
 
 const NEXT_SEQ = nextSeqStatement("GREATEST");
 

@@ -2,6 +2,8 @@
 // index (primary keys, legs_run_id_idx, range scans over ids compared bytewise for prefixes), each row
 // converted to li's types (rows.ts) before it leaves.
 
+import { ScheduleStatements } from "../rules/schedule.ts";
+import { scheduleRunner } from "./schedule.ts";
 import type { SQL } from "bun";
 import { ENTITY_KINDS, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { LedgerReads, LookupKind, RecentFilter } from "../reads.ts";
@@ -32,7 +34,11 @@ export class PgReads implements LedgerReads {
   private lookedUp: { kind: EntityKind; id: string; state: WaitState } | null = null;
 
   /** `sql` gives the pool (connected on first use) and maps a failure to the ledger error it stands for. */
-  constructor(private readonly run: <T>(fn: (sql: SQL) => Promise<T>) => Promise<T>) {}
+  readonly schedule: ScheduleStatements;
+
+  constructor(private readonly run: <T>(fn: (sql: SQL) => Promise<T>) => Promise<T>) {
+    this.schedule = new ScheduleStatements(scheduleRunner(run, false));
+  }
 
   /** Every read goes through here: it forgets what the last lookup read along. */
   private read<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {

@@ -19,17 +19,8 @@ import type { PruneSqlStatement } from "../rules/prune.ts";
 import type { ChangeWake, WakeOptions } from "../wake.ts";
 import type { WatcherLock } from "../watcher-lock.ts";
 import { nextSeqStatement } from "../rules/seq.ts";
-import { ScheduleStatements, type ScheduleRunner } from "../rules/schedule.ts";
-
-/** §19's statements on this connection: SQLite has no row locks (BEGIN IMMEDIATE already serializes writers). */
-function scheduleRunner(db: Database): ScheduleRunner {
-  return {
-    all: async <T>(text: string, params: readonly unknown[]) => db.query(text).all(...(params as [])) as T[],
-    run: async (text: string, params: readonly unknown[]) => db.query(text).run(...(params as [])).changes,
-    forUpdate: "",
-    skipLocked: "",
-  };
-}
+import { ScheduleStatements } from "../rules/schedule.ts";
+import { scheduleRunner } from "./schedule.ts";
 
 const NEXT_SEQ = nextSeqStatement("MAX");
 

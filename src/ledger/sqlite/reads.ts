@@ -6,6 +6,8 @@ import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, CallbackRow, DeliveryRow, RecentRow, WaitState } from "../rows.ts";
 import type { LedgerReads, LookupKind, RecentFilter } from "../reads.ts";
 import { SQLITE_VIEWS } from "./dialect.ts";
+import { ScheduleStatements } from "../rules/schedule.ts";
+import { scheduleRunner } from "./schedule.ts";
 import { idColumn, longestSharedPrefix, mergeRecent, neighboursStatement, recentKinds, recentStatement, waitStateOf, waitStateStatement, type ViewStatement } from "../rules/views.ts";
 
 /** The next key after every string starting with `prefix`, for index range scans. */
@@ -16,7 +18,11 @@ type Row = Record<string, unknown>;
 export class SqliteReads implements LedgerReads {
   private readonly cache = new Map<string, Statement<Row, any[]>>();
 
-  constructor(private readonly db: Database) {}
+  readonly schedule: ScheduleStatements;
+
+  constructor(private readonly db: Database) {
+    this.schedule = new ScheduleStatements(scheduleRunner(db));
+  }
 
   /** Prepares each statement once per connection (the wait loop re-runs the same few). */
   private q(sql: string): Statement<Row, any[]> {
