@@ -193,5 +193,12 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "ALTER TABLE \"legs\" ADD COLUMN \"cpu_system_seconds\" double precision;",
       "ALTER TABLE \"legs\" ADD COLUMN \"peak_rss_bytes\" bigint;"
     ]
+  },
+  {
+    "name": "0013_queues_notify",
+    "hash": "8fdac29f6783b922b9665a8327f721b601226b0751bd95c3aa48d9b7681af07f",
+    "statements": [
+      "-- PostgreSQL only (SQLite's watchers see every commit through the file watch). A queue created, resized,\n-- rescoped, paused or resumed (li queue set/pause/resume) wakes every watcher (li_changes, '<schema>:' as\n-- a registration does), so a change is seen at its next pass, not its next poll (§19).\nCREATE TRIGGER queues_notify AFTER INSERT OR UPDATE OF parallel, scope, paused, lease_attempts ON queues\n  FOR EACH STATEMENT EXECUTE FUNCTION li_notify_registrations();"
+    ]
   }
 ];
