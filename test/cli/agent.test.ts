@@ -96,11 +96,11 @@ describe("outcomes and exit codes (§8.1)", () => {
 });
 
 describe("--help", () => {
-  test("says how long a timed-out command has between SIGTERM and SIGKILL", async () => {
+  test("says how long a timed-out command has between SIGTERM and SIGKILL, and how to change it", async () => {
     const r = await li(["agent", "--help"]);
     expect(r.code).toBe(0);
     // --timeout says the grace comes between the signals; --kill-grace says how long it is, and its setting.
-    expect(r.stdout).toContain("gets SIGTERM, and SIGKILL --kill-grace later if still running");
+    expect(r.stdout).toContain("gets SIGTERM, and SIGKILL after --kill-grace (default 5 s) if still running");
     expect(r.stdout).toMatch(/--kill-grace=DURATION +how long a stopped leg's processes get between SIGTERM and SIGKILL \(default 5s; setting agent\.kill_grace\)/);
   });
 });

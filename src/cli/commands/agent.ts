@@ -63,7 +63,7 @@ export default command({
   args: {
     resume: { type: "string", alias: "r", valueHint: "ID", complete: "sessions", description: "resume a branch: a new leg on it; a session id (what --detach prints) names its current branch" },
     notify: { type: "string", valueHint: "TEMPLATE", description: "an argv template run once when the leg's session ends" },
-    timeout: { type: "string", valueHint: "DURATION", description: "after this long every process of the leg gets SIGTERM, and SIGKILL --kill-grace later if still running (recorded timed_out, exit 124)" },
+    timeout: { type: "string", valueHint: "DURATION", description: "after this long every process of the leg gets SIGTERM, and SIGKILL after --kill-grace (default 5 s) if still running (recorded timed_out, exit 124)" },
     "ledger-retry": { type: "string", valueHint: "DURATION", description: "how long to retry an unreachable ledger before spooling the outcome under $LI_HOME/spool (default 2m)" },
     "kill-grace": { type: "string", valueHint: "DURATION", description: "how long a stopped leg's processes get between SIGTERM and SIGKILL (default 5s; setting agent.kill_grace)" },
     "stop-leftovers": { type: "boolean", description: "after a normal end, stop what the command left running in the leg (setting agent.stop_leftovers)" },
