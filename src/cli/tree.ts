@@ -25,6 +25,7 @@ export const TREE: Group = {
     show: cmd("one entity with its legs, history, verification and notices", () => import("./commands/show.ts"), (m) => m.default),
     logs: cmd("what a session's legs printed; -f follows the live leg", () => import("./commands/logs.ts"), (m) => m.default),
     kill: cmd("stop a running leg (or every stale one) and record it cancelled", () => import("./commands/kill.ts"), (m) => m.default),
+    ui: cmd("a read-only web page of the runs, live, from this binary", () => import("./commands/ui.ts"), (m) => m.default),
     watch: cmd("the service: durable delivery, phantom reaping, linked finalizing, optional prune", () => import("./commands/watch.ts"), (m) => m.default),
     events: {
       description: "terminal events: consumers, acknowledgements, standing handlers, delivery",

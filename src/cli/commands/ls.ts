@@ -1,43 +1,16 @@
 // `li ls`: recent entities, newest first, with the current leg's age and duration (§13).
-import { runView, standing, type RunView } from "../../schedule/view.ts";
+import { standing } from "../../schedule/view.ts";
 import { command, LEDGER_RETRY_ARG } from "../command.ts";
-import { canonicalKind, ENTITY_KINDS, isTerminal, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
-import type { RecentRow } from "../../ledger/rows.ts";
+import { canonicalKind, ENTITY_KINDS, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import { formatDuration, parseDuration, parsePositiveNumber } from "../../util/duration.ts";
+import { listEntries, lsJson } from "../views/ls.ts";
 import { UsageError } from "../../util/errors.ts";
 import { statusColour, useColour } from "../colour.ts";
 import { terminalWidth } from "../terminal.ts";
 import { cut, displayWidth, table, writeJson } from "../output.ts";
 import { safeText } from "../../util/text.ts";
 import { writeOut } from "../io.ts";
-import { argvOf, shellWords } from "../render.ts";
-import { cliPaths } from "../paths.ts";
-import { spooledSessions } from "../../spool/waiting.ts";
-
-/** The shortest prefix a user can type for an id: unique across every id kind, 8 characters at least. */
-const MIN_PREFIX = 8;
-
-interface LsEntry {
-  row: RecentRow;
-  shortId: string;
-  /** A session's branch by its shortest unique prefix (what `li agent -r` takes); null for other kinds. */
-  shortBranch: string | null;
-  ageSeconds: number;
-  durationSeconds: number | null;
-  argv: string[] | null;
-  schedule: RunView | null;
-}
-
-/** Age and duration of what ran last: a session's current leg, never its (resume-surviving) started_at. */
-function legTimes(row: RecentRow, now: number): { age: number; duration: number | null } {
-  if (row.kind === "session") {
-    if (row.leg_started_at === null) return { age: now - row.updated_at, duration: null };
-    return { age: now - row.leg_started_at, duration: (row.leg_ended_at ?? now) - row.leg_started_at };
-  }
-  const start = row.started_at ?? row.created_at;
-  const end = row.ended_at ?? (isTerminal(row.kind, row.status) ? row.updated_at : now);
-  return { age: now - start, duration: end - start };
-}
+import { shellWords } from "../render.ts";
 
 /** The fewest columns the command keeps (when its text is that long), and the reason once cut. */
 const COMMAND_MIN = 20;
@@ -104,53 +77,14 @@ export default command({
     const sinceSeconds = args.since === undefined ? undefined : parseDuration(args.since, "--since");
 
     const ledger = open();
-    const reads = ledger.reads;
-    // The cutoff is on the ledger's clock, as updated_at is (on PostgreSQL the server's, known once connected).
-    if (sinceSeconds !== undefined) await ledger.ready();
-    const rows = await reads.listRecent({
+    const { entries, spooled } = await listEntries(ledger, {
       kinds,
       limit,
       ...(args.status !== undefined ? { status: args.status } : {}),
-      ...(sinceSeconds !== undefined ? { since: ledger.now() - sinceSeconds } : {}),
+      ...(sinceSeconds !== undefined ? { sinceSeconds } : {}),
     });
-    // Ages on the ledger's clock, read after the first query (on PostgreSQL it is measured then).
-    const now = ledger.now();
-    const spooled = await spooledSessions(cliPaths().home);
-    const shortest = async (id: string) => id.slice(0, Math.max(MIN_PREFIX, (await reads.sharedPrefixLength(id)) + 1));
-    const entries: LsEntry[] = [];
-    for (const row of rows) {
-      const { age, duration } = legTimes(row, now);
-      const shortBranch = row.branch_id === null ? null : await shortest(row.branch_id);
-      // A scheduled run (§19): its queue, place and what it waits for; its command is its stored request's.
-      const schedule = row.kind === "schedule_run" ? await runView(reads, row.id) : null;
-      entries.push({ row, shortId: await shortest(row.id), shortBranch, ageSeconds: age, durationSeconds: duration, argv: argvOf(row.leg_command) ?? schedule?.command ?? null, schedule });
-    }
     if (args.json) {
-      writeJson({
-        entities: entries.map((e) => ({
-          id: e.row.id,
-          short_id: e.shortId,
-          kind: e.row.kind,
-          status: e.row.status,
-          reason: e.row.reason,
-          created_at: e.row.created_at,
-          updated_at: e.row.updated_at,
-          age_seconds: e.ageSeconds,
-          duration_seconds: e.durationSeconds,
-          legs: e.row.leg_count,
-          branch_id: e.row.branch_id,
-          command: e.argv,
-          // The current leg's host: on a shared ledger, where it ran (artifact paths are that host's).
-          host_id: e.row.leg_host_id ?? null,
-          host_name: e.row.leg_host_name ?? null,
-          // What the current leg used, as the kernel counted it (§8.7); null while it runs.
-          resource_use: e.row.kind === "session" ? resourceUse(e.row.leg_cpu_user_seconds, e.row.leg_cpu_system_seconds, e.row.leg_peak_rss_bytes) : null,
-          // An outcome of this session waits in this host's spool (§17): the ledger does not show it yet.
-          spooled: e.row.kind === "session" && spooled.has(e.row.id),
-          // A scheduled run's queue, position, dependencies, lease and attempt (§19); null for other kinds.
-          schedule: e.schedule,
-        })),
-      });
+      writeJson(lsJson(entries, spooled));
       return 0;
     }
     const colour = useColour();
@@ -184,9 +118,3 @@ export default command({
     return 0;
   },
 });
-
-/** A leg's resource figures for --json; null when none was recorded. */
-function resourceUse(user: number | null | undefined, system: number | null | undefined, peak: number | string | null | undefined): Record<string, number | null> | null {
-  if (user == null && system == null && peak == null) return null;
-  return { cpu_user_seconds: user ?? null, cpu_system_seconds: system ?? null, peak_rss_bytes: peak == null ? null : Number(peak) };
-}

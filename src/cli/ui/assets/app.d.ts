@@ -1,0 +1,3 @@
+// app.js is the page's script, embedded in the binary as text (imported `with { type: "text" }`).
+declare const text: string;
+export default text;

@@ -1,0 +1,232 @@
+// `li ui` end to end: the compiled binary serving a ledger filled with real legs, driven in a real
+// headless Chromium (test/helpers/browser.ts), and its endpoints against `li ls --json` / `li show --json`.
+import { afterAll, describe, expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import type { Subprocess } from "bun";
+import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
+import { tempDir } from "../helpers/temp-dirs.ts";
+import { until } from "../helpers/until.ts";
+import { ledgerRows } from "../helpers/ledger-rows.ts";
+import { browserAvailable, openPage, watchForTrouble, type Page } from "../helpers/browser.ts";
+
+// The screenshots docs/ui.md shows: written there with LI_UI_SCREENSHOTS=1, else to a temp dir (still taken and checked).
+const DOCS_IMAGES = process.env.LI_UI_SCREENSHOTS === "1" ? path.join(import.meta.dir, "../../docs/ui") : tempDir("li-ui-shots-");
+const spawned: Subprocess[] = [];
+const pages: Page[] = [];
+afterAll(() => {
+  for (const p of pages) p.close();
+  for (const p of spawned) if (p.exitCode === null) p.kill("SIGTERM");
+});
+
+const newHome = () => path.join(tempDir("li-ui-"), "home");
+
+async function leg(home: string, args: string[]): Promise<{ session_id: string; branch_id: string; run_id: string }> {
+  const r = await li(["agent", "--json", ...args], { home });
+  return JSON.parse(r.stdout);
+}
+
+/** Starts `li ui` on a free loopback port; resolves with its URL once it listens. */
+async function serve(home: string, extra: string[] = [], env: Record<string, string> = {}): Promise<{ url: string; proc: Subprocess<"ignore", "pipe", "pipe"> }> {
+  const proc = Bun.spawn([LI_BINARY, "ui", "--listen", "127.0.0.1:0", ...extra], { env: liEnv(home, env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  spawned.push(proc);
+  let out = "";
+  const reader = proc.stdout.getReader();
+  const url = await until("li ui prints where it listens", async () => {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`li ui exited: ${await new Response(proc.stderr).text()}`);
+    out += new TextDecoder().decode(value);
+    return /li ui: (http:\S+)/.exec(out)?.[1] ?? null;
+  });
+  reader.releaseLock();
+  return { url, proc };
+}
+
+describe("li ui: safe by default", () => {
+  test("a non-loopback --listen without a token is refused with exit 2 and one line; the ledger is not created", async () => {
+    const home = newHome();
+    for (const listen of ["0.0.0.0:7377", "[::]:7377", "192.0.2.1:7377"]) {
+      const r = await li(["ui", "--listen", listen], { home });
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+      expect(r.stderr).toContain("--token");
+    }
+    expect((await li(["ui", "--listen", "nonsense"], { home })).code).toBe(2);
+    expect(await ledgerRows(home).exists()).toBe(false);
+  });
+
+  test("with --token (or LI_UI_TOKEN) every request needs it: 401 without, 200 with; no endpoint takes a write method", async () => {
+    const home = newHome();
+    const s = await leg(home, ["--", "true"]);
+    const token = "0123456789abcdef0123";
+    for (const how of [["--token", token], []]) {
+      const { url, proc } = await serve(home, how, how.length === 0 ? { LI_UI_TOKEN: token } : {});
+      const endpoints = ["", "assets/app.js", "api/ls", `api/show/${s.session_id}`, `api/logs/${s.session_id}`, "api/vocabulary", "api/events", "metrics"];
+      for (const e of endpoints) {
+        expect({ e, status: (await fetch(url + e)).status }).toEqual({ e, status: 401 });
+        expect({ e, status: (await fetch(url + e, { headers: { authorization: "Bearer wrong-token-wrong-token" } })).status }).toEqual({ e, status: 401 });
+        for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
+          expect({ e, method, status: (await fetch(url + e, { method, headers: { authorization: `Bearer ${token}` } })).status }).toEqual({ e, method, status: 405 });
+        }
+      }
+      const ok = await fetch(`${url}api/ls`, { headers: { authorization: `Bearer ${token}` } });
+      expect(ok.status).toBe(200);
+      // The first visit's ?token= becomes the page's cookie.
+      const first = await fetch(`${url}?token=${token}`);
+      expect(first.status).toBe(200);
+      const cookie = first.headers.get("set-cookie")!.split(";")[0]!;
+      expect((await fetch(`${url}api/ls`, { headers: { cookie } })).status).toBe(200);
+      proc.kill("SIGTERM");
+      await proc.exited;
+    }
+  });
+
+  test("without a token: every response carries the strict CSP; a Host that is not loopback is refused; writes are refused", async () => {
+    const home = newHome();
+    await leg(home, ["--", "true"]);
+    const { url, proc } = await serve(home);
+    for (const e of ["", "assets/app.js", "assets/app.css", "api/ls", "api/vocabulary"]) {
+      const r = await fetch(url + e);
+      expect(r.status).toBe(200);
+      expect(r.headers.get("content-security-policy")).toContain("default-src 'none'");
+      expect(r.headers.get("content-security-policy")).toContain("script-src 'self'");
+      expect(r.headers.get("x-content-type-options")).toBe("nosniff");
+      expect((await fetch(url + e, { method: "POST" })).status).toBe(405);
+    }
+    expect((await fetch(`${url}api/ls`, { headers: { host: "evil.example:80" } })).status).toBe(421);
+    proc.kill("SIGTERM");
+    expect(await proc.exited).toBe(0);
+  });
+});
+
+describe("li ui: one source of truth", () => {
+  test("/api/ls and /api/show/ID return what li ls --json and li show --json print", async () => {
+    const home = newHome();
+    const a = await leg(home, ["--", "sh", "-c", "echo a"]);
+    const b = await leg(home, ["--", "sh", "-c", "exit 4"]);
+    await leg(home, ["-r", b.branch_id, "--", "true"]);
+    const { url, proc } = await serve(home);
+    const api = (await (await fetch(`${url}api/ls?limit=50`)).json()) as { entities: Record<string, unknown>[] };
+    const cli = JSON.parse((await li(["ls", "--json"], { home })).stdout) as { entities: Record<string, unknown>[] };
+    // Ages move between the two reads; everything else is the same object.
+    const steady = (e: Record<string, unknown>) => ({ ...e, age_seconds: typeof e.age_seconds, duration_seconds: typeof e.duration_seconds });
+    expect(api.entities.map(steady)).toEqual(cli.entities.map(steady));
+    expect(api.entities.length).toBe(2);
+    for (const id of [a.session_id, b.session_id, b.branch_id.slice(0, 12)]) {
+      const page = await (await fetch(`${url}api/show/${id}`)).json();
+      expect(page).toEqual(JSON.parse((await li(["show", "--json", id], { home })).stdout));
+    }
+    expect((await fetch(`${url}api/show/ffffffff-0000`)).status).toBe(404);
+    expect((await fetch(`${url}api/ls?status=nonsense`)).status).toBe(400);
+    proc.kill("SIGTERM");
+    await proc.exited;
+  });
+});
+
+const browser = browserAvailable("ui.test.ts");
+
+describe.skipIf(!browser)("li ui in a real browser", () => {
+  test("the list shows the legs; a filter narrows them; a session page shows its legs, history and branch id; screenshots", async () => {
+    const home = newHome();
+    const ok = await leg(home, ["--", "sh", "-c", "echo built; exit 0"]);
+    const bad = await leg(home, ["--", "sh", "-c", "echo broke >&2; exit 5"]);
+    await leg(home, ["-r", bad.branch_id, "--", "sh", "-c", "echo fixed"]);
+    const { url } = await serve(home);
+    const page = openPage();
+    pages.push(page);
+    const trouble = await watchForTrouble(page);
+    await page.view.navigate(url);
+    await until("the list is drawn", () => page.eval<number>("document.body.dataset.ready ? document.querySelectorAll('#runs tr').length : 0"));
+    const rows = await page.eval<string[]>("[...document.querySelectorAll('#runs tr')].map((r) => r.dataset.id)");
+    expect(rows).toEqual([bad.session_id, ok.session_id]);
+    fs.mkdirSync(DOCS_IMAGES, { recursive: true });
+    await Bun.write(path.join(DOCS_IMAGES, "runs.png"), await page.view.screenshot());
+    // The text filter narrows the list to the matching command.
+    await page.eval("(() => { const i = document.querySelector('input[name=q]'); i.value = 'built'; i.dispatchEvent(new Event('input')); return 1 })()");
+    await until("the filter narrows the list", async () => (await page.eval<string[]>("[...document.querySelectorAll('#runs tr')].map((r) => r.dataset.id)")).join() === ok.session_id);
+    // The status filter too.
+    await page.eval("(() => { const i = document.querySelector('input[name=q]'); i.value = ''; i.dispatchEvent(new Event('input')); const s = document.querySelector('select[name=status]'); s.value = 'completed'; s.dispatchEvent(new Event('change')); return 1 })()");
+    await until("the status filter keeps the completed sessions", async () => (await page.eval<string[]>("[...document.querySelectorAll('#runs tr [data-status]')].map((r) => r.dataset.status)")).join() === "completed,completed");
+    await page.eval(`(location.hash = ${JSON.stringify(`#/s/${bad.session_id}`)})`);
+    await until("the session page is drawn", () => page.eval<boolean>(`document.querySelector('main h1')?.textContent.includes(${JSON.stringify(bad.session_id)}) && document.querySelectorAll('.timeline .bar').length === 2`));
+    const text = await page.eval<string>("document.querySelector('main').innerText");
+    expect(text).toContain(`li agent -r ${bad.branch_id}`);
+    expect(text).toContain("history");
+    expect(text).toContain("running → failed");
+    expect(text).toContain("run.failed.exit_nonzero");
+    expect(text).toContain("fixed");
+    await until("the output is shown", () => page.eval<boolean>("document.querySelector('#output').textContent === 'fixed\\n'"));
+    await Bun.write(path.join(DOCS_IMAGES, "session.png"), await page.view.screenshot());
+    // At phone width the page still reads: no horizontal scrolling of the list.
+    await page.view.resize(390, 800);
+    await page.eval("(location.hash = '#/')");
+    await until("the list is drawn at phone width", () => page.eval<number>("document.body.dataset.ready ? document.querySelectorAll('#runs tr').length : 0"));
+    expect(await page.eval<boolean>("document.documentElement.scrollWidth <= window.innerWidth + 1")).toBe(true);
+    await Bun.write(path.join(DOCS_IMAGES, "phone.png"), await page.view.screenshot());
+    for (const shot of ["runs.png", "session.png", "phone.png"]) expect(fs.readFileSync(path.join(DOCS_IMAGES, shot)).subarray(1, 4).toString()).toBe("PNG");
+    expect(trouble).toEqual([]);
+  });
+
+  test("a leg that ends while the page is open changes status without a reload within 1 s; its output appears live", async () => {
+    const home = newHome();
+    const go = path.join(tempDir("li-ui-go-"), "go");
+    const detach = await li(["agent", "--detach", "--", "sh", "-c", 'echo first-line; while [ ! -e "$1" ]; do sleep 0.05; done; echo second-line', "sh", go], { home });
+    expect(detach.code).toBe(0);
+    const id = detach.stdout.trim();
+    const { url } = await serve(home);
+    const page = openPage();
+    pages.push(page);
+    const trouble = await watchForTrouble(page);
+    await page.view.navigate(url);
+    const status = () => page.eval<string | null>(`document.querySelector('#runs tr[data-id=${JSON.stringify(id)}] [data-status]')?.dataset.status ?? null`);
+    await until("the running leg is listed", async () => (await status()) === "running");
+    await page.eval("(window.__sameDocument = true)");
+    await page.eval(`(location.hash = ${JSON.stringify(`#/s/${id}`)})`);
+    await until("the first line appears while the leg runs", () => page.eval<boolean>("document.querySelector('#output')?.textContent === 'first-line\\n'"));
+    await page.eval("(location.hash = '#/')");
+    await until("the list is back", async () => (await status()) === "running").catch(async (e) => {
+      throw new Error(`${e.message}: ${await page.eval<string>("document.body.innerText.slice(0, 2000)")}`);
+    });
+    fs.writeFileSync(go, "");
+    const rows = ledgerRows(home);
+    let endedAt = 0;
+    await until("the ledger records the leg's end", async () => {
+      const row = await rows.get<{ status: string }>("SELECT status FROM sessions WHERE id = ?", id);
+      if (row?.status !== "completed") return false;
+      endedAt = performance.now();
+      return true;
+    }, { intervalMs: 10 });
+    await until("the page shows it completed", async () => (await status()) === "completed", { timeoutMs: 1000, intervalMs: 20 }).catch(async (e) => {
+      // Say how late it was (or whether it never came) and what the page's event stream said.
+      const late = await until("the page shows it completed at all", async () => (await status()) === "completed", { timeoutMs: 10_000 }).then(() => `it did after ${Math.round(performance.now() - endedAt)} ms`, () => "it never did");
+      throw new Error(`${e.message}: ${late}; the page's stream: ${await page.eval<string>("document.getElementById('live').textContent")}`);
+    });
+    expect(performance.now() - endedAt).toBeLessThan(1000);
+    expect(await page.eval<boolean>("window.__sameDocument === true")).toBe(true);
+    // The session page follows a running leg's output: both lines, the second written after it opened.
+    await page.eval(`(location.hash = ${JSON.stringify(`#/s/${id}`)})`);
+    await until("the whole output", () => page.eval<boolean>("document.querySelector('#output')?.textContent === 'first-line\\nsecond-line\\n'"));
+    expect(trouble).toEqual([]);
+  });
+
+  test("hostile values render as text and no script runs (dialogs, exceptions and console errors watched)", async () => {
+    const home = newHome();
+    const s = await leg(home, ["--", "sh", "-c", "exit 1", "<script>alert(1)</script>", "<img src=x onerror=alert(2)>"]);
+    const summary = `"><img src=x onerror="window.__pwned=1;alert(3)"><script>alert(4)</script>`;
+    await ledgerRows(home).run("UPDATE sessions SET status_reason_summary = ? WHERE id = ?", summary, s.session_id);
+    await ledgerRows(home).run("UPDATE status_transitions SET reason_summary = ? WHERE entity_id = ?", summary, s.session_id);
+    const { url } = await serve(home);
+    const page = openPage();
+    pages.push(page);
+    const trouble = await watchForTrouble(page);
+    await page.view.navigate(url);
+    await until("the list is drawn", () => page.eval<number>("document.body.dataset.ready ? document.querySelectorAll('#runs tr').length : 0"));
+    expect(await page.eval<string>("document.querySelector('#runs td.cmd').textContent")).toBe(`sh -c 'exit 1' '<script>alert(1)</script>' '<img src=x onerror=alert(2)>'`);
+    await page.eval(`(location.hash = ${JSON.stringify(`#/s/${s.session_id}`)})`);
+    await until("the session page is drawn", () => page.eval<boolean>("document.querySelectorAll('main dd').length > 0"));
+    expect(await page.eval<string>("document.querySelector('main').innerText")).toContain(summary);
+    expect(await page.eval<number>("document.querySelectorAll('main img, main script').length")).toBe(0);
+    expect(await page.eval<unknown>("window.__pwned ?? null")).toBe(null);
+    expect(trouble).toEqual([]);
+  });
+});
