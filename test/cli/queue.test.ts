@@ -365,6 +365,25 @@ describe("bad input", () => {
   });
 });
 
+describe("labels", () => {
+  test("a run with --needs is taken only by a watcher whose watch.labels cover it", async () => {
+    const h = newHome();
+    const first = await li(["agent", "--detach", "--queue", "gpu", "--needs", "cuda", "--", "true"], { home: h.home, cwd: h.dir });
+    expect(first.stderr).toContain("--needs cuda: no host has the label");
+    const id = first.stdout.trim();
+    expect((await li(["watch", "--once"], { home: h.home })).code).toBe(0);
+    expect((await run(h, id)).status).toBe("queued");
+    writeFileSync(join(h.home, "settings.yaml"), "watch:\n  labels: [cuda, linux]\n", { mode: 0o600 });
+    const w = startWatcher(h);
+    await untilAllTerminal(h, "gpu", 1, w);
+    await stopWatcher(w);
+    expect((await run(h, id)).status).toBe("completed");
+    // The watcher recorded what it offers: the warning at submit is gone for that label.
+    const again = await li(["agent", "--detach", "--queue", "gpu", "--needs", "cuda", "--", "true"], { home: h.home });
+    expect([again.code, again.stderr]).toEqual([0, ""]);
+  }, 60_000);
+});
+
 describe("views", () => {
   test("li ls and li show show queued and waiting runs with their queue, position and what they wait for; the submitter's environment values never", async () => {
     const h = newHome();
