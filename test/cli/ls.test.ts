@@ -140,7 +140,7 @@ describe("li ls", () => {
     const { t } = backdated(1);
     await t.ledger.createEntity("invocation", { id: "inv-json" });
     const [entry] = await lsJson(t);
-    expect(Object.keys(entry!).sort()).toEqual(["age_seconds", "branch_id", "command", "created_at", "duration_seconds", "host_id", "host_name", "id", "kind", "legs", "reason", "resource_use", "short_id", "spooled", "status", "updated_at"].sort());
+    expect(Object.keys(entry!).sort()).toEqual(["age_seconds", "branch_id", "command", "created_at", "duration_seconds", "host_id", "host_name", "id", "kind", "legs", "reason", "resource_use", "schedule", "short_id", "spooled", "status", "updated_at"].sort());
     expect(entry).toMatchObject({ id: "inv-json", short_id: "inv-json", kind: "invocation", status: "running", reason: "run.started.ok", legs: null, command: null });
   });
 

@@ -55,7 +55,7 @@ describe("li show", () => {
     expect(out.deliveries).toEqual([expect.objectContaining({ transition_id: terminal.id, consumer: "cb:reg-1", state: "acked", attempts: 1 })]);
     expect(out.transitions.map((x: any) => x.status)).toEqual(["running", "completed"]);
     expect(Object.keys(out).sort()).toEqual(
-      ["kind", "entity", "host", "run_dir", "artifact_dir", "artifact_contract", "artifact_verification", "evidence", "branches", "legs", "transitions", "admin_events", "callbacks", "deliveries", "spooled"].sort(),
+      ["kind", "entity", "host", "run_dir", "artifact_dir", "artifact_contract", "artifact_verification", "evidence", "branches", "legs", "transitions", "admin_events", "callbacks", "deliveries", "spooled", "schedule"].sort(),
     );
   });
 
