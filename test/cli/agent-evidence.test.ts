@@ -10,6 +10,12 @@ import { fixture } from "../helpers/fixtures.ts";
 import { tempDir } from "../helpers/ledger.ts";
 import { agentHome, rows, sessionRow } from "../legs/agent-harness.ts";
 
+/** The evidence that decided the outcome (null: none): without the containment entry every leg's evidence ends with. */
+function outcomeEvidence(refs: string | null): Record<string, unknown>[] | null {
+  const parsed = JSON.parse(refs ?? "null") as Record<string, unknown>[] | null;
+  return parsed === null ? null : parsed.filter((e) => e.kind !== "containment");
+}
+
 // The machine's git configuration stays out (system, ~/.gitconfig, $XDG_CONFIG_HOME/git, a CI's GIT_CONFIG_GLOBAL):
 // a global commit.gpgsign or init.templateDir would fail or change these commits, for git here and in li's gate.
 const GIT_ENV = { GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@e", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@e", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", HOME: tempDir() };
@@ -44,7 +50,7 @@ async function gate(args: string[], opts: { cwd?: string } = {}) {
   const [last] = await rows<{ metadata: string | null }>(home.db, "SELECT metadata FROM status_transitions WHERE entity_id = ? ORDER BY seq DESC LIMIT 1", s.id);
   // What the gate saw (absent when it did not run): the base it compared with and the commits ahead of it.
   const checked = JSON.parse(last?.metadata ?? "{}").completion_evidence ?? null;
-  return { code: r.code, status: s.status as string, reason: s.status_reason_code as string, evidence: JSON.parse(s.status_evidence_refs ?? "null"), checked };
+  return { code: r.code, status: s.status as string, reason: s.status_reason_code as string, evidence: outcomeEvidence(s.status_evidence_refs), checked };
 }
 
 /** A clone of an upstream repository on `branch`; `remoteHead: false` drops refs/remotes/origin/HEAD. */

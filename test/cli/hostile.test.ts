@@ -10,6 +10,9 @@ import { HERE, insertSession } from "../helpers/sweep-fixtures.ts";
 import { until } from "../helpers/until.ts";
 import { agentHome, rows, sessionRow } from "../legs/agent-harness.ts";
 
+/** The evidence that decided the outcome: without the containment entry every leg's evidence ends with. */
+const outcomeEvidence = (refs: string) => (JSON.parse(refs) as Record<string, any>[]).filter((e) => e.kind !== "containment");
+
 async function agent(args: string[], opts: { home?: ReturnType<typeof agentHome>; env?: Record<string, string | undefined>; cwd?: string } = {}) {
   const home = opts.home ?? agentHome();
   const result = await li(["agent", "--json", ...args], { home: home.home, ...(opts.env ? { env: opts.env } : {}), ...(opts.cwd ? { cwd: opts.cwd } : {}) });
@@ -74,10 +77,10 @@ describe("files someone else could have made (§18)", () => {
     expect(r.code).toBe(1);
     const s = await sessionRow(r.home.db, r.record.session_id);
     expect([s.status, s.status_reason_code]).toEqual(["failed", "run.failed.escalated"]);
-    const evidence = JSON.parse(s.status_evidence_refs);
+    const evidence = outcomeEvidence(s.status_evidence_refs);
     expect(evidence).toHaveLength(1);
-    expect(evidence[0].kind).toBe("escalation_refused");
-    expect(evidence[0].problem).toEndWith("escalations.jsonl is a symbolic link (not followed)");
+    expect(evidence[0]!.kind).toBe("escalation_refused");
+    expect(evidence[0]!.problem).toEndWith("escalations.jsonl is a symbolic link (not followed)");
     expect(r.stderr).toContain("is a symbolic link (not followed); recorded as escalation evidence");
   });
 
@@ -85,8 +88,8 @@ describe("files someone else could have made (§18)", () => {
   test("an escalation file that is a FIFO does not block the teardown", async () => {
     const r = await agent(["--", "sh", "-c", 'mkfifo "$LI_ESCALATE_FILE"']);
     expect(r.code).toBe(1);
-    const evidence = JSON.parse((await sessionRow(r.home.db, r.record.session_id)).status_evidence_refs);
-    expect(evidence[0].problem).toEndWith("escalations.jsonl is a FIFO, not a regular file");
+    const evidence = outcomeEvidence((await sessionRow(r.home.db, r.record.session_id)).status_evidence_refs);
+    expect(evidence[0]!.problem).toEndWith("escalations.jsonl is a FIFO, not a regular file");
   });
 
   // Today: a 1 MB escalation file became a 16.5 MB status_evidence_refs.
@@ -94,7 +97,7 @@ describe("files someone else could have made (§18)", () => {
     const r = await agent(["--", "sh", "-c", 'i=0; while [ $i -lt 300 ]; do echo "{\\"reason\\": \\"r$i\\"}"; i=$((i+1)); done > "$LI_ESCALATE_FILE"; head -c 20000 /dev/zero | tr "\\0" x >> "$LI_ESCALATE_FILE"']);
     expect(r.code).toBe(1);
     const s = await sessionRow(r.home.db, r.record.session_id);
-    const evidence = JSON.parse(s.status_evidence_refs);
+    const evidence = outcomeEvidence(s.status_evidence_refs);
     expect(evidence).toHaveLength(65);
     expect(evidence[63]).toEqual({ kind: "escalation", reason: "r63" });
     expect(evidence[64]).toEqual({ kind: "escalation_dropped", dropped: 301 - 64, kept: 64 });
@@ -105,7 +108,7 @@ describe("files someone else could have made (§18)", () => {
   test("an escalation file over 1 MiB is refused as evidence, not read", async () => {
     const r = await agent(["--", "sh", "-c", 'head -c 2000000 /dev/zero | tr "\\0" "\\n" > "$LI_ESCALATE_FILE"']);
     expect(r.code).toBe(1);
-    const evidence = JSON.parse((await sessionRow(r.home.db, r.record.session_id)).status_evidence_refs);
+    const evidence = outcomeEvidence((await sessionRow(r.home.db, r.record.session_id)).status_evidence_refs);
     expect(evidence).toEqual([{ kind: "escalation_refused", problem: expect.stringContaining("is larger than 1 MiB (2000000 bytes)") }]);
   });
 
