@@ -74,6 +74,19 @@ export interface TransactionOptions {
 }
 
 /** A ledger backend: a write-transaction runner plus reads. */
+/** How a backend's connections can be given back, and watched for on behalf of others (§20). */
+export interface ConnectionBudget {
+  /** Names this ledger (server, database and schema) for the watcher's local channel on this host. */
+  readonly key: string;
+  /** Closes every connection now without closing the ledger: the next call connects again. */
+  release(): void;
+  /**
+   * Calls `onNotice(legId)` on every kill request recorded on any leg, and `onNotice(null)` on every
+   * (re)subscription (notices sent while disconnected are lost: re-read all). Returns the unsubscribe.
+   */
+  onAnyKillRequest(onNotice: (legId: string | null) => void): () => void;
+}
+
 export interface Backend extends SweepReads {
   /** Printable location (a path, or a URL without its password). */
   readonly location: string;
@@ -131,6 +144,12 @@ export interface Backend extends SweepReads {
    * leg's heartbeat still notices a request, and `li kill` refuses a leg of another host there.
    */
   onKillRequest?(legId: string, onRequest: () => void): () => void;
+  /**
+   * Present where every open connection counts against a server's budget (PostgreSQL, §20): a leg whose
+   * host runs a watcher hands its heartbeats and kill requests to that watcher and holds no connection
+   * while its command runs. Absent (SQLite): nothing to save.
+   */
+  readonly connections?: ConnectionBudget;
   /**
    * This backend's failure behind `error` (disk full, read-only, not a li ledger…) as the exit-78 error
    * naming the ledger, or null when `error` is not about the ledger. The adapter owns the classification.

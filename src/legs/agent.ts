@@ -36,6 +36,8 @@ export interface AgentDeps {
   heartbeatMs?: number;
   /** §20: how much of the disk a leg's stream copy may take. */
   streamLimits?: StreamLimits;
+  /** §20: `$LI_HOME`, where this host's watcher takes legs on. */
+  watcherHome?: string;
   checkEvidence?: (cwd: string, options: EvidenceOptions) => Promise<CompletionEvidence>;
   /** The notification work registers its callbacks here, inside the setup transaction. */
   alsoInSetup?: AlsoInSetup;
@@ -177,6 +179,7 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
       ...(deps.drainGraceMs !== undefined ? { drainGraceMs: deps.drainGraceMs } : {}),
       ...(deps.heartbeatMs !== undefined ? { heartbeatMs: deps.heartbeatMs } : {}),
       ...(deps.streamLimits ? { streamLimits: deps.streamLimits } : {}),
+      ...(deps.watcherHome ? { watcherHome: deps.watcherHome } : {}),
       ...(alsoInSetup ? { alsoInSetup } : {}),
       ...(first && deps.onStarted ? { onStarted: deps.onStarted } : {}),
       ...(deps.requirePersistence ? { requirePersistence: true } : {}),

@@ -9,8 +9,8 @@ export interface KillRequestWatch {
   stop(): void;
 }
 
-/** Watches leg `legId` for a recorded kill request; `onRequest` is called at most once. */
-export function watchKillRequest(backend: Backend, legId: string, onRequest: () => void): KillRequestWatch {
+/** Watches leg `legId` for a recorded kill request; `onRequest` is called at most once, `afterCheck` after every look. */
+export function watchKillRequest(backend: Backend, legId: string, onRequest: () => void, afterCheck: () => void = () => {}): KillRequestWatch {
   let told = false;
   let stopped = false;
   const check = async (): Promise<void> => {
@@ -22,6 +22,8 @@ export function watchKillRequest(backend: Backend, legId: string, onRequest: () 
       onRequest();
     } catch {
       // The ledger is unreachable for now: the next notice or heartbeat looks again.
+    } finally {
+      if (!stopped) afterCheck();
     }
   };
   const unsubscribe = backend.onKillRequest?.(legId, () => void check()) ?? (() => {});

@@ -11,8 +11,9 @@ import { pump, drainPumps, Tail, type Sink } from "./capture.ts";
 import { streamSink, type StreamLimits } from "./stream-copy.ts";
 import { removeRunDir } from "./rundir.ts";
 import { commandEnv } from "./env.ts";
-import { startHeartbeat } from "./heartbeat.ts";
-import { watchKillRequest } from "./kill-request.ts";
+import { HEARTBEAT_INTERVAL_MS, startHeartbeat } from "./heartbeat.ts";
+import { watchKillRequest, type KillRequestWatch } from "./kill-request.ts";
+import { joinWatcher, watcherSocketPath, type WatcherLink } from "./watcher-link.ts";
 import { commandExitCode, naturalTermination, type Termination } from "./outcome.ts";
 import { readStartTicks } from "../host/proc.ts";
 import type { ResumeSetup } from "./resume.ts";
@@ -73,6 +74,8 @@ export interface LegOptions {
   drainGraceMs?: number;
   heartbeatMs?: number;
   tailBytes?: number;
+  /** `$LI_HOME`, where this host's watcher listens for legs (§20); absent: the leg never looks for one. */
+  watcherHome?: string;
   /** How much of the disk the stream copy may take (§20: `agent.stream_reserve`, `agent.stream_max`). */
   streamLimits?: StreamLimits;
   checkEvidence: (cwd: string, options: EvidenceOptions) => Promise<CompletionEvidence>;
@@ -257,10 +260,10 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
   let processes: LegProcesses | null = null;
   let contained: EndedContainment | null = null;
   // A kill request recorded on the leg (li kill from another host) stops it as li kill's SIGTERM would here.
-  const killRequest = ledger ? watchKillRequest(ledger.backend, plan.legId, () => signals.request("SIGTERM")) : null;
-  const stopHeartbeat = ledger
-    ? startHeartbeat(ledger.backend, plan.legId, { now: o.now, log: o.io.log, afterBeat: killRequest?.check, ...(o.heartbeatMs ? { intervalMs: o.heartbeatMs } : {}) })
-    : () => {};
+  // A kill request recorded on the leg (li kill from another host) stops it as li kill's SIGTERM would here.
+  const liveness = ledger ? ownLiveness(ledger, plan, o, () => signals.request("SIGTERM")) : null;
+  liveness?.start();
+  let leaveWatcher = () => {};
   let terminator: GroupTerminator | null = null;
   let teardownModule: Promise<typeof import("./teardown/run.ts")> | null = null;
   try {
@@ -299,6 +302,10 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
       await o.hooks?.afterSpawn?.(plan, pid);
       commandMarkers = { pid, startTicks: readStartTicks(pid) };
       if (ledger) await recordCommandMarkers(ledger, plan.legId, commandMarkers, processes?.scope ?? { containment: "group", cgroup: null }).catch(() => {});
+      // §20: with a watcher on this host, it beats and listens for the leg, which gives its connections back.
+      if (ledger && liveness && o.watcherHome) leaveWatcher = handToWatcher(ledger, plan, o.watcherHome, o, liveness, () => signals.request("SIGTERM"));
+      // Either way the command runs holding no pooled connection: the next beat (or the final write) opens one.
+      ledger?.backend.connections?.release();
       // The supervisor stays for as long as the command runs: from here on its hot paths (the output pumps) may be compiled.
       startUpDone();
       const exit = await child.exited;
@@ -316,8 +323,8 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
     }
   } finally {
     signals.detach();
-    stopHeartbeat();
-    killRequest?.stop();
+    leaveWatcher();
+    liveness?.stop();
     if (streamFd !== null) fs.closeSync(streamFd);
   }
   const { runTeardown } = await (teardownModule ?? loadTeardown(o.afterCommit));
@@ -353,6 +360,73 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
     ...(reservation ? { spoolReservation: reservation } : {}),
   });
   return { result, termination, stoppedBy: null, persisted: ledger !== null || result.persisted === "spooled", resumed };
+}
+
+/** The leg's own heartbeat and kill-request LISTEN, which can stop while a watcher does the work and start again. */
+function ownLiveness(ledger: Ledger, plan: LegPlan, o: LegOptions, onKill: () => void): { start(): void; stop(): void } {
+  let stopHeartbeat: (() => void) | null = null;
+  let killRequest: KillRequestWatch | null = null;
+  return {
+    start() {
+      if (killRequest) return;
+      // §20: between its looks the leg holds no pooled connection, only the LISTEN's (one in all).
+      const release = () => ledger.backend.connections?.release();
+      killRequest = watchKillRequest(ledger.backend, plan.legId, onKill, release);
+      const check = killRequest.check;
+      stopHeartbeat = startHeartbeat(ledger.backend, plan.legId, { now: o.now, log: o.io.log, afterBeat: check, ...(o.heartbeatMs ? { intervalMs: o.heartbeatMs } : {}) });
+    },
+    stop() {
+      stopHeartbeat?.();
+      killRequest?.stop();
+      stopHeartbeat = null;
+      killRequest = null;
+    },
+  };
+}
+
+/**
+ * Hands the leg to its host's watcher (§20): once taken on, the leg's own heartbeat and LISTEN stop and
+ * its connections are given back. If the link is lost while the command runs (the watcher died), the leg
+ * takes its heartbeat and LISTEN back at once, and the LISTEN's first read finds a kill request recorded
+ * meanwhile. While no watcher has it (none answered, or the link was lost) it asks again every heartbeat
+ * period, so a watcher started or restarted later takes it on. Returns the stop function.
+ */
+function handToWatcher(ledger: Ledger, plan: LegPlan, liHome: string, o: LegOptions, liveness: { start(): void; stop(): void }, onKill: () => void): () => void {
+  const budget = ledger.backend.connections;
+  if (!budget) return () => {};
+  const socketPath = watcherSocketPath(liHome, budget.key);
+  let ended = false;
+  let link: WatcherLink | null = null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const again = () => {
+    if (ended) return;
+    timer = setTimeout(() => void attempt(), o.heartbeatMs ?? HEARTBEAT_INTERVAL_MS);
+    timer.unref?.();
+  };
+  const attempt = async () => {
+    if (ended) return;
+    const joined = fs.existsSync(socketPath) ? await joinWatcher(socketPath, plan.legId, onKill) : null;
+    if (ended) {
+      joined?.close();
+      return;
+    }
+    if (!joined) return again();
+    link = joined;
+    liveness.stop();
+    budget.release();
+    void joined.lost.then(() => {
+      link = null;
+      if (ended) return;
+      liveness.start();
+      again();
+    });
+  };
+  void attempt();
+  return () => {
+    ended = true;
+    clearTimeout(timer);
+    link?.close();
+  };
 }
 
 /** The leg's spool space (§20); a disk that refuses it leaves the leg without one (its spool write may still find room). */

@@ -287,7 +287,7 @@ function deps(ledger: Ledger | null, io: LegIo, workdir: string, stdin: "inherit
   const heartbeatMs = heartbeatMsFromEnv(process.env);
   const outage = { retrySeconds: req.ledgerRetry ?? DEFAULT_LEDGER_RETRY_SECONDS, spoolDir: spoolDirOf(cliPaths().home), spool: spoolOutcome, reserve: reserveRoom };
   const streamLimits = { reserve: settings?.agentStreamReserve ?? null, maxBytes: settings?.agentStreamMax ?? null };
-  return { ledger, runsRoot: cliPaths().runsRoot, workdir, io, env: process.env, stdin, outage, streamLimits, ...(heartbeatMs !== undefined ? { heartbeatMs } : {}) };
+  return { ledger, runsRoot: cliPaths().runsRoot, workdir, io, env: process.env, stdin, outage, streamLimits, watcherHome: cliPaths().home, ...(heartbeatMs !== undefined ? { heartbeatMs } : {}) };
 }
 
 /** Queue flags given without --queue are a mistake worth one line, not silently nothing. */

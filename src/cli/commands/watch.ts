@@ -3,6 +3,7 @@ import { command } from "../command.ts";
 import { pollingOnly, wakeUpsDisabled } from "../../ledger/wake.ts";
 import { handlerHost } from "../../notify/host.ts";
 import { loadSettings } from "../../settings/settings.ts";
+import { heartbeatMsFromEnv } from "../../legs/heartbeat.ts";
 import { parseDuration, parsePositiveInt, parsePositiveNumber } from "../../util/duration.ts";
 import { ExitCode, LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { NO_PATIENCE } from "../../ledger/patience.ts";
@@ -94,6 +95,9 @@ export default command({
       // Stopped by a signal while the ledger was down: nothing was done.
       if (lock === null) return 0;
       const wake = config.once || wakeUpsDisabled() ? pollingOnly() : await ledger.backend.wake();
+      // §20: this host's legs hand their heartbeats and kill requests to the watcher (PostgreSQL only).
+      const heartbeatMs = heartbeatMsFromEnv(process.env);
+      const broker = config.once ? null : (await import("../../watch/leg-broker.ts")).startLegBroker(ledger, paths.home, log, heartbeatMs !== undefined ? { heartbeatMs } : {});
       try {
         log({
           action: "start",
@@ -117,6 +121,7 @@ export default command({
         // Another watcher of this host runs now: this one stopped so that one host never runs two.
         if (report.ended === "lock_lost") return ExitCode.failure;
       } finally {
+        broker?.close();
         wake.close();
       }
       return 0;

@@ -9,7 +9,7 @@ import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { LedgerUnavailableError } from "../../util/errors.ts";
 import type { ChangeWake } from "../wake.ts";
 import type { WatcherLock } from "../watcher-lock.ts";
-import type { Backend, TransactionOptions, Tx } from "../backend.ts";
+import type { Backend, ConnectionBudget, TransactionOptions, Tx } from "../backend.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegDirs, LegPatch, LegRow, MessageRow, RunningSession, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, SweepGuardRow, TransitionRow } from "../rows.ts";
 import type { NotifyStore } from "../notify-store.ts";
 import type { PruneStatementResult } from "../sweep-store.ts";
@@ -22,7 +22,7 @@ import { PgNotifyStore } from "./notify.ts";
 import { CronStatements } from "../rules/cron.ts";
 import type { CronStore } from "../cron-store.ts";
 import { PgReads } from "./reads.ts";
-import { listenForChanges, listenForKillRequest } from "./wake.ts";
+import { listenForChanges, listenForKillRequest, listenForKillRequests } from "./wake.ts";
 import { holdPgWatcherLock } from "./watch-lock.ts";
 import { laterOf, serverStart } from "./availability.ts";
 import { num } from "./row-numbers.ts";
@@ -93,9 +93,20 @@ export class PgBackend implements Backend {
     this.conn.cutCallsAt(atMs);
   }
 
+  /** §20: a leg gives its connections back while its command runs; the watcher LISTENs for every leg of its host. */
+  get connections(): ConnectionBudget {
+    const conn = this.conn;
+    return {
+      key: `${conn.name}#${conn.schema}`,
+      release: () => conn.release(),
+      onAnyKillRequest: (onNotice) => listenForKillRequests(conn.pool(), conn.schema, onNotice),
+    };
+  }
+
   /** A kill request on leg `legId` (li kill from another host, §12.2): LISTEN li_kill, re-read on every (re)subscription. */
   onKillRequest(legId: string, onRequest: () => void): () => void {
-    return listenForKillRequest(this.conn.pool(), this.conn.schema, legId, onRequest);
+    // On a client of its own, which outlives a released pool (§20: a leg's one connection).
+    return listenForKillRequest(this.conn.listener(), this.conn.schema, legId, onRequest);
   }
 
   /** Unix seconds on the ledger's clock: the server's (an injected clock wins). */

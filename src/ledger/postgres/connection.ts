@@ -4,10 +4,10 @@
 // may be created (or is older). A missing li schema is "nothing recorded yet" (exit 2) for commands
 // that must not create one, as a missing SQLite file is.
 
-import type { SQL } from "bun";
+import { SQL } from "bun";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { NO_PATIENCE, type Patience } from "../patience.ts";
-import { callDeadlineMs, connectPgWith, quoteIdent, sessionLimits, type PgClient, type PoolShape, type SessionLimits } from "./client.ts";
+import { callDeadlineMs, clientOptions, connectPgWith, quoteIdent, sessionLimits, type PgClient, type PoolShape, type SessionLimits } from "./client.ts";
 import { Reachability } from "./availability.ts";
 import { ServerClock, SERVER_NOW_SQL, SESSION_START_SQL } from "./clock.ts";
 import { asPgLedgerError } from "./errors.ts";
@@ -244,6 +244,29 @@ export class PgConnection {
     return asPgLedgerError(error, this.name, this.target.password);
   }
 
+  private listening: SQL | null = null;
+
+  /**
+   * A client for LISTEN alone (its one connection is made by the first listen), kept when the pool is
+   * released: a leg without a watcher holds only it while its command runs (§20).
+   */
+  listener(): SQL {
+    if (this.closed) throw new LedgerUnavailableError(this.name, "the ledger was closed");
+    this.listening ??= new SQL(clientOptions(this.target, { ...this.options.shape, limits: this.limits, max: 1 }));
+    return this.listening;
+  }
+
+  /**
+   * Gives every connection back without closing the ledger (§20: a leg holds none while its command runs):
+   * the pool closes once its queries end, and the next call opens a new one (a version read, no migration).
+   */
+  release(): void {
+    if (this.closed) return;
+    const ready = this.ready;
+    this.ready = null;
+    void ready?.then((client) => client.close()).catch(() => {});
+  }
+
   /**
    * Closes the pool without waiting: queries still running get a few seconds (none with `abandon`: a
    * read command's answer no longer matters once it ended), nothing holds the process longer.
@@ -256,6 +279,8 @@ export class PgConnection {
     // An open still connecting is given up, not waited for: nothing holds the process past its command.
     this.connecting?.abort();
     void ready?.then((client) => (options.abandon ? client.sql.close({ timeout: 0 }) : client.close())).catch(() => {});
+    void this.listening?.close({ timeout: options.abandon ? 0 : 5 }).catch(() => {});
+    this.listening = null;
     // A handshake taken over but never used (the command ended before its first query).
     this.early?.discard();
     this.early = undefined;

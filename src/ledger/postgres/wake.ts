@@ -120,3 +120,11 @@ export function listenForKillRequest(client: Client, schema: string, legId: stri
     onSubscribed: onRequest,
   });
 }
+
+/**
+ * Calls `onNotice(legId)` on the kill notice of any leg in `schema`, and `onNotice(null)` on every
+ * (re)subscription: one LISTEN for all of a host's legs (the watcher's, §20). Returns the unsubscribe.
+ */
+export function listenForKillRequests(client: Client, schema: string, onNotice: (legId: string | null) => void): () => void {
+  return subscribe(client, KILL_CHANNEL, schema, { onNotice: (id) => onNotice(id), onSubscribed: () => onNotice(null) });
+}

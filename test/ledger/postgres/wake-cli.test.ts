@@ -132,7 +132,8 @@ describePostgres("wake-ups and the watcher lock on PostgreSQL, through the binar
     await h.ledger.createEntity("invocation", { id: "job" });
     const w = await startWatch(h, "host-w");
     expect(w.start).toMatchObject({ wake: "listen" });
-    await until("li watch's LISTEN", async () => (await h.sessionsDoing("LISTEN%li_changes%")) > 0);
+    // Its one listening connection LISTENs for changes and for its legs' kill requests (§20): its last statement is either.
+    await until("li watch's LISTEN", async () => (await h.sessionsDoing("LISTEN%li_%")) > 0);
 
     await asSuperuser((sql) => sql.unsafe(`ALTER ROLE ${role} NOLOGIN`));
     try {
