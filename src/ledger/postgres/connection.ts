@@ -156,8 +156,9 @@ export class PgConnection {
    *
    * A call that could not even get a connection (the server down, or not answering the handshake) sent
    * nothing, so it is tried again while the patience lasts (§17: a command started during an outage
-   * waits for it); each attempt's connecting is cut to what is left of it, the first given one connect
-   * timeout at least.
+   * waits for it); each attempt's connecting is cut to what is left of it (a call with none left still
+   * gets one connect timeout). `withinMs` (and Backend.cutCallsAt) cut the whole call, connecting
+   * included, to the caller's own deadline.
    */
   async bounded<T>(call: (sql: SQL) => Promise<T>, withinMs = Infinity): Promise<T> {
     const patience = this.options.patience ?? NO_PATIENCE;
