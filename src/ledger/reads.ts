@@ -2,6 +2,7 @@
 // Kept free of drizzle and zod so `li wait` can load it cheaply.
 
 import type { ScheduleStore } from "./schedule-store.ts";
+import type { MetricsStore } from "./rules/metrics.ts";
 import type { EntityKind } from "../lifecycle/policy.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, CallbackRow, DeliveryRow, RecentRow, WaitState } from "./rows.ts";
 import type { ChangeWake, WakeOptions } from "./wake.ts";
@@ -20,6 +21,8 @@ export interface RecentFilter {
 export interface LedgerReads {
   /** Queues and scheduled runs (§19), for the views: a run's queue, place and what it waits for. */
   readonly schedule: ScheduleStore;
+  /** The aggregate counts /metrics shows. */
+  readonly metrics: MetricsStore;
   /** Whether `id` exists as `kind` (branch: branches.id; run: legs.run_id). */
   exists(kind: LookupKind, id: string): boolean | Promise<boolean>;
   /** Ids of `kind` starting with `prefix`, at most `limit`, by an index range scan. */

@@ -4,6 +4,7 @@ import { UsageError } from "../../util/errors.ts";
 import { writeNote, writeOut } from "../io.ts";
 import { DEFAULT_LISTEN, parseListen, requiredToken } from "../ui/listen.ts";
 import { startUi } from "../ui/server.ts";
+import { cliPaths } from "../paths.ts";
 
 export default command({
   description:
@@ -22,7 +23,7 @@ export default command({
     const opened = open();
     let ui;
     try {
-      ui = startUi({ opened, hostname: address.hostname, port: address.port, token });
+      ui = startUi({ opened, hostname: address.hostname, port: address.port, token, home: cliPaths().home });
     } catch (error) {
       const code = (error as { code?: string }).code;
       throw new UsageError(`--listen ${args.listen ?? DEFAULT_LISTEN}: cannot listen there (${code ?? (error as Error).message})`);

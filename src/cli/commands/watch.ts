@@ -10,6 +10,7 @@ import { NO_PATIENCE } from "../../ledger/patience.ts";
 import { acquireWatchLock, WatcherAlreadyRunningError, type WatcherLock } from "../../watch/lock.ts";
 import { createLog, LOG_FORMATS, type LogFormat, type WatchLog } from "../../watch/log.ts";
 import { onceExitCode, runWatch, type WatchConfig } from "../../watch/service.ts";
+import { startMetricsFile, validMetricsFile } from "../metrics-file.ts";
 import { cliPaths } from "../paths.ts";
 import { spoolDirOf } from "../../spool/entry.ts";
 import { writeErr, writeOut, writeNote } from "../io.ts";
@@ -40,10 +41,12 @@ export default command({
     "prune-keep-days": { type: "string", valueHint: "DAYS", description: "also prune terminal sessions older than N days (default: never; watch.prune_keep_days). Never removes the pruned legs' files" },
     "delivery-concurrency": { type: "string", valueHint: "N", description: "at most N handlers run at once; after a kill -9 of the watcher at most these run again (default 16; watch.delivery_concurrency)" },
     "log-format": { type: "string", valueHint: "text|json", description: "text (default) or json: one line per action" },
+    "metrics-file": { type: "string", valueHint: "PATH", description: "write the ledger's metrics (li ui's /metrics text) to PATH atomically at start, every 15 s and at stop, for node_exporter's textfile collector (name it *.prom)" },
   },
   async run({ args, ledger: open }) {
     if (args._.length > 0) throw new UsageError(`li watch takes no arguments; unexpected '${String(args._[0])}'`);
     const format = (args["log-format"] ?? "text") as LogFormat;
+    const metricsFile = args["metrics-file"] === undefined ? null : validMetricsFile(args["metrics-file"]);
     if (!LOG_FORMATS.includes(format)) throw new UsageError(`--log-format: ${JSON.stringify(args["log-format"])} is not one of ${LOG_FORMATS.join(", ")}`);
     const flags = {
       sweepInterval: args["sweep-interval"] === undefined ? undefined : parseDuration(args["sweep-interval"], "--sweep-interval"),
@@ -114,7 +117,9 @@ export default command({
         // Legs of leased runs reach the same ledger as this watcher: a --db flag travels as LI_DB (never in an argv).
         const legEnv = { ...process.env, LI_HOME: paths.home, LI_RUNS_ROOT: paths.runsRoot, ...legLedgerEnv(paths) };
         const schedule = { lessee: { hostId: hostId(), hostName: hostName(), labels: settings.watch.labels }, startLeg: (run: Parameters<typeof startScheduledLeg>[0]) => startScheduledLeg(run, legEnv) };
+        const metrics = metricsFile === null ? null : startMetricsFile(metricsFile, { reads: ledger.backend.reads, home: paths.home }, (message) => log({ action: "error", during: "metrics_file", message }));
         const report = await runWatch({ ledger, wake, lock, log, signal: stop.signal, delivery: { liHome: paths.home, concurrency: flags.deliveryConcurrency ?? settings.watch.deliveryConcurrency }, runsRoot: paths.runsRoot, spoolDir: spoolDirOf(paths.home), schedule, ...(pruneProgress ? { pruneProgress } : {}) }, config);
+        await metrics?.stop();
         log({ action: "stop", ended: report.ended, passes: report.passes, sweeps: report.sweeps, delivered: report.delivered, failed: report.failed, dead: report.dead, reaped: report.reaped, finalized: report.finalized, pruned_sessions: report.pruned_sessions, removed_run_dirs: report.removed_run_dirs, replayed: report.replayed, schedule_fires: report.schedule_fires, errors: report.errors });
         // For cron: a pass that logged errors is not a success (the long-running watcher logs and goes on).
         if (config.once) return onceExitCode(report);

@@ -9,6 +9,7 @@ import { UnknownIdError, UsageError } from "../../util/errors.ts";
 import { listEntries, lsJson } from "../views/ls.ts";
 import { readShown, renderJson } from "../views/show.ts";
 import { legOutputChunk } from "./leg-output.ts";
+import { metricsText } from "../metrics.ts";
 import { json, loopbackHost, presentedToken, problem, respond, TOKEN_COOKIE, tokenMatches } from "./http.ts";
 import appJs from "./assets/app.js" with { type: "text" };
 import appCss from "./assets/app.css" with { type: "text" };
@@ -20,8 +21,8 @@ export interface UiOptions {
   port: number;
   /** Required on every request when set. */
   token: string | null;
-  /** /metrics' text, when the metrics are wired. */
-  metrics?: () => Promise<string>;
+  /** $LI_HOME: this host's spool, for /metrics. */
+  home: string;
 }
 
 /** Rows one list request may ask for (the page pages by asking for more). */
@@ -135,7 +136,7 @@ export function startUi(o: UiOptions): UiServer {
       });
       return respond(eventStream(changes, o.opened, stop.signal), 200, "text/event-stream; charset=utf-8");
     }
-    if (path === "/metrics" && o.metrics) return respond(await o.metrics(), 200, "text/plain; version=0.0.4; charset=utf-8");
+    if (path === "/metrics") return respond(await metricsText({ reads: o.opened.reads, home: o.home }), 200, "text/plain; version=0.0.4; charset=utf-8");
     return problem(404, `no such page: ${path}`);
   };
   const server = Bun.serve({

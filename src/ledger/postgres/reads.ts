@@ -3,6 +3,7 @@
 // converted to li's types (rows.ts) before it leaves.
 
 import { ScheduleStatements } from "../rules/schedule.ts";
+import { MetricsStatements } from "../rules/metrics.ts";
 import { scheduleRunner } from "./schedule.ts";
 import type { SQL } from "bun";
 import { ENTITY_KINDS, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
@@ -35,9 +36,11 @@ export class PgReads implements LedgerReads {
 
   /** `sql` gives the pool (connected on first use) and maps a failure to the ledger error it stands for. */
   readonly schedule: ScheduleStatements;
+  readonly metrics: MetricsStatements;
 
   constructor(private readonly run: <T>(fn: (sql: SQL) => Promise<T>) => Promise<T>) {
     this.schedule = new ScheduleStatements(scheduleRunner(run, false));
+    this.metrics = new MetricsStatements(scheduleRunner(run, false));
   }
 
   /** Every read goes through here: it forgets what the last lookup read along. */

@@ -7,6 +7,7 @@ import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, Callba
 import type { LedgerReads, LookupKind, RecentFilter } from "../reads.ts";
 import { SQLITE_VIEWS } from "./dialect.ts";
 import { ScheduleStatements } from "../rules/schedule.ts";
+import { MetricsStatements } from "../rules/metrics.ts";
 import { scheduleRunner } from "./schedule.ts";
 import { idColumn, longestSharedPrefix, mergeRecent, neighboursStatement, recentKinds, recentStatement, waitStateOf, waitStateStatement, type ViewStatement } from "../rules/views.ts";
 
@@ -19,9 +20,11 @@ export class SqliteReads implements LedgerReads {
   private readonly cache = new Map<string, Statement<Row, any[]>>();
 
   readonly schedule: ScheduleStatements;
+  readonly metrics: MetricsStatements;
 
   constructor(private readonly db: Database) {
     this.schedule = new ScheduleStatements(scheduleRunner(db));
+    this.metrics = new MetricsStatements(scheduleRunner(db));
   }
 
   /** Prepares each statement once per connection (the wait loop re-runs the same few). */

@@ -1,0 +1,65 @@
+// The counts behind /metrics and li watch --metrics-file, written once for every backend over the same
+// runner the schedule statements use. Each is one aggregate statement: a scrape costs a few scans, and
+// never a row per entity. Counts are CAST to integer so PostgreSQL's bigint arrives as a number.
+
+import type { ScheduleRunner } from "./schedule.ts";
+
+/** Upper bounds (seconds) of the leg duration histogram's buckets; +Inf is implied. */
+export const DURATION_BUCKETS = [1, 5, 15, 60, 300, 900, 3600, 14400, 86400] as const;
+
+export interface StatusCount {
+  kind: string;
+  status: string;
+  reason: string | null;
+  n: number;
+}
+
+export interface DurationHistogram {
+  /** Cumulative counts, one per DURATION_BUCKETS bound. */
+  buckets: number[];
+  count: number;
+  sum: number;
+}
+
+export interface MetricsStore {
+  /** Sessions and scheduled runs by status and reason code. */
+  statusCounts(): Promise<StatusCount[]>;
+  /** Ended legs' durations. */
+  legDurations(): Promise<DurationHistogram>;
+  /** Deliveries by state (claimed, retry, acked, dead). */
+  deliveryStates(): Promise<{ state: string; n: number }[]>;
+  /** History rows that record a reaped phantom (reason session.phantom.*). */
+  phantomsReaped(): Promise<number>;
+}
+
+export class MetricsStatements implements MetricsStore {
+  constructor(private readonly db: Pick<ScheduleRunner, "all">) {}
+
+  async statusCounts(): Promise<StatusCount[]> {
+    const rows = await this.db.all<StatusCount>(
+      "SELECT 'session' AS kind, status, status_reason_code AS reason, CAST(COUNT(*) AS integer) AS n FROM sessions GROUP BY status, status_reason_code " +
+        "UNION ALL SELECT 'schedule_run' AS kind, status, status_reason_code AS reason, CAST(COUNT(*) AS integer) AS n FROM schedule_runs GROUP BY status, status_reason_code",
+      [],
+    );
+    return rows.map((r) => ({ ...r, n: Number(r.n) }));
+  }
+
+  async legDurations(): Promise<DurationHistogram> {
+    const bucketColumns = DURATION_BUCKETS.map((le, i) => `CAST(SUM(CASE WHEN ended_at - started_at <= ${le} THEN 1 ELSE 0 END) AS integer) AS b${i}`).join(", ");
+    const [row] = await this.db.all<Record<string, unknown>>(
+      `SELECT ${bucketColumns}, CAST(COUNT(*) AS integer) AS n, COALESCE(SUM(ended_at - started_at), 0) AS total FROM legs WHERE ended_at IS NOT NULL`,
+      [],
+    );
+    return { buckets: DURATION_BUCKETS.map((_, i) => Number(row?.[`b${i}`] ?? 0)), count: Number(row?.n ?? 0), sum: Number(row?.total ?? 0) };
+  }
+
+  async deliveryStates(): Promise<{ state: string; n: number }[]> {
+    const rows = await this.db.all<{ state: string; n: number }>("SELECT state, CAST(COUNT(*) AS integer) AS n FROM terminal_deliveries GROUP BY state", []);
+    return rows.map((r) => ({ state: r.state, n: Number(r.n) }));
+  }
+
+  async phantomsReaped(): Promise<number> {
+    const [row] = await this.db.all<{ n: number }>("SELECT CAST(COUNT(*) AS integer) AS n FROM status_transitions WHERE reason_code LIKE 'session.phantom.%'", []);
+    return Number(row?.n ?? 0);
+  }
+}
