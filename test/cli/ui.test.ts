@@ -229,4 +229,35 @@ describe.skipIf(!browser)("li ui in a real browser", () => {
     expect(await page.eval<unknown>("window.__pwned ?? null")).toBe(null);
     expect(trouble).toEqual([]);
   });
+
+  test("the fleet page: queues with their counts, the watchers' hosts, and deliveries owed or dead (their errors as text)", async () => {
+    const home = newHome();
+    const s = await leg(home, ["--", "sh", "-c", "exit 2"]);
+    for (const q of ["builds", "builds"]) expect((await li(["agent", "--queue", q, "--detach", "--", "true"], { home })).code).toBe(0);
+    const rows = ledgerRows(home);
+    const t = (await rows.get<{ id: string }>("SELECT id FROM status_transitions WHERE entity_id = ? AND status = 'failed'", s.session_id))!;
+    const error = "<img src=x onerror=alert(5)> handler exited 1";
+    await rows.run("INSERT INTO terminal_deliveries (transition_id, consumer, state, attempts, last_error, created_at, updated_at) VALUES (?, 'notify-ci', 'dead', 8, ?, ?, ?)", t.id, error, Date.now() / 1000 - 60, Date.now() / 1000 - 30);
+    await rows.run("INSERT INTO watch_hosts (host_id, host_name, labels, seen_at) VALUES ('machine-b:boot', 'build-b', '[\"gpu\"]', ?)", Date.now() / 1000 - 12);
+    const { url } = await serve(home);
+    const fleet = (await (await fetch(`${url}api/fleet`)).json()) as { queues: { name: string; queued: number }[]; hosts: { host_name: string }[]; deliveries: { state: string; entity_id: string }[]; delivery_states: Record<string, number> };
+    expect(fleet.queues.map((q) => [q.name, q.queued])).toEqual([["builds", 2]]);
+    expect(fleet.hosts.map((x) => x.host_name)).toEqual(["build-b"]);
+    expect(fleet.deliveries.map((d) => [d.state, d.entity_id])).toEqual([["dead", s.session_id]]);
+    expect(fleet.delivery_states.dead).toBe(1);
+    const page = openPage();
+    pages.push(page);
+    const trouble = await watchForTrouble(page);
+    await page.view.navigate(`${url}#/fleet`);
+    await until("the fleet page is drawn", () => page.eval<boolean>("!!document.getElementById('delivery-counts')"));
+    const text = await page.eval<string>("document.querySelector('main').innerText");
+    expect(text).toContain("builds");
+    expect(text).toContain("build-b");
+    expect(text).toContain("notify-ci");
+    expect(text).toContain(error);
+    expect(text).toContain("dead 1");
+    expect(await page.eval<number>("document.querySelectorAll('main img').length")).toBe(0);
+    await Bun.write(path.join(DOCS_IMAGES, "fleet.png"), await page.view.screenshot());
+    expect(trouble).toEqual([]);
+  });
 });

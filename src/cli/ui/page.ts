@@ -10,7 +10,7 @@ export const INDEX_HTML = `<!doctype html>
 <script src="/assets/app.js" defer></script>
 </head>
 <body>
-<header id="top"><a href="#/" id="home">li</a> <nav><a href="#/">runs</a></nav> <span id="live" class="live" title="live updates">connecting…</span></header>
+<header id="top"><a href="#/" id="home">li</a> <nav><a href="#/">runs</a> <a href="#/fleet">queues, watchers, deliveries</a></nav> <span id="live" class="live" title="live updates">connecting…</span></header>
 <main id="main"><p>loading…</p></main>
 <noscript>li ui needs JavaScript (its own script, served by this li; nothing is fetched from elsewhere).</noscript>
 </body>

@@ -57,6 +57,29 @@ function vocabulary(): Record<string, { statuses: string[]; terminal: string[]; 
   return Object.fromEntries(ENTITY_KINDS.map((k) => [k, { statuses: [...POLICIES[k].statuses], terminal: [...POLICIES[k].terminal], success: SUCCESS_STATUS[k] }]));
 }
 
+/** Unsettled deliveries the fleet page lists (the newest first). */
+const FLEET_DELIVERIES = 200;
+
+/**
+ * The fleet page: queues with their counts (as li queue ls lists them, from the schedule store's own
+ * reads), the watchers' hosts with when each last dispatched, and the deliveries still owed or dead.
+ */
+async function fleet(opened: OpenedReads): Promise<Record<string, unknown>> {
+  const { schedule, metrics } = opened.reads;
+  const [queues, counts, hosts, deliveries, states] = await Promise.all([schedule.listQueues(), schedule.queueCounts(), schedule.listHosts(), metrics.unsettledDeliveries(FLEET_DELIVERIES), metrics.deliveryStates()]);
+  const byQueue = new Map(counts.map((c) => [c.queue, c]));
+  return {
+    now: opened.now(),
+    queues: queues.map((q) => {
+      const c = byQueue.get(q.name);
+      return { ...q, paused: q.paused === 1, running: c?.running ?? 0, queued: c?.queued ?? 0, waiting: c?.waiting ?? 0, oldest_queued_at: c?.oldest_queued_at ?? null };
+    }),
+    hosts: hosts.map((h) => ({ host_id: h.host_id, host_name: h.host_name, labels: JSON.parse(h.labels) as unknown, seen_at: h.seen_at })),
+    delivery_states: Object.fromEntries(states.map((s) => [s.state, s.n])),
+    deliveries,
+  };
+}
+
 /** One wake for every open page: each event stream waits on its generation. */
 class Changes {
   private wake: Promise<ChangeWake> | null = null;
@@ -111,6 +134,7 @@ export function startUi(o: UiOptions): UiServer {
     if (path === "/assets/app.js") return respond(appJs, 200, "text/javascript; charset=utf-8");
     if (path === "/assets/app.css") return respond(appCss, 200, "text/css; charset=utf-8");
     if (path === "/api/vocabulary") return json(vocabulary());
+    if (path === "/api/fleet") return json(await fleet(o.opened));
     if (path === "/api/ls") {
       const q = listQuery(url);
       const { entries, spooled } = await listEntries(o.opened, { kinds: q.kinds, limit: q.limit, ...(q.status !== undefined ? { status: q.status } : {}) });

@@ -30,6 +30,21 @@ export interface MetricsStore {
   deliveryStates(): Promise<{ state: string; n: number }[]>;
   /** History rows that record a reaped phantom (reason session.phantom.*). */
   phantomsReaped(): Promise<number>;
+  /** The newest deliveries still owed (claimed, retry) or dead, with the entity whose event they carry. */
+  unsettledDeliveries(limit: number): Promise<UnsettledDelivery[]>;
+}
+
+export interface UnsettledDelivery {
+  transition_id: string;
+  consumer: string;
+  state: string;
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: number | null;
+  updated_at: number;
+  entity_type: string;
+  entity_id: string;
+  status: string;
 }
 
 export class MetricsStatements implements MetricsStore {
@@ -61,5 +76,14 @@ export class MetricsStatements implements MetricsStore {
   async phantomsReaped(): Promise<number> {
     const [row] = await this.db.all<{ n: number }>("SELECT CAST(COUNT(*) AS integer) AS n FROM status_transitions WHERE reason_code LIKE 'session.phantom.%'", []);
     return Number(row?.n ?? 0);
+  }
+
+  async unsettledDeliveries(limit: number): Promise<UnsettledDelivery[]> {
+    const rows = await this.db.all<UnsettledDelivery>(
+      "SELECT d.transition_id, d.consumer, d.state, d.attempts, d.last_error, d.next_attempt_at, d.updated_at, t.entity_type, t.entity_id, t.status " +
+        "FROM terminal_deliveries d JOIN status_transitions t ON t.id = d.transition_id WHERE d.state IN ('claimed', 'retry', 'dead') ORDER BY d.updated_at DESC LIMIT ?",
+      [limit],
+    );
+    return rows.map((r) => ({ ...r, attempts: Number(r.attempts), updated_at: Number(r.updated_at), next_attempt_at: r.next_attempt_at === null ? null : Number(r.next_attempt_at) }));
   }
 }

@@ -201,10 +201,34 @@
     return { id, refresh: async () => { await refresh(); if (!follow && output.isConnected) follow = followOutput(); } };
   }
 
+  // ---- queues, watchers, deliveries ----
+  async function fleetView() {
+    const box = h("div", { id: "fleet" });
+    async function refresh() {
+      const body = await get("/api/fleet");
+      const ago = (t) => (typeof t === "number" ? `${duration(body.now - t)} ago` : "-");
+      const st = body.delivery_states;
+      box.replaceChildren(
+        h("h2", null, "queues"),
+        body.queues.length === 0 ? h("p", { class: "legend" }, "no queues (li agent --queue NAME makes one)") :
+          rows(["queue", "running", "queued", "waiting", "oldest queued", "parallel", "scope", "paused"], body.queues.map((q) => [q.name, String(q.running), String(q.queued), String(q.waiting), ago(q.oldest_queued_at), q.parallel === 0 ? "unlimited" : String(q.parallel), q.scope, q.paused ? "paused" : "no"])),
+        h("h2", null, "watchers"),
+        body.hosts.length === 0 ? h("p", { class: "legend" }, "no watcher has dispatched scheduled runs yet (li watch)") :
+          rows(["host", "id", "labels", "last pass"], body.hosts.map((x) => [x.host_name || "-", x.host_id, Array.isArray(x.labels) ? x.labels.join(", ") : "", ago(x.seen_at)])),
+        h("h2", null, "deliveries"),
+        h("p", { id: "delivery-counts" }, `owed ${(st.claimed || 0) + (st.retry || 0)} · dead ${st.dead || 0} · delivered ${st.acked || 0}`),
+        body.deliveries.length === 0 ? h("p", { class: "legend" }, "nothing owed, nothing dead") :
+          rows(["entity", "event", "handler", "state", "attempts", "next try", "last error"], body.deliveries.map((d) => [d.entity_type === "session" ? sessionLink(d.entity_id, d.entity_id.slice(0, 8)) : d.entity_id.slice(0, 8), badge(d.entity_type, d.status), d.consumer, h("span", { class: d.state === "dead" ? "status s-bad" : "status s-wait", "data-mark": d.state === "dead" ? MARK.bad : MARK.wait }, d.state), String(d.attempts), d.next_attempt_at ? iso(d.next_attempt_at) : "-", d.last_error || ""])));
+    }
+    main.replaceChildren(h("h1", null, "Fleet"), box);
+    await refresh();
+    return { refresh };
+  }
+
   async function route() {
     const m = /^#\/s\/(.+)$/.exec(location.hash);
     try {
-      view = m ? await sessionView(decodeURIComponent(m[1])) : await listView();
+      view = m ? await sessionView(decodeURIComponent(m[1])) : location.hash === "#/fleet" ? await fleetView() : await listView();
       document.body.dataset.ready = String(Date.now());
     } catch (err) {
       main.replaceChildren(h("p", { class: "error" }, String(err.message)));
