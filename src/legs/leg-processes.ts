@@ -135,7 +135,12 @@ export class LegProcesses {
   }
 
   /** Waits until no process of the leg is left, polling, for at most `ms`; true when none is. */
-  async waitGone(ms: number, pollMs = 20): Promise<boolean> {
+  /** How often a wait looks again: a cgroup's member list is cheap, a scan of /proc is not. */
+  get pollMs(): number {
+    return this.scope.containment === "cgroup" ? 20 : 100;
+  }
+
+  async waitGone(ms: number, pollMs = this.pollMs): Promise<boolean> {
     const until = Date.now() + ms;
     for (;;) {
       if (this.list().length === 0) return true;

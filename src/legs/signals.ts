@@ -54,18 +54,19 @@ export class GroupTerminator {
    * empty or that SIGKILL went out. A command that ended on its own leaves its group alone.
    */
   async settle(pollMs = 20): Promise<void> {
-    while (this.cause !== null && !this.killed && this.legRemains()) await Bun.sleep(pollMs);
+    while (this.cause !== null && !this.killed) {
+      // The group is one kill(2) to look at; the rest of the leg may be a scan of /proc, looked at less often.
+      if (this.groupRemains()) await Bun.sleep(pollMs);
+      else if (this.processes !== undefined && this.processes.list().length > 0) await Bun.sleep(Math.max(pollMs, this.processes.pollMs));
+      else break;
+    }
     this.dispose();
-    if (this.killed && this.processes) await this.processes.waitGone(AFTER_KILL_WAIT_MS, pollMs);
+    if (this.killed && this.processes) await this.processes.waitGone(AFTER_KILL_WAIT_MS);
   }
 
   /** No SIGKILL for whatever of the group remains. */
   dispose(): void {
     this.disarmKill();
-  }
-
-  private legRemains(): boolean {
-    return this.groupRemains() || (this.processes !== undefined && this.processes.list().length > 0);
   }
 
   private groupRemains(): boolean {
