@@ -134,9 +134,13 @@ const dispatch: ScheduleStep = {
 /** The steps, in order. A new kind of due work goes in before `dispatch`, so what it queues starts in the same pass. */
 export const SCHEDULE_STEPS: readonly ScheduleStep[] = Object.freeze([settleEnded, expire, retries, dependencies, dispatch]);
 
-/** Records this host's labels (for the submit's "no host has the label" warning), at most once a minute. */
+/**
+ * Records this host's labels (for the submit's "no host has the label" warning), at most once a minute; a
+ * host that offers none has nothing to record (a watcher with nothing to do writes nothing).
+ */
 let hostRecordedAt = -Infinity;
 async function recordHost(ledger: Ledger, lessee: Lessee): Promise<void> {
+  if (lessee.labels.length === 0) return;
   const now = ledger.now();
   if (now - hostRecordedAt < 60) return;
   await ledger.transact(async (tx) => tx.schedule.recordHost({ host_id: lessee.hostId, host_name: lessee.hostName ?? null, labels: JSON.stringify(lessee.labels), seen_at: now }));
