@@ -2,7 +2,7 @@
 // li kill, the foreground waiter and bad input — with real watchers and real legs, on either backend.
 
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
@@ -373,6 +373,8 @@ describe("labels", () => {
     const id = first.stdout.trim();
     expect((await li(["watch", "--once"], { home: h.home })).code).toBe(0);
     expect((await run(h, id)).status).toBe("queued");
+    // On PostgreSQL nothing has made LI_HOME yet: li wants it owner-only (§18).
+    mkdirSync(h.home, { recursive: true, mode: 0o700 });
     writeFileSync(join(h.home, "settings.yaml"), "watch:\n  labels: [cuda, linux]\n", { mode: 0o600 });
     const w = startWatcher(h);
     await untilAllTerminal(h, "gpu", 1, w);
