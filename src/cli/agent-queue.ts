@@ -14,6 +14,7 @@ import { captureEnv, parseStoredRequest, type ScheduledRequest } from "../schedu
 import { labelsNobodyHas, submitRun } from "../schedule/submit.ts";
 import { parseDuration, parseNonNegativeInt } from "../util/duration.ts";
 import { UsageError } from "../util/errors.ts";
+import { HEARTBEAT_INTERVAL_MS } from "../legs/heartbeat.ts";
 import { writeOut } from "./io.ts";
 import { safeText } from "../util/text.ts";
 
@@ -82,6 +83,10 @@ export async function submitQueued(args: AgentArgs, q: QueueArgs, passthrough: s
   const retryDelay = q.retryDelay === undefined ? 0 : parseDuration(q.retryDelay, "--retry-delay", { allowZero: true });
   if (q.retryBackoff !== undefined && q.retryBackoff !== "fixed" && q.retryBackoff !== "exp") throw new UsageError(`--retry-backoff: ${JSON.stringify(q.retryBackoff)} is not one of fixed, exp`);
   const leaseSeconds = q.lease === undefined ? undefined : parseDuration(q.lease, "--lease");
+  // The leg renews its lease with each heartbeat: a lease shorter than two of them would expire under a live leg.
+  if (leaseSeconds !== undefined && leaseSeconds < (2 * HEARTBEAT_INTERVAL_MS) / 1000) {
+    throw new UsageError(`--lease: at least ${(2 * HEARTBEAT_INTERVAL_MS) / 1000}s (the leg renews its lease with its heartbeat, every ${HEARTBEAT_INTERVAL_MS / 1000} s)`);
+  }
   // A run waiting for its own leg is refused before the ledger is even opened (the service checks it too).
   for (const id of q.after) if (args.runId !== undefined && id === args.runId) throw new UsageError(`--after ${id}: a cycle (the run would wait for itself)`);
   const ledger = ctx.open();

@@ -348,6 +348,9 @@ describe("bad input", () => {
     const negative = await li(["queue", "set", "q", "--parallel=-1"], { home: h.home });
     expect([negative.code, negative.stderr]).toEqual([2, 'li: --parallel: "-1" is not a whole number of zero or more\n']);
     expect(await h.rows.exists()).toBe(false);
+    const short = await li(["agent", "--detach", "--queue", "q", "--lease", "5s", "--", "true"], { home: h.home });
+    expect([short.code, short.stderr]).toEqual([2, "li: --lease: at least 30s (the leg renews its lease with its heartbeat, every 15 s)\n"]);
+    expect(await h.rows.exists()).toBe(false);
     const stray = await li(["agent", "--retries", "2", "--", "true"], { home: h.home });
     expect([stray.code, stray.stderr]).toEqual([2, "li: --retries needs --queue NAME (it describes a scheduled run)\n"]);
     expect(await h.rows.exists()).toBe(false);
