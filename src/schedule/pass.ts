@@ -112,6 +112,8 @@ const dispatch: ScheduleStep = {
     let refused = 0;
     for (const queue of await ledger.backend.schedule.listQueues()) {
       if (queue.paused) continue;
+      // A read first: a queue with nothing queued costs no write transaction (no write lock on SQLite, no row lock on PostgreSQL).
+      if ((await ledger.backend.schedule.leaseCandidates(queue.name, 1)).length === 0) continue;
       for (;;) {
         if (env.stopping?.()) return { started, refused };
         const run = await leaseNext(ledger, queue.name, lessee, { mayTake: (c) => mayDispatch(c, lessee.hostId) });
