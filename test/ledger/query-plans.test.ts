@@ -267,6 +267,13 @@ describeSqliteOnly("query-plans")("query plans", () => {
     expect(BOUNDED_SORTS.filter((b) => !usedExcuses.has(b)).map((b) => b.why)).toEqual([]);
   });
 
+  test("li queue ls counts from one covering index: no table row read, no sort for GROUP BY (flat with thousands queued)", () => {
+    const ran = ranBy.get("queue counts (li queue ls)")!;
+    expect(ran.length).toBe(1);
+    const plan = raw.query<{ detail: string }, never[]>(`EXPLAIN QUERY PLAN ${ran[0]!.sql}`).all(...(ran[0]!.params as never[])).map((r) => r.detail);
+    expect(plan.length).toBeGreaterThan(0);
+    expect(plan.filter((line) => !/ USING COVERING INDEX /.test(line) || /TEMP B-TREE/.test(line))).toEqual([]);
+  });
 
   test("the check itself recognises a full scan and a sort for ORDER BY", () => {
     const plan = (sql: string, ...params: unknown[]) => raw.query<{ detail: string }, never[]>(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as never[])).map((r) => r.detail);

@@ -200,5 +200,12 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
     "statements": [
       "-- PostgreSQL only (SQLite's watchers see every commit through the file watch). A queue created, resized,\n-- rescoped, paused or resumed (li queue set/pause/resume) wakes every watcher (li_changes, '<schema>:' as\n-- a registration does), so a change is seen at its next pass, not its next poll (§19).\nCREATE TRIGGER queues_notify AFTER INSERT OR UPDATE OF parallel, scope, paused, lease_attempts ON queues\n  FOR EACH STATEMENT EXECUTE FUNCTION li_notify_registrations();"
     ]
+  },
+  {
+    "name": "0014_queue_counts_index",
+    "hash": "4fb8b52176594874664b8ae44180c98934c863449131e1c8f14ff1bb311cfbea",
+    "statements": [
+      "CREATE INDEX \"schedule_runs_queue_counts_idx\" ON \"schedule_runs\" USING btree (\"status\",\"queue\",\"created_at\",\"retry_at\");"
+    ]
   }
 ];

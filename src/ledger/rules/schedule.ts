@@ -113,7 +113,7 @@ export class ScheduleStatements implements ScheduleStore {
 
   async queueCounts(): Promise<QueueCounts[]> {
     const rows = await this.db.all<{ queue: string; status: string; n: number; oldest: number | null }>(
-      `SELECT queue, status, CAST(COUNT(*) AS integer) AS n, MIN(created_at) AS oldest FROM schedule_runs WHERE status IN ${ACTIVE} AND queue IS NOT NULL AND (status <> 'retry_wait' OR retry_at IS NOT NULL) GROUP BY queue, status`,
+      `SELECT queue, status, CAST(COUNT(*) AS integer) AS n, MIN(created_at) AS oldest FROM schedule_runs WHERE status IN ${ACTIVE} AND queue IS NOT NULL AND (status <> 'retry_wait' OR retry_at IS NOT NULL) GROUP BY status, queue`,
       [],
     );
     const byQueue = new Map<string, QueueCounts>();

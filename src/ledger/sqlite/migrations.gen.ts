@@ -177,5 +177,12 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "ALTER TABLE `legs` ADD `cpu_system_seconds` real;",
       "ALTER TABLE `legs` ADD `peak_rss_bytes` integer;"
     ]
+  },
+  {
+    "name": "0011_queue_counts_index",
+    "hash": "778d45157de388457d40031fb58829d200a645de6b1df9b807dfe2afaf35b709",
+    "statements": [
+      "CREATE INDEX `schedule_runs_queue_counts_idx` ON `schedule_runs` (`status`,`queue`,`created_at`,`retry_at`);"
+    ]
   }
 ];

@@ -1,0 +1,1 @@
+CREATE INDEX `schedule_runs_queue_counts_idx` ON `schedule_runs` (`status`,`queue`,`created_at`,`retry_at`);
