@@ -3,7 +3,7 @@
 // for other runs (--after). Everything is checked before the transaction: a refused submit writes nothing.
 // `li agent --queue`, the foreground waiter, retries and cron fires all create runs through here.
 
-import { z } from "zod";
+import * as z from "zod/mini";
 import type { Tx } from "../ledger/backend.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { resolveOne, WAIT_LOOKUP_ORDER } from "../ledger/resolve.ts";
@@ -17,32 +17,30 @@ import { moveRun } from "./move.ts";
 import { assertQueueName, defaultQueueRow } from "./queues.ts";
 import { firstIssue, ScheduledRequestSchema, type ScheduledRequest } from "./request.ts";
 
-const label = z.string().regex(SAFE_ID_PATTERN, "a label is letters, digits and . _ : - (starting with a letter or digit)").max(MAX_ID_LENGTH);
+const label = z.string().check(z.regex(SAFE_ID_PATTERN, "a label is letters, digits and . _ : - (starting with a letter or digit)"), z.maxLength(MAX_ID_LENGTH));
 
 /** What a submit may carry. Each key maps to the flag a person typed, so a refusal names it. */
-export const SubmitSchema = z
-  .object({
-    queue: z.string(),
-    request: ScheduledRequestSchema,
-    after: z.array(z.string().trim().min(1, "an empty id")).default([]),
-    needs: z.array(label).default([]),
-    retries: z.number().int("expected a whole number").min(0, "expected a whole number ≥ 0").max(1000).default(0),
-    retryDelay: z.number().min(0).max(MAX_DURATION_SECONDS).default(0),
-    retryBackoff: z.enum(RETRY_BACKOFFS).default("fixed"),
-    retryJitter: z.boolean().default(false),
-    /** How long a lease lasts without a heartbeat renewing it. */
-    leaseSeconds: z.number().positive().max(MAX_DURATION_SECONDS).optional(),
-    /** An explicit id (tests; a cron fire's deterministic id); a random UUID otherwise. */
-    id: z.string().optional(),
-    /** A retry: the attempt this one follows. */
-    chain: z.object({ parentId: z.string(), depth: z.number().int().min(1) }).strict().optional(),
-    reasonCode: z.string().optional(),
-    reasonSummary: z.string().optional(),
-    evidence: z.array(z.record(z.string(), z.unknown())).optional(),
-    source: z.enum(SOURCES).optional(),
-    actor: z.string().optional(),
-  })
-  .strict();
+export const SubmitSchema = z.strictObject({
+  queue: z.string(),
+  request: ScheduledRequestSchema,
+  after: z._default(z.array(z.string().check(z.trim(), z.minLength(1, "an empty id"))), []),
+  needs: z._default(z.array(label), []),
+  retries: z._default(z.number().check(z.int("expected a whole number"), z.gte(0, "expected a whole number ≥ 0"), z.lte(1000)), 0),
+  retryDelay: z._default(z.number().check(z.gte(0), z.lte(MAX_DURATION_SECONDS)), 0),
+  retryBackoff: z._default(z.enum(RETRY_BACKOFFS), "fixed"),
+  retryJitter: z._default(z.boolean(), false),
+  /** How long a lease lasts without a heartbeat renewing it. */
+  leaseSeconds: z.optional(z.number().check(z.positive(), z.lte(MAX_DURATION_SECONDS))),
+  /** An explicit id (tests; a cron fire's deterministic id); a random UUID otherwise. */
+  id: z.optional(z.string()),
+  /** A retry: the attempt this one follows. */
+  chain: z.optional(z.strictObject({ parentId: z.string(), depth: z.number().check(z.int(), z.gte(1)) })),
+  reasonCode: z.optional(z.string()),
+  reasonSummary: z.optional(z.string()),
+  evidence: z.optional(z.array(z.record(z.string(), z.unknown()))),
+  source: z.optional(z.enum(SOURCES)),
+  actor: z.optional(z.string()),
+});
 
 export type SubmitInput = z.input<typeof SubmitSchema>;
 type Submit = z.output<typeof SubmitSchema>;
