@@ -3,7 +3,8 @@
 // task-spooler (`tsp`) and nq, round by round in one run; against the floor of the bench starting the same
 // command itself. The command is `/bin/sh -c 'date +%s%N >> MARKS'`: the latency is from just before the
 // submitting process is spawned to the wall clock the command wrote, so every figure includes its
-// submitter's own start-up.
+// submitter's own start-up. For li it prints the parts: the submit's commit, the watcher's lease, the
+// supervisor's setup, the command (the ledger's times of the run and the watcher's log, all one clock).
 // Usage: bun bench/dispatch.ts [--n 50] [--only li,li-pg,tsp,nq]   (build dist/li first; tsp and nq from
 // Debian's task-spooler and nq packages; li-pg starts a throwaway PostgreSQL cluster as the tests do)
 
@@ -31,6 +32,8 @@ interface System {
   settle(submitOut: string): Promise<void>;
   /** li: when its watcher logged the leg of run `id` started (its setup committed), epoch ms. */
   startedAt?(id: string): number | undefined;
+  /** li (untimed, after the round): the run's commit and lease times from the ledger, epoch ms. */
+  runTimes?(id: string): Promise<{ createdAt: number; leasedAt: number }>;
   stop(): Promise<void>;
 }
 
@@ -50,8 +53,19 @@ async function* lineStream(stream: ReadableStream<Uint8Array>): AsyncGenerator<s
 
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").trim().split("\n").filter(Boolean) : []);
 
-/** Per round of a li system: the submit's own time, then the watcher's share, then the leg's. */
-const phases = new Map<string, { submit: number[]; watcher: number[]; leg: number[] }>();
+/**
+ * Per round of a li system, from the spawn of the submitter: its commit (the run's created_at), the
+ * watcher's lease (its started_at), the leg's setup committed (the watcher's schedule_start line, once the
+ * supervisor reported it), the command's mark; and the submitter's exit, which comes after its commit.
+ */
+interface Phases {
+  commit: number[];
+  lease: number[];
+  setup: number[];
+  command: number[];
+  exit: number[];
+}
+const phases = new Map<string, Phases>();
 
 /** Submits once and returns ms from the spawn of the submitter to the mark its command wrote. */
 async function round(system: System, marks: string): Promise<number> {
@@ -68,11 +82,15 @@ async function round(system: System, marks: string): Promise<number> {
       const mark = BigInt(now.at(-1)!);
       await system.settle(out);
       const started = system.startedAt?.(out.trim());
-      if (started !== undefined) {
-        const p = phases.get(system.name) ?? { submit: [], watcher: [], leg: [] };
-        p.submit.push(Number(submitted - start) / 1e6);
-        p.watcher.push(started - Number(submitted / 1_000_000n));
-        p.leg.push(Number(mark / 1_000_000n) - started);
+      if (started !== undefined && system.runTimes) {
+        const { createdAt, leasedAt } = await system.runTimes(out.trim());
+        const startMs = Number(start) / 1e6;
+        const p = phases.get(system.name) ?? { commit: [], lease: [], setup: [], command: [], exit: [] };
+        p.commit.push(createdAt - startMs);
+        p.lease.push(leasedAt - createdAt);
+        p.setup.push(started - leasedAt);
+        p.command.push(Number(mark) / 1e6 - started);
+        p.exit.push(Number(submitted - start) / 1e6);
         phases.set(system.name, p);
       }
       return Number(mark - start) / 1e6;
@@ -106,6 +124,10 @@ async function liSystem(name: string, env: Record<string, string | undefined>): 
     name,
     env,
     startedAt: (id) => started.get(id),
+    runTimes: async (id) => {
+      const shown = JSON.parse(await run([LI, "show", "--json", id], env)) as { entity: { created_at: number; started_at: number } };
+      return { createdAt: shown.entity.created_at * 1000, leasedAt: shown.entity.started_at * 1000 };
+    },
     submit: (marks) => [LI, "agent", "--queue", "bench", "--detach", "--", ...COMMAND(marks)],
     settle: async (out) => void (await run([LI, "wait", out.trim()], env)),
     stop: async () => {
@@ -176,8 +198,9 @@ try {
     const vs = ["tsp", "nq"].filter((o) => o !== system.name && ms.has(o)).map((o) => `${(p50(system.name) / p50(o)).toFixed(2)}× ${o}`);
     console.log(`${system.name.padEnd(6)} submit → started: p50 ${s.p50_ms} ms, p95 ${s.p95_ms} ms, max ${s.max_ms} ms (${(s.p50_ms / floorP50).toFixed(1)}× the floor${vs.length ? `; ${vs.join(", ")}` : ""})`);
     const p = phases.get(system.name);
-    if (p) console.log(`${"".padEnd(6)} of which: the submit ${quantile(p.submit, 0.5).toFixed(1)} ms, submit → li watch started the leg (lease, supervisor, its setup) ${quantile(p.watcher, 0.5).toFixed(1)} ms, → the command ${quantile(p.leg, 0.5).toFixed(1)} ms (medians)`);
-    result[system.name] = { ...s, ...(p ? { submit_p50_ms: r2(quantile(p.submit, 0.5)), watcher_p50_ms: r2(quantile(p.watcher, 0.5)), leg_p50_ms: r2(quantile(p.leg, 0.5)) } : {}), floor_ratio: r2(s.p50_ms / floorP50), ...Object.fromEntries(["tsp", "nq"].filter((o) => o !== system.name && ms.has(o)).map((o) => [`vs_${o}`, r2(p50(system.name) / p50(o))])) };
+    const m = (xs: number[]) => quantile(xs, 0.5).toFixed(1);
+    if (p) console.log(`${"".padEnd(6)} of which (medians): spawn → the submit's write ${m(p.commit)} ms, → li watch leased it ${m(p.lease)} ms, → the supervisor's setup committed ${m(p.setup)} ms, → the command ${m(p.command)} ms; the submitter exited ${m(p.exit)} ms after its spawn`);
+    result[system.name] = { ...s, ...(p ? { commit_p50_ms: r2(quantile(p.commit, 0.5)), lease_p50_ms: r2(quantile(p.lease, 0.5)), setup_p50_ms: r2(quantile(p.setup, 0.5)), command_p50_ms: r2(quantile(p.command, 0.5)), submitter_exit_p50_ms: r2(quantile(p.exit, 0.5)) } : {}), floor_ratio: r2(s.p50_ms / floorP50), ...Object.fromEntries(["tsp", "nq"].filter((o) => o !== system.name && ms.has(o)).map((o) => [`vs_${o}`, r2(p50(system.name) / p50(o))])) };
   }
   const targets: Record<string, number> = { li: 50, "li-pg": 100 };
   for (const [name, target] of Object.entries(targets)) {
