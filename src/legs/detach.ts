@@ -53,10 +53,17 @@ export function openReadyChannel(value: string): ReadyChannel {
   return { fd: READY_FD };
 }
 
-/** Sends the one report line and closes the channel, so the parent reads it whole and then sees the end. */
+/**
+ * Sends the one report line and closes the channel, so the parent reads it whole and then sees the end.
+ * A parent gone meanwhile (killed between the setup's commit and this line: a kill -9 of the li watch that
+ * leased the run, a Ctrl-C of li agent --detach) has nobody to read it; the leg is recorded and runs on,
+ * rather than its supervisor dying of the broken channel with its command never started.
+ */
 export function writeReady(channel: ReadyChannel, report: ReadyReport): void {
   try {
     fs.writeSync(channel.fd, `${JSON.stringify(report)}\n`);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EPIPE") throw error;
   } finally {
     fs.closeSync(channel.fd);
   }
