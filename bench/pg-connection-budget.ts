@@ -1,7 +1,8 @@
 // Benchmark `pg-connection-budget` (SPEC §20): N legs of `sleep S` started at once on one host with a
 // watcher, against a PostgreSQL role limited to 97 connections (what a stock server, max_connections =
 // 100 with 3 kept for superusers, leaves li). Prints whether every leg started and was recorded, the peak
-// of the role's connections (sampled from pg_stat_activity all along), the peak while the legs ran, the
+// of the role's connections (sampled from pg_stat_activity all along) against the bound (the watcher's 3 +
+// the host's connection slots, LI_PG_SLOTS), the peak while the legs ran, the
 // wall time, and its ratio to the floor: the same N bare `sleep S` processes started at once, same run.
 // Usage: bun bench/pg-connection-budget.ts [--legs 500] [--seconds 5]   (build dist/li first)
 
@@ -13,6 +14,7 @@ import { asSuperuser } from "../test/helpers/postgres.ts";
 import { collectLines } from "../test/helpers/lines.ts";
 import { benchDatabase } from "./pg-database.ts";
 import { r2 } from "./floor.ts";
+import { slotCount } from "../src/ledger/postgres/slots.ts";
 
 const { values } = parseArgs({ options: { legs: { type: "string", default: "500" }, seconds: { type: "string", default: "5" } } });
 const N = Number(values.legs);
@@ -72,6 +74,8 @@ try {
       legs: N,
       seconds: Number(SECONDS),
       role_connection_limit: STOCK_LIMIT,
+      slots: slotCount(),
+      bound: 3 + slotCount(),
       exit_0: codes.filter((c) => c === 0).length,
       recorded_completed: (recorded.n as number) - 1,
       peak_connections: peak,

@@ -42,6 +42,11 @@ export interface RunContext<A extends LiArgs, N extends LedgerNeed> {
 }
 
 export interface LiCommand<A extends LiArgs = LiArgs, N extends LedgerNeed = LedgerNeed> {
+  /**
+   * Holds its ledger for its whole life (li watch, li ui, li wait): on PostgreSQL its connections stay
+   * outside the host's connection slots (§20), which are for what opens, writes and closes.
+   */
+  longLived?: true;
   /** One paragraph: what it does, then its exit codes when they are not just 0/2. */
   description: string;
   args: A;

@@ -2,6 +2,7 @@
 // one spelling, strict), opens and closes the ledger a command declares, and owns every exit code (§16).
 
 import { ExitCode, UsageError } from "../util/errors.ts";
+import { holdLedgerLong } from "../ledger/slot-use.ts";
 import type { LedgerNeed, LiArgs, LiCommand } from "./command.ts";
 import type { Patience } from "../ledger/patience.ts";
 import { ledgerRetrySeconds, notedPatience } from "./patience.ts";
@@ -88,6 +89,7 @@ async function execute(command: LiCommand, where: string, rest: string[], passth
   const patience = defaultPatience(args as Record<string, unknown>);
   // Before anything is read from them: a home, ledger or settings file another user could have planted is refused (§18).
   if (command.ledger !== "none") await requireOwnedPaths();
+  if (command.longLived) holdLedgerLong();
   const open = await ledgerOpener(command.ledger);
   let opened: { close(): void } | null = null;
   try {

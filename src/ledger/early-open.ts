@@ -8,10 +8,10 @@ type Early = typeof import("./postgres/early.ts");
 let early: Early | undefined;
 
 /** Starts opening `location` for a command that `use`s it this way (reads, or writes). */
-export function openEarly(location: LedgerLocation, use: "reads" | "writes"): void {
+export function openEarly(location: LedgerLocation, use: "reads" | "writes", home?: string): void {
   if (location.kind !== "postgres") return;
   early ??= require("./postgres/early.ts") as Early;
-  early.startEarly(location.url, use);
+  early.startEarly(location.url, use, home);
 }
 
 /** Closes what was started early and never taken over by the command. */

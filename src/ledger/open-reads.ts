@@ -15,7 +15,7 @@ export function openReads(paths: Paths, patience?: Patience): OpenedReads {
   if (paths.ledger.kind === "postgres") {
     // Loaded only for a postgres:// location, so SQLite's cold path pays nothing for it.
     const { openPgReads } = require("./postgres/open-reads.ts") as typeof import("./postgres/open-reads.ts");
-    return openPgReads(paths.ledger.url, patience);
+    return openPgReads(paths.ledger.url, patience, paths.home);
   }
   const path = paths.ledger.path;
   const db = openSqliteForReads(path);

@@ -10,8 +10,8 @@ export interface OpenLedgerOptions extends LedgerOptions {
   /** false for read-only commands: a missing ledger is "nothing recorded yet" and is not created. */
   create: boolean;
   /**
-   * PostgreSQL: the pool's connections, when not a command's (postgres/early.ts POOL_SHAPES: 2 for
-   * writes). Ignored on SQLite.
+   * PostgreSQL: the pool's connections, when not a command's (postgres/early.ts poolShape: 1, 2 for a
+   * long-lived command). Ignored on SQLite.
    */
   connections?: number;
   /** PostgreSQL: how long a server that does not answer is waited for (patience.ts; default one attempt per call). */
@@ -22,7 +22,7 @@ export function openLedger(paths: Paths, options: OpenLedgerOptions): Ledger {
   if (paths.ledger.kind === "postgres") {
     // Loaded only for a postgres:// location (synchronously: the pool itself connects on first use).
     const { openPgLedger } = require("./postgres/open.ts") as typeof import("./postgres/open.ts");
-    return openPgLedger(paths.ledger.url, options);
+    return openPgLedger(paths.ledger.url, { ...options, home: paths.home });
   }
   const { create, connections: _, patience: __, ...ledgerOptions } = options;
   const path = paths.ledger.path;

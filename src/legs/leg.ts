@@ -262,7 +262,12 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
   // A kill request recorded on the leg (li kill from another host) stops it as li kill's SIGTERM would here.
   // A kill request recorded on the leg (li kill from another host) stops it as li kill's SIGTERM would here.
   const liveness = ledger ? ownLiveness(ledger, plan, o, () => signals.request("SIGTERM")) : null;
-  liveness?.start();
+  // §20: where this host's watcher is listening, the leg is about to hand itself over, so it opens no LISTEN
+  // of its own meanwhile (a second connection per leg in a burst); the watcher looks once for a kill request
+  // recorded before the leg joined, and a join that fails starts the leg's own heartbeat and LISTEN.
+  const budget = ledger?.backend.connections;
+  const watcherListening = budget !== undefined && o.watcherHome !== undefined && fs.existsSync(watcherSocketPath(o.watcherHome, budget.key));
+  if (!watcherListening) liveness?.start();
   let leaveWatcher = () => {};
   let terminator: GroupTerminator | null = null;
   let teardownModule: Promise<typeof import("./teardown/run.ts")> | null = null;
@@ -410,7 +415,10 @@ function handToWatcher(ledger: Ledger, plan: LegPlan, liHome: string, o: LegOpti
       joined?.close();
       return;
     }
-    if (!joined) return again();
+    if (!joined) {
+      liveness.start();
+      return again();
+    }
     link = joined;
     liveness.stop();
     budget.release();

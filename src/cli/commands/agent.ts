@@ -108,6 +108,12 @@ export default command({
       const workdir = process.cwd();
       const settings = await agentSettings(args, workdir, note);
       const { submitQueued } = await import("../agent-queue.ts");
+      // Waiting for its turn in the foreground holds the ledger for as long as the queue takes: outside the
+      // host's connection slots (§20), as li wait is, so waiting runs never starve the host's legs.
+      if (!args.detach) {
+        (await import("../../ledger/early-open.ts")).closeUnusedEarly();
+        (await import("../../ledger/slot-use.ts")).holdLedgerLong();
+      }
       return submitQueued(args, queueArgs, passthrough, { open, settings, workdir, runner: foregroundRunner(args, settings, workdir) });
     }
     refuseQueueFlagsWithoutQueue(queueArgs);
@@ -121,6 +127,9 @@ export default command({
     if (req.detach) {
       // The supervisor's warnings go to its log: a bad --notify is worth saying here, where someone reads it.
       if (req.notify !== null) (await LegNotifier.load({ notifyFlag: req.notify, settings: null, log: note })).resolve({ sessionId: "", branchId: "" });
+      // The detaching parent never uses the ledger: its early connection (and its slot of the host's, §20)
+      // is given back now, as the supervisor it waits for needs one.
+      (await import("../../ledger/early-open.ts")).closeUnusedEarly();
       const report = await (await import("../../legs/detach.ts")).startDetached(process.argv.slice(2), process.env);
       if (!report.ok) {
         note(report.message);

@@ -11,6 +11,7 @@ export default command({
     "Serve a read-only web page of the ledger's runs: the run list with filters, each session's legs, history, artifacts, notices and output (followed live), updated as the ledger changes. It listens on loopback unless --listen names another address, which needs --token (or LI_UI_TOKEN): every request must then carry it (Authorization: Bearer TOKEN, or open the page once as /?token=TOKEN). Runs until Ctrl-C",
   examples: ["li ui", "LI_UI_TOKEN=$(openssl rand -hex 16) li ui --listen 0.0.0.0:7377"],
   ledger: "reads",
+  longLived: true,
   args: {
     listen: { type: "string", valueHint: "HOST:PORT", description: `where to listen (default ${DEFAULT_LISTEN}; port 0 picks a free one)` },
     token: { type: "string", valueHint: "TOKEN", description: "required on every request (16 characters at least); needed for a non-loopback --listen; default $LI_UI_TOKEN" },

@@ -15,6 +15,7 @@ export default command({
   examples: ["li wait 1a2b3c4d", "li wait --timeout=10m --json $(li agent --detach -- make test)"],
   // Not the write path (drizzle, zod): a script calls li wait in a loop, so start-up time matters.
   ledger: "reads",
+  longLived: true,
   args: {
     ids: { type: "positional", valueHint: "ID…", complete: "ids", description: "ids, space- or comma-separated", required: true },
     interval: { type: "string", valueHint: "DURATION", description: "the safety poll (default 1.0 s); commits wake li wait at once anyway" },

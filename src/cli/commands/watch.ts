@@ -33,6 +33,7 @@ export default command({
       "The long-lived service: delivers owed notices on every ledger change, reaps phantom sessions, finalizes linked ones and removes the run directories of legs killed before their setup (after an hour) every sweep interval, prunes only with --prune-keep-days. One per ledger per host",
   examples: ["li watch", "li watch --once --log-format=json"],
   ledger: "create",
+  longLived: true,
   args: {
     once: { type: "boolean", description: "run one pass of everything and exit (for cron): exit 1 when the pass logged errors, 78 when the ledger could not be written" },
     "sweep-interval": { type: "string", valueHint: "DURATION", description: "between sweeps (default 30s; settings watch.sweep_interval)" },

@@ -5,6 +5,7 @@
 // that must not create one, as a missing SQLite file is.
 
 import { SQL } from "bun";
+import { existsSync } from "node:fs";
 import { LedgerUnavailableError, UsageError } from "../../util/errors.ts";
 import { NO_PATIENCE, type Patience } from "../patience.ts";
 import { callDeadlineMs, clientOptions, connectPgWith, quoteIdent, sessionLimits, type PgClient, type PoolShape, type SessionLimits } from "./client.ts";
@@ -14,6 +15,7 @@ import { asPgLedgerError } from "./errors.ts";
 import { migratePg, versionColumnsSql, versionOf, versionTableName } from "./migrate.ts";
 import { MIGRATIONS } from "./migrations.gen.ts";
 import { targetName, type PgTarget } from "./options.ts";
+import { slotCount, slotDir, waitForSlot, type Slot } from "./slots.ts";
 
 /** What the first round trip learns: the version row (null: no li schema yet), the session's schema and the server's clock. */
 export interface FirstAnswer {
@@ -33,6 +35,30 @@ export interface Handshake {
   first: FirstAnswer;
 }
 
+/** The host's connection slots for this ledger (slots.ts): where they are and how many. */
+export interface SlotPlace {
+  dir: string;
+  count: number;
+}
+
+/**
+ * Where this process takes its slots for `target`, or null where it takes none: a long-lived command
+ * (slot-use.ts), or a read command on a LI_HOME that does not exist (it must leave nothing behind, and a
+ * host without one runs no legs to share the server with).
+ */
+export function slotPlace(target: PgTarget, liHome: string | undefined, longLived: boolean, mayCreateHome = true): SlotPlace | null {
+  if (longLived || liHome === undefined) return null;
+  if (!mayCreateHome && !existsSync(liHome)) return null;
+  return { dir: slotDir(liHome, `${targetName(target)}#${target.schema}`), count: slotCount() };
+}
+
+/** Closes a pool, then gives back the slot it held. */
+function closeClient(client: PgClient, timeout: number | "graceful"): Promise<void> {
+  const closing = timeout === "graceful" ? client.close() : client.sql.close({ timeout });
+  return closing.finally(() => slotOf.get(client)?.release());
+}
+const slotOf = new WeakMap<PgClient, Slot>();
+
 /** A handshake under way: its outcome, and a way to give it up while it is still connecting. */
 export interface PendingHandshake {
   result: Promise<Handshake>;
@@ -46,13 +72,22 @@ export interface PendingHandshake {
  * Connects and reads the version row and the server's clock in the same round trip. Nothing is created
  * or migrated yet: that is PgConnection's open, once a command is past its validation.
  */
-export function handshake(target: PgTarget, shape: PoolShape, clock: ServerClock): PendingHandshake {
+export function handshake(target: PgTarget, shape: PoolShape, clock: ServerClock, slot: Slot | null = null): PendingHandshake {
   const controller = new AbortController();
-  const result = connectPgWith(target, (sql) => readFirst(sql, target.schema, clock), shape, controller.signal);
+  const result = connectPgWith(target, (sql) => readFirst(sql, target.schema, clock), shape, controller.signal).then(
+    (shaken) => {
+      if (slot) slotOf.set(shaken.client, slot);
+      return shaken;
+    },
+    (error) => {
+      slot?.release();
+      throw error;
+    },
+  );
   const abort = () => controller.abort();
   const discard = () => {
     abort();
-    void result.then(({ client }) => client.sql.close({ timeout: 0 })).catch(() => {});
+    void result.then(({ client }) => closeClient(client, 0)).catch(() => {});
   };
   return { result, abort, discard };
 }
@@ -68,6 +103,8 @@ export interface PgConnectionOptions {
   handshake?: PendingHandshake;
   /** How long calls wait for an unreachable server (default: one attempt each). */
   patience?: Patience;
+  /** The host's connection slots each pool takes one of before it connects (§20, slots.ts); none when absent. */
+  slots?: SlotPlace | null;
 }
 
 /** Pauses between connection attempts while the server is unreachable: 250 ms, doubling, at most 1 s (a restarted server is seen within a second). */
@@ -101,6 +138,12 @@ export class PgConnection {
   private lastFailure: LedgerUnavailableError | null = null;
   /** Aborted by close(): a pause between attempts ends with it. */
   private readonly shut = new AbortController();
+  /** How many times release() was called: an attempt it overlapped gives back the pool it opened after. */
+  private releases = 0;
+  /** The slot the next open connects with, taken (or being waited for) by the attempt that opens it. */
+  private slotFirst: Promise<Slot | null> | null = null;
+  /** Aborted when the open in progress is given up (expire, close): its wait for a slot ends with it. */
+  private slotWait: AbortController | null = null;
 
   constructor(
     readonly target: PgTarget,
@@ -187,11 +230,29 @@ export class PgConnection {
 
   /** One attempt; `withinMs`: what the caller has left (its own deadline: li kill's grace, a leg's --ledger-retry). */
   private async attempt<T>(call: (sql: SQL) => Promise<T>, first: boolean, withinMs: number): Promise<Attempt<T>> {
+    const connectTimeoutMs = this.target.connectTimeoutSeconds * 1000;
+    // §20: one of the host's slots before connecting, waited for as long as the caller's patience lasts
+    // (at least a connect timeout), within its own deadline; the connect's time starts once it has one.
+    const waitedFrom = performance.now();
+    const releases = this.releases;
+    const waited = !this.ready && this.options.slots && !this.early;
+    if (waited) {
+      try {
+        this.slotFirst ??= this.takeSlot(Math.min(withinMs, Math.max(this.giveUpAtMs! - waitedFrom, connectTimeoutMs)));
+        await this.slotFirst;
+      } catch (error) {
+        // The next attempt waits afresh.
+        this.slotFirst = null;
+        return { ok: false, error, connected: false };
+      }
+      withinMs -= performance.now() - waitedFrom;
+    }
     const startedMs = performance.now();
-    const left = this.giveUpAtMs! - startedMs;
+    // What the patience had left before the slot's wait: the wait does not eat the connect's own time.
+    const left = this.giveUpAtMs! - waitedFrom;
     const callMs = Math.min(this.deadlineMs, withinMs);
     // The deadline holds (li kill --grace 2 is 2 s); only a command with no time at all (--ledger-retry 0) still gets one connect timeout.
-    const connectMs = Math.min(callMs, first && left <= 0 ? this.target.connectTimeoutSeconds * 1000 : left);
+    const connectMs = Math.min(callMs, first && left <= 0 ? connectTimeoutMs : left);
     // Nothing left to try with: the failure that used the time up says why, not a "no answer within 0s".
     if (connectMs <= 0 && !this.ready && this.lastFailure) return { ok: false, error: this.lastFailure, connected: false };
     let connected = false;
@@ -201,6 +262,10 @@ export class PgConnection {
       return { ok: true, value: await this.within(call(sql), callMs - (performance.now() - startedMs)) };
     } catch (error) {
       return { ok: false, error, connected };
+    } finally {
+      // Released while this attempt waited for its slot (a leg handing itself to the watcher): the pool it
+      // opened after is given back too, as release() gives back one whose queries are still running.
+      if (waited && this.releases !== releases) this.release();
     }
   }
 
@@ -227,7 +292,9 @@ export class PgConnection {
     this.ready = null;
     // A handshake still connecting is given up too: its socket would otherwise wait for connect_timeout.
     this.connecting?.abort();
-    void ready?.then((client) => client.sql.close({ timeout: 0 })).catch(() => {});
+    this.slotWait?.abort();
+    this.dropPendingSlot();
+    void ready?.then((client) => closeClient(client, 0)).catch(() => {});
     this.reachability.lose();
     const seconds = Math.round(Math.max(0, ms) / 100) / 10;
     return new LedgerUnavailableError(this.name, `no answer within ${seconds}s (the server or the network stopped answering)`, { unreachable: true });
@@ -265,7 +332,8 @@ export class PgConnection {
     if (this.closed) return;
     const ready = this.ready;
     this.ready = null;
-    void ready?.then((client) => client.close()).catch(() => {});
+    this.releases++;
+    void ready?.then((client) => closeClient(client, "graceful")).catch(() => {});
   }
 
   /**
@@ -279,7 +347,9 @@ export class PgConnection {
     this.ready = null;
     // An open still connecting is given up, not waited for: nothing holds the process past its command.
     this.connecting?.abort();
-    void ready?.then((client) => (options.abandon ? client.sql.close({ timeout: 0 }) : client.close())).catch(() => {});
+    this.slotWait?.abort();
+    this.dropPendingSlot();
+    void ready?.then((client) => closeClient(client, options.abandon ? 0 : "graceful")).catch(() => {});
     void this.listening?.close({ timeout: options.abandon ? 0 : 5 }).catch(() => {});
     this.listening = null;
     // A handshake taken over but never used (the command ended before its first query).
@@ -291,7 +361,7 @@ export class PgConnection {
     const schema = this.schema;
     const early = this.early;
     this.early = undefined;
-    const pending = early ?? handshake(this.target, { ...this.options.shape, limits: this.limits }, this.clock);
+    const pending = early ?? handshake(this.target, { ...this.options.shape, limits: this.limits }, this.clock, await this.nextSlot());
     this.connecting = pending;
     let handshaken: Handshake;
     try {
@@ -313,9 +383,44 @@ export class PgConnection {
       else await this.measureClock(client.sql);
       return client;
     } catch (error) {
-      await client.close().catch(() => {});
+      await closeClient(client, "graceful").catch(() => {});
       throw error;
     }
+  }
+
+  /** Gives back a slot taken for an open that did not happen (another call opened the pool meanwhile, or it was closed). */
+  private dropPendingSlot(): void {
+    const pending = this.slotFirst;
+    this.slotFirst = null;
+    void pending?.then((slot) => slot?.release()).catch(() => {});
+  }
+
+  /** The slot an attempt took for this open, else one waited for here for a connect timeout (a LISTEN's pool()). */
+  private async nextSlot(): Promise<Slot | null> {
+    const taking = this.slotFirst;
+    this.slotFirst = null;
+    return taking ? await taking.catch(() => this.takeSlot(this.target.connectTimeoutSeconds * 1000)) : this.takeSlot(this.target.connectTimeoutSeconds * 1000);
+  }
+
+  /**
+   * One of the host's slots for this ledger (§20), waited for within what the caller has left to connect
+   * (its attempt's share of --ledger-retry or the command's deadline), never longer: past it the open fails
+   * as unreachable, so it is retried while the caller's patience lasts and then reported, as an outage is.
+   */
+  private async takeSlot(withinMs: number): Promise<Slot | null> {
+    const place = this.options.slots;
+    if (!place) return null;
+    const wait = new AbortController();
+    this.slotWait = wait;
+    try {
+      const slot = await waitForSlot(place.dir, place.count, withinMs, AbortSignal.any([wait.signal, this.shut.signal]));
+      if (slot && (wait.signal.aborted || this.closed)) slot.release();
+      else if (slot) return slot;
+    } finally {
+      if (this.slotWait === wait) this.slotWait = null;
+    }
+    const seconds = Math.round(Math.max(0, withinMs) / 100) / 10;
+    throw new LedgerUnavailableError(this.name, `all ${place.count} of this host's connection slots (LI_PG_SLOTS) stayed taken by other li processes for ${seconds}s`, { unreachable: true });
   }
 
   /** One round trip to the server's clock; a failure keeps the previous offset (the next call tries again). */

@@ -4,9 +4,12 @@
 // happen meanwhile. Only the handshake (connection.ts) runs early; the command's own open takes it
 // over (a missing schema, a migration, every failure is handled there as if it had connected itself).
 
+import { existsSync } from "node:fs";
 import { sessionLimits, type PoolShape } from "./client.ts";
 import { ServerClock } from "./clock.ts";
-import { handshake, type PendingHandshake } from "./connection.ts";
+import { handshake, slotPlace, type PendingHandshake } from "./connection.ts";
+import { holdsLedgerLong } from "../slot-use.ts";
+import { trySlot } from "./slots.ts";
 import { resolvePgTarget } from "./options.ts";
 
 /** What a command does with its ledger, as far as its connections are concerned. */
@@ -14,24 +17,32 @@ export type PoolUse = "reads" | "writes";
 
 /**
  * The pool each use opens (client.ts PoolShape). Reads: one connection (a LISTEN takes its own), each
- * statement sent unnamed since a read command runs it once. Writes: two (a leg's heartbeat may overlap
- * its teardown; a fleet runs many legs against one server, and Bun opens a pool's every connection at once).
+ * statement sent unnamed since a read command runs it once. Writes: one for a short-lived command or a
+ * leg (its heartbeat and teardown queue on it; each pool is one of the host's connection slots, §20,
+ * slots.ts), two for a long-lived one (li watch: its passes and its handlers' writes overlap).
  */
-export const POOL_SHAPES: Readonly<Record<PoolUse, Omit<PoolShape, "limits">>> = Object.freeze({
-  reads: Object.freeze({ max: 1, prepare: false }),
-  writes: Object.freeze({ max: 2 }),
-});
+export function poolShape(use: PoolUse): Omit<PoolShape, "limits"> {
+  if (use === "reads") return { max: 1, prepare: false };
+  return { max: holdsLedgerLong() ? 2 : 1 };
+}
 
 const started = new Map<string, PendingHandshake>();
 const keyOf = (url: string, use: PoolUse) => `${use} ${url}`;
 
 /** Starts the handshake for `url`; anything wrong with the URL or the settings is left to the command's own open to report. */
-export function startEarly(url: string, use: PoolUse): void {
+export function startEarly(url: string, use: PoolUse, home?: string): void {
   const key = keyOf(url, use);
   if (started.has(key)) return;
   let shake: PendingHandshake;
   try {
-    shake = handshake(resolvePgTarget(url), { ...POOL_SHAPES[use], limits: sessionLimits() }, new ServerClock());
+    const target = resolvePgTarget(url);
+    // A slot of the host's first (§20): when none is free now, the command's own open waits for one.
+    // Not before LI_HOME exists: a command refused for its usage must leave nothing behind.
+    const place = slotPlace(target, home, holdsLedgerLong(), false);
+    if (!place && home !== undefined && !holdsLedgerLong() && !existsSync(home)) return;
+    const slot = place ? trySlot(place.dir, place.count) : null;
+    if (place && !slot) return;
+    shake = handshake(target, { ...poolShape(use), limits: sessionLimits() }, new ServerClock(), slot);
   } catch {
     return;
   }

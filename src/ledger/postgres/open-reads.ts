@@ -4,16 +4,19 @@
 
 import type { OpenedReads } from "../reads.ts";
 import type { Patience } from "../patience.ts";
-import { PgConnection } from "./connection.ts";
-import { adoptEarly, POOL_SHAPES } from "./early.ts";
+import { PgConnection, slotPlace } from "./connection.ts";
+import { adoptEarly, poolShape } from "./early.ts";
+import { holdsLedgerLong } from "../slot-use.ts";
 import { resolvePgTarget } from "./options.ts";
 import { PgReads } from "./reads.ts";
 import { listenForChanges } from "./wake.ts";
 
-/** A missing li schema is "nothing recorded yet" (exit 2) and is not created (§16). The pool: early.ts POOL_SHAPES. */
-export function openPgReads(url: string, patience?: Patience): OpenedReads {
+/** A missing li schema is "nothing recorded yet" (exit 2) and is not created (§16). The pool: early.ts poolShape; a slot of the host's under `home` (§20). */
+export function openPgReads(url: string, patience?: Patience, home?: string): OpenedReads {
   const handshake = adoptEarly(url, "reads");
-  const conn = new PgConnection(resolvePgTarget(url), { create: false, shape: POOL_SHAPES.reads, ...(handshake ? { handshake } : {}), ...(patience ? { patience } : {}) });
+  const target = resolvePgTarget(url);
+  const slots = slotPlace(target, home, holdsLedgerLong(), false);
+  const conn = new PgConnection(target, { create: false, shape: poolShape("reads"), slots, ...(handshake ? { handshake } : {}), ...(patience ? { patience } : {}) });
   return {
     reads: new PgReads((fn) => conn.run(fn)),
     wake: async () => listenForChanges(conn.pool(), conn.schema),

@@ -12,6 +12,7 @@ import { collectLines } from "../../helpers/lines.ts";
 import { tempDir } from "../../helpers/ledger.ts";
 import { asSuperuser, describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { until } from "../../helpers/until.ts";
+import { DEFAULT_SLOTS } from "../../../src/ledger/postgres/slots.ts";
 
 const ROLE_LIMIT = 40;
 /** What the watcher itself holds: its pool of two and the LISTEN. */
@@ -54,7 +55,7 @@ describePostgres("the connection budget (§20)", () => {
 
   const running = async (w: Awaited<ReturnType<typeof world>>) => Number((await w.column("SELECT count(*)::int AS n FROM S.legs WHERE ended_at IS NULL AND command_pid IS NOT NULL"))[0]!.n);
 
-  test("with a watcher, 150 legs running at once on a role allowed 40 connections all start and are recorded; while they run li holds only the watcher's connections", async () => {
+  test("with a watcher, 150 legs started at once on a role allowed 40 connections all start and are recorded, none spooled; li never holds more than the watcher's connections and the host's slots, and while they run only the watcher's", async () => {
     const w = await world();
     const watch = watcher(w.home, w.env);
     await watch.started;
@@ -69,8 +70,9 @@ describePostgres("the connection budget (§20)", () => {
       while (sampling) peak = Math.max(peak, await w.connections());
     })();
     const legs = Array.from({ length: 150 }, () => leg(w.home, w.env, ["dd", `if=${fifo}`, "bs=1", "count=1", "status=none"]));
+    const stderrs = legs.map((p) => new Response(p.stderr as ReadableStream).text());
 
-    // Setups beyond the role's limit are refused (too many connections) and retried (§17), so all get in.
+    // Setups wait for one of the host's slots (each a connection), so none is refused by the server.
     await until("150 legs running", async () => (await running(w)) === 150, { timeoutMs: 300_000 });
     // Every leg handed itself to the watcher and gave its connections back.
     await until(`li's connections down to the watcher's ${WATCHER_CONNECTIONS}`, async () => (await w.connections()) <= WATCHER_CONNECTIONS, { timeoutMs: 30_000 });
@@ -81,9 +83,14 @@ describePostgres("the connection budget (§20)", () => {
     await sampler;
 
     expect(codes.filter((c) => c !== 0)).toEqual([]);
+    // Each said only its outcome: none was refused a connection, waited past its deadline or went to the spool.
+    expect((await Promise.all(stderrs)).filter((text) => !/^li: completed \(run\.completed\.ok\) session \S+ branch \S+\n$/.test(text))).toEqual([]);
     expect(await w.column("SELECT status, count(*)::int AS n FROM S.sessions GROUP BY status")).toEqual([{ status: "completed", n: 151 }]);
-    // Setups and final writes come and go (during the burst up to the role's limit, the rest retried).
-    console.error(`connection budget: peak ${peak} connections of the role for 150 legs and one watcher (limit ${ROLE_LIMIT})`);
+    // Setups and final writes come and go, one connection each, at most one per slot.
+    console.error(`connection budget: peak ${peak} connections of the role for 150 legs and one watcher (limit ${ROLE_LIMIT}, ${DEFAULT_SLOTS} slots)`);
+    // One more for a connection li just closed: the server lists it until its backend has exited, which on a
+    // loaded machine can be after the slot went to the next process (seen: 10, the list read right after 9).
+    expect(peak).toBeLessThanOrEqual(WATCHER_CONNECTIONS + DEFAULT_SLOTS + 1);
     watch.proc.kill("SIGTERM");
     expect(await watch.proc.exited).toBe(0);
   }, 420_000);
