@@ -5,6 +5,9 @@
   const live = document.getElementById("live");
   let vocab = null;
   let view = null;
+  // Each navigation draws a new view; a refresh still in flight for an older one (a change event that came
+  // just before the user left the page) must not draw over it.
+  let shown = 0;
 
   /** An element; string children become text nodes (never parsed as HTML). */
   function h(tag, attrs, ...children) {
@@ -88,11 +91,13 @@
       h("label", null, "text", input("q", "id, command, reason")));
   }
   async function listView() {
+    const mine = shown;
     const table = h("tbody", { id: "runs" });
     const more = h("button", { type: "button", onclick: () => { listState.limit = Math.min(1000, listState.limit + 100); refresh(); } }, "more");
     const count = h("p", { id: "count", class: "legend" });
     async function refresh() {
       const body = await get(`/api/ls?${listParams()}`);
+      if (mine !== shown) return;
       table.replaceChildren(...body.entities.map((e) => h("tr", { "data-id": e.id },
         h("td", { class: "mono" }, e.kind === "session" ? sessionLink(e.id, e.short_id) : e.short_id),
         h("td", null, badge(e.kind, e.status)),
@@ -137,11 +142,13 @@
     return h("table", null, h("thead", null, h("tr", null, ...headers.map((x) => h("th", null, x)))), h("tbody", null, ...data.map((r) => h("tr", null, ...r.map((c) => h("td", null, c))))));
   }
   async function sessionView(id) {
+    const mine = shown;
     const output = h("pre", { class: "output", id: "output" });
     const outputNote = h("p", { class: "legend", id: "output-note" });
     let follow = null;
     async function refresh() {
       const body = await get(`/api/show/${encodeURIComponent(id)}`);
+      if (mine !== shown) return;
       const e = body.entity;
       const leg = (body.legs || []).find((l) => l.id === e.current_leg_id) || null;
       const dl = h("dl", { class: "summary" });
@@ -203,9 +210,11 @@
 
   // ---- queues, watchers, deliveries ----
   async function fleetView() {
+    const mine = shown;
     const box = h("div", { id: "fleet" });
     async function refresh() {
       const body = await get("/api/fleet");
+      if (mine !== shown) return;
       const ago = (t) => (typeof t === "number" ? `${duration(body.now - t)} ago` : "-");
       const st = body.delivery_states;
       box.replaceChildren(
@@ -227,11 +236,15 @@
 
   async function route() {
     const m = /^#\/s\/(.+)$/.exec(location.hash);
+    const mine = (shown += 1);
+    view = null;
     try {
-      view = m ? await sessionView(decodeURIComponent(m[1])) : location.hash === "#/fleet" ? await fleetView() : await listView();
+      const drawn = m ? await sessionView(decodeURIComponent(m[1])) : location.hash === "#/fleet" ? await fleetView() : await listView();
+      if (mine !== shown) return;
+      view = drawn;
       document.body.dataset.ready = String(Date.now());
     } catch (err) {
-      main.replaceChildren(h("p", { class: "error" }, String(err.message)));
+      if (mine === shown) main.replaceChildren(h("p", { class: "error" }, String(err.message)));
     }
   }
 
