@@ -17,7 +17,7 @@ const names = (text: string) => new Set(text.split("\n").map((line) => line.spli
 
 describe("credentials li consumed are not passed on (§18)", () => {
   // Today: every leg command and every handler inherited LI_DB (with its password) and PGPASSWORD.
-  test("the leg's command and its handler see no PGPASSWORD and LI_DB only as a location; the rest of the environment is theirs", async () => {
+  test("the leg's command and its handler see neither LI_DB nor PGPASSWORD; the rest of the environment is theirs", async () => {
     const home = agentHome();
     const handlerEnv = path.join(home.scratch, "handler.env");
     const r = await li(["agent", "--json", "--notify", `sh -c 'env > ${handlerEnv}'`, "--", "/usr/bin/env"], { home: home.home, env: { ...credentialEnv(home.home), KEEP_ME: "yes" } });
@@ -26,13 +26,12 @@ describe("credentials li consumed are not passed on (§18)", () => {
     const seen = names(r.stderr);
     expect(seen.has("KEEP_ME")).toBe(true);
     expect(seen.has("LI_SESSION_ID")).toBe(true);
-    // The location is no secret: a command or handler that calls li reaches the same ledger.
-    expect(r.stderr).toContain(`LI_DB=${credentialEnv(home.home).LI_DB}\n`);
+    expect(seen.has("LI_DB")).toBe(false);
     expect(seen.has("PGPASSWORD")).toBe(false);
     expect(r.stderr).not.toContain("pw-from-env-7f3a");
     const handler = fs.readFileSync(handlerEnv, "utf8");
     expect(names(handler).has("LI_STATUS")).toBe(true);
-    expect(handler).toContain(`LI_DB=${credentialEnv(home.home).LI_DB}\n`);
+    expect(names(handler).has("LI_DB")).toBe(false);
     expect(handler).not.toContain("pw-from-env-7f3a");
   });
 
@@ -41,19 +40,7 @@ describe("credentials li consumed are not passed on (§18)", () => {
     const r = await li(["agent", "--json", "--pass-env", "PGPASSWORD", "--", "/usr/bin/env"], { home: home.home, env: credentialEnv(home.home) });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("PGPASSWORD=pw-from-env-7f3a");
-  });
-
-  // A URL's password is a credential; the rest of the URL is where the ledger is. (Before: LI_DB was
-  // dropped whole, so a nested li agent or a handler's li show on PostgreSQL wrote to, or read, another ledger.)
-  test("LI_DB with a password in the URL reaches the command without it; --pass-env LI_DB keeps it whole", async () => {
-    const home = agentHome();
-    const url = "postgres://app:pw-in-url-9c1d@127.0.0.1:1/li?sslmode=disable&password=pw-in-query-4e2b";
-    const stripped = await li(["agent", "--no-persist", "--", "/usr/bin/env"], { home: home.home, env: { LI_DB: url } });
-    expect(stripped.code).toBe(0);
-    expect(stripped.stdout).toContain("LI_DB=postgres://app@127.0.0.1:1/li?sslmode=disable\n");
-    expect(stripped.stdout).not.toContain("pw-in-");
-    const passed = await li(["agent", "--no-persist", "--pass-env", "LI_DB", "--", "/usr/bin/env"], { home: home.home, env: { LI_DB: url } });
-    expect(passed.stdout).toContain(`LI_DB=${url}\n`);
+    expect(names(r.stderr).has("LI_DB")).toBe(false);
   });
 
   test("--pass-env takes a variable's name, never a value: anything else is a usage error, nothing recorded", async () => {

@@ -78,7 +78,7 @@ export default command({
     "linked-session": { type: "string", valueHint: "SESSION_ID", description: "a session whose outcome stands in for a provider failure (exit 75)" },
     "auto-resume": { type: "string", valueHint: "N", description: "continue a timed-out leg up to N times" },
     "resume-command": { type: "string", valueHint: "ARGV", description: "the command line for the continuing legs (default: the same command)" },
-    "pass-env": { type: "string", valueHint: "NAME", description: "let the command keep this credential li consumed whole (PGPASSWORD, or LI_DB with its password), stripped otherwise; with --queue, any variable the queued leg should keep beyond PATH, HOME, LANG, LC_*…; repeatable" },
+    "pass-env": { type: "string", valueHint: "NAME", description: "let the command keep this credential li consumed (LI_DB, PGPASSWORD), stripped otherwise; with --queue, any variable the queued leg should keep beyond PATH, HOME, LANG, LC_*…; repeatable" },
     "evidence-gate": { type: "boolean", description: "check completion evidence (--no-evidence-gate: never)" },
     detach: { type: "boolean", description: "run in the background; print the session id once it is recorded" },
     persist: { type: "boolean", default: true, description: "run without a ledger: nothing is recorded" },
