@@ -81,9 +81,10 @@ describe("overlay, storage and verification", () => {
       ".li/profiles/coder.yaml": "artifacts:\n  expected:\n    - {id: report, path: profile.md}\n    - {id: log, path: log.txt, required: false, description: the log}\n",
       "pb.yaml": "artifacts:\n  expected:\n    - {id: report, path: playbook.md}\n    - {id: diff, path: change.diff}\n",
     });
-    // The command reads its own session through li (the leg's environment names the same ledger).
+    // The command reads its own session through li. LI_DB is li's credential, withheld from the command
+    // unless passed on (§18): on PostgreSQL the command needs it to reach the same ledger.
     const probe = `"${LI_BINARY}" show "$LI_SESSION_ID" --json > contract.seen`;
-    const r = await li(["agent", "--json", "--profile", "coder", "--playbook", "pb.yaml", "--artifact", "diff=cli.diff?", "--", "sh", "-c", probe], { home: home.home, cwd: dir });
+    const r = await li(["agent", "--json", "--pass-env", "LI_DB", "--profile", "coder", "--playbook", "pb.yaml", "--artifact", "diff=cli.diff?", "--", "sh", "-c", probe], { home: home.home, cwd: dir });
     const stored = JSON.parse((await sessionRow(home.db, JSON.parse(r.stdout).session_id)).artifact_contract_json);
     expect(stored.expected).toEqual([
       { id: "report", path: "playbook.md", required: true, description: "", source: "playbook" },

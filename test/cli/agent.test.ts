@@ -150,7 +150,8 @@ describe("the leg's identity in the command's environment", () => {
   test("a nested li agent inside a leg gets its own run id", async () => {
     const home = agentHome();
     const { LI_BINARY } = await import("../helpers/cli.ts");
-    const r = await li(["agent", "--run-id", "outer-1", "--", LI_BINARY, "agent", "--", fixture("echo-env")], { home: home.home, env: { LI_RUN_ID: "ignored-by-outer" } });
+    // --pass-env LI_DB: the inner li records in the same ledger on PostgreSQL too (LI_DB is withheld otherwise, §18).
+    const r = await li(["agent", "--run-id", "outer-1", "--pass-env", "LI_DB", "--", LI_BINARY, "agent", "--", fixture("echo-env")], { home: home.home, env: { LI_RUN_ID: "ignored-by-outer" } });
     expect(r.code).toBe(0);
     const runIds = (await rows<{ run_id: string }>(home.db, "SELECT run_id FROM legs ORDER BY started_at")).map((l) => l.run_id);
     expect(runIds).toHaveLength(2);
