@@ -1,6 +1,8 @@
 // Reading another process's environment from /proc (bounded): how li finds processes it started but no marker names.
 
 import fs from "node:fs";
+import path from "node:path";
+import { readProcStat } from "./proc.ts";
 
 /** An environment is at most a few MiB (ARG_MAX); reading stops here, whatever /proc offers. */
 const ENVIRON_READ_LIMIT = 4 << 20;
@@ -50,4 +52,38 @@ export function environValue(environ: Buffer, name: string): string | null {
     return environ.subarray(at + prefix.length, end === -1 ? environ.length : end).toString("utf8");
   }
   return null;
+}
+
+/** A live process as a /proc scan sees it: its pid and /proc/PID/stat's group, state and start ticks. */
+export interface ScannedProcess {
+  pid: number;
+  stat: { state: string; pgid: number; startTicks: number };
+  /** Its environment, read when first asked (most scanned processes are never read). */
+  environ(): Buffer | null;
+}
+
+/**
+ * Every live (not zombie, not dead) process of `uid` under `procRoot` but `selfPid`: what li's scans by
+ * environment walk (a leg's escaped descendants, a dead watcher's handlers). Unreadable entries are passed over.
+ */
+export function* processesOf(uid: number, procRoot: string, selfPid: number): Generator<ScannedProcess> {
+  let names: string[];
+  try {
+    names = fs.readdirSync(procRoot);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!/^[1-9][0-9]*$/.test(name)) continue;
+    const pid = Number(name);
+    if (!Number.isSafeInteger(pid) || pid === selfPid) continue;
+    try {
+      if (fs.statSync(path.join(procRoot, name)).uid !== uid) continue;
+    } catch {
+      continue;
+    }
+    const stat = readProcStat(pid, procRoot);
+    if (!stat || stat.state === "Z" || stat.state === "X" || stat.state === "x") continue;
+    yield { pid, stat, environ: () => readEnviron(path.join(procRoot, name, "environ")) };
+  }
 }

@@ -3,7 +3,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { LEG_RUN_ID_ENV } from "./env.ts";
-import { holdsEntry, readEnviron } from "../host/environ.ts";
+import { holdsEntry, processesOf } from "../host/environ.ts";
 import { PROC_ROOT, readProcStat } from "../host/proc.ts";
 
 /** USER_HZ, the unit of /proc start times: 100 on every Linux architecture li is built for. */
@@ -72,27 +72,12 @@ export function findLegCommand(leg: LegToFind, options: FindOptions = {}): Found
   if (notBefore === null || leg.runId === "") return [];
   const entry = Buffer.from(`${LEG_RUN_ID_ENV}=${leg.runId}`);
   const selfGroup = readProcStat(selfPid, procRoot)?.pgid ?? null;
-  let names: string[];
-  try {
-    names = fs.readdirSync(procRoot);
-  } catch {
-    return [];
-  }
   const found: FoundProcess[] = [];
-  for (const name of names) {
-    if (!/^[1-9][0-9]*$/.test(name)) continue;
-    const pid = Number(name);
-    if (!Number.isSafeInteger(pid) || pid === selfPid) continue;
-    try {
-      if (fs.statSync(path.join(procRoot, name)).uid !== uid) continue;
-    } catch {
-      continue;
-    }
-    const stat = readProcStat(pid, procRoot);
-    if (!stat || stat.state === "Z" || stat.state === "X" || stat.state === "x") continue;
-    const { pgid, startTicks } = stat;
+  for (const seen of processesOf(uid, procRoot, selfPid)) {
+    const { pid } = seen;
+    const { pgid, startTicks } = seen.stat;
     if (startTicks < notBefore || pgid === selfGroup) continue;
-    const environ = readEnviron(path.join(procRoot, name, "environ"));
+    const environ = seen.environ();
     if (!environ || !holdsEntry(environ, entry)) continue;
     found.push({ pid, pgid, startTicks });
     if (found.length >= MAX_FOUND) break;

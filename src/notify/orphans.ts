@@ -2,10 +2,8 @@
 // li process that started it, in its own process group; once that process is positively gone (dead, or its
 // pid reused), the next watcher ends the handler with its group, so a killed watcher's handlers die with it.
 
-import fs from "node:fs";
-import path from "node:path";
-import { environValue, readEnviron } from "../host/environ.ts";
-import { killGroup, PROC_ROOT, probeProcess, readProcStat, type ProbeResult } from "../host/proc.ts";
+import { environValue, processesOf } from "../host/environ.ts";
+import { killGroup, PROC_ROOT, probeProcess, type ProbeResult } from "../host/proc.ts";
 import { HANDLER_OWNER_ENV } from "./owner-env.ts";
 
 const OWNER = /^([1-9][0-9]*)\.([0-9]+)$/;
@@ -35,26 +33,10 @@ export function findOrphanHandlers(options: OrphanOptions = {}): OrphanHandler[]
   const uid = options.uid ?? process.getuid?.() ?? -1;
   const selfPid = options.selfPid ?? process.pid;
   const probe = options.probe ?? ((pid, ticks) => probeProcess(pid, ticks, { procRoot }));
-  let names: string[];
-  try {
-    names = fs.readdirSync(procRoot);
-  } catch {
-    return [];
-  }
   const verdicts = new Map<string, boolean>();
   const found: OrphanHandler[] = [];
-  for (const name of names) {
-    if (!/^[1-9][0-9]*$/.test(name)) continue;
-    const pid = Number(name);
-    if (pid === selfPid) continue;
-    try {
-      if (fs.statSync(path.join(procRoot, name)).uid !== uid) continue;
-    } catch {
-      continue;
-    }
-    const stat = readProcStat(pid, procRoot);
-    if (!stat || stat.state === "Z" || stat.state === "X" || stat.state === "x") continue;
-    const environ = readEnviron(path.join(procRoot, name, "environ"));
+  for (const { pid, stat, environ: readOwnEnviron } of processesOf(uid, procRoot, selfPid)) {
+    const environ = readOwnEnviron();
     const value = environ ? environValue(environ, HANDLER_OWNER_ENV) : null;
     const match = value === null ? null : OWNER.exec(value);
     if (!match) continue;
