@@ -31,11 +31,16 @@ export class OutageLog {
   }
 
   /**
-   * Step `during` ran to its end. A step's own success, not any success: on SQLite a held write lock or a
-   * full disk still lets reads through, so a pass that only read proves nothing about the step that wrote.
+   * Step `during` ran to its end, and with it every part of it (`during:PART`, a part that failed on its
+   * own). A step's own success, not any success: on SQLite a held write lock or a full disk still lets
+   * reads through, so a pass that only read proves nothing about the step that wrote.
    */
   succeeded(during: string): void {
-    if (!this.failing.delete(during) || this.failing.size > 0) return;
+    let cleared = this.failing.delete(during);
+    for (const step of this.failing) {
+      if (step.startsWith(`${during}:`)) cleared = this.failing.delete(step) || cleared;
+    }
+    if (!cleared || this.failing.size > 0) return;
     this.log({ action: "ledger_back", down_seconds: Math.round((this.clockMs() - this.startedMs) / 1000), errors_not_logged: this.unlogged });
   }
 }

@@ -177,12 +177,12 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
       const fired = await firePass(ledger, ledger.now(), { hostId: env.hostId, submit: queueSubmit(ledger) });
       for (const a of fired.actions) log({ action: "schedule_fire", schedule: a.schedule, due_at: a.due_at, outcome: a.outcome, run_id: a.run_id });
       report.schedule_fires += fired.actions.length;
-      for (const e of fired.errors) fail(`schedule ${e.schedule}`, e.error);
-      if (fired.errors.length === 0) outage.succeeded("schedule");
+      for (const e of fired.errors) fail(`cron:${e.schedule}`, e.error);
+      if (fired.errors.length === 0) outage.succeeded("cron");
       cron.seen = { generation, nextDueAt: fired.nextDueAt };
     } catch (error) {
       cron.seen = null;
-      fail("schedule", error);
+      fail("cron", error);
     }
   }
 
