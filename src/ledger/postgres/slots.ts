@@ -69,15 +69,35 @@ function share(dir: string): Slot {
   };
 }
 
+/**
+ * The slot of a process that cannot take part in its home's slots: a LI_HOME it may read but not write (a
+ * root-owned system home, a read-only mount). Such a process runs reads, not legs; refusing it its read for
+ * want of a lock file would be worse than one connection outside the count.
+ */
+const UNCOUNTED: Slot = Object.freeze({ release() {} });
+
+/** Runs `make` (the slot directory or a slot file); false when the home refuses it (not ours to write). */
+function slotsWritable(make: () => void): boolean {
+  try {
+    make();
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EACCES" || code === "EPERM" || code === "EROFS") return false;
+    throw error;
+  }
+}
+
 /** One pass over the slots: the first free one, locked, or null when all are taken. */
 export function trySlot(dir: string, count: number): Slot | null {
   if (held.has(dir)) return share(dir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (!slotsWritable(() => mkdirSync(dir, { recursive: true, mode: 0o700 }))) return UNCOUNTED;
   // Starting at a random slot spreads a burst over them instead of every process trying slot 0 first.
   const start = Math.floor(Math.random() * count);
   for (let i = 0; i < count; i++) {
     const file = path.join(dir, `${(start + i) % count}.lock`);
-    const fd = openSync(file, constants.O_RDWR | constants.O_CREAT | O_CLOEXEC, 0o600);
+    let fd = -1;
+    if (!slotsWritable(() => (fd = openSync(file, constants.O_RDWR | constants.O_CREAT | O_CLOEXEC, 0o600)))) return UNCOUNTED;
     if (flock(fd, LOCK_EX | LOCK_NB) === 0) {
       held.set(dir, { fd, holders: 0 });
       return share(dir);
