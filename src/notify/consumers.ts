@@ -177,13 +177,20 @@ export async function addHandler(ledger: Ledger, input: StandingHandlerInput): P
   });
 }
 
-/** Retires a standing handler and its consumer, releasing what it was owed, in one transaction. */
-export async function removeHandler(ledger: Ledger, name: string): Promise<{ released: number }> {
+/**
+ * Retires a standing handler and its consumer, releasing what it was owed, in one transaction. A handler
+ * belongs to the uid that registered it (§18): on a shared ledger another user may not silence it. Root
+ * may, and so may anyone a handler recorded before owners were (uid unknown: it runs for nobody).
+ */
+export async function removeHandler(ledger: Ledger, name: string, byUid: number = handlerUid()): Promise<{ released: number }> {
   assertConsumerName(name, "handler name");
   const consumer = `${HANDLER_PREFIX}${name}`;
   return ledger.transact(async (tx) => {
     const existing = await tx.notify.getCallbackByConsumer(consumer);
     if (!existing || existing.retired_at !== null) throw new UsageError(`handler '${name}' does not exist (li events handlers ls)`);
+    if (existing.uid !== null && existing.uid !== byUid && byUid !== 0) {
+      throw new UsageError(`handler '${name}' belongs to uid ${existing.uid} (the uid that added it): only its owner (or root) can remove it`);
+    }
     const now = ledger.now();
     const released = (await tx.notify.owedToHandlers({ consumer, includeHeld: true, limit: Number.MAX_SAFE_INTEGER })).length;
     await tx.notify.retireCallback(existing.id, now);

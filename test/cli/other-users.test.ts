@@ -249,6 +249,42 @@ describeAsUsers("on a shared ledger another user's handler never runs as you (§
     expect(owners.every((row) => row.uid === mallory.uid)).toBe(true);
     await db.close();
   });
+
+  // Today: alice's li events handlers rm retired mallory's handler, silencing her notices.
+  test("alice cannot remove mallory's standing handler; mallory can", async () => {
+    const aliceHome = dirOf(alice, "home-rm-alice", 0o700);
+    const malloryHome = dirOf(mallory, "home-rm-mallory", 0o700);
+    const shared = homeEnv(aliceHome);
+    const db = ledgerRows(aliceHome);
+    const sharedDb = ledgerEnvFor(aliceHome).LI_DB;
+    const asMallory = { LI_HOME: malloryHome, ...(sharedDb === undefined ? {} : { LI_DB: sharedDb }) };
+    if (onPostgres) {
+      expect((await liAs(mallory, ["events", "handlers", "add", "kept", "--", evil, "kept", "{status}"], { env: asMallory })).code).toBe(0);
+    } else {
+      // A SQLite ledger is one user's file: mallory's row is put there as a shared ledger would hold it.
+      expect((await liAs(alice, ["events", "consumers", "add", "warm-up"], { env: shared })).code).toBe(0);
+      await db.runAll([
+        ["INSERT INTO consumers (name, watermark, registered_at, retired_at) VALUES ('handler:kept', 0, 0, NULL)"],
+        [
+          "INSERT INTO terminal_callbacks (id, scope, name, consumer, session_id, leg_id, argv, filter_kinds, filter_ids, origin, host_id, uid, enabled, created_at, retired_at) VALUES ('cb-kept', 'standing', 'kept', 'handler:kept', NULL, NULL, ?, NULL, NULL, 'li events handlers add', ?, ?, 1, 0, NULL)",
+          JSON.stringify([evil, "kept", "{status}"]),
+          handlerHost(),
+          mallory.uid,
+        ],
+      ]);
+    }
+    const retired = () => db.get<{ c: number | null; k: number | null }>("SELECT (SELECT retired_at FROM terminal_callbacks WHERE consumer = 'handler:kept') AS c, (SELECT retired_at FROM consumers WHERE name = 'handler:kept') AS k");
+    const refused = await liAs(alice, ["events", "handlers", "rm", "kept"], { env: shared });
+    expect(refused.stderr.trim().split("\n")).toEqual([`li: handler 'kept' belongs to uid ${mallory.uid} (the uid that added it): only its owner (or root) can remove it`]);
+    expect(refused.code).toBe(2);
+    expect(await retired()).toEqual({ c: null, k: null });
+    if (onPostgres) {
+      const removed = await liAs(mallory, ["events", "handlers", "rm", "kept"], { env: asMallory });
+      expect(removed.code).toBe(0);
+      expect((await retired())!.c).not.toBeNull();
+    }
+    await db.close();
+  });
 });
 
 describeAsUsers("what a shared ledger shows another user (§18 other users)", () => {
