@@ -40,10 +40,11 @@ export interface MetricsSource {
 
 export async function metricsText(source: MetricsSource): Promise<string> {
   const { reads } = source;
-  const [statuses, durations, deliveries, phantoms, queues, counts, hosts, spooled] = await Promise.all([
+  const [statuses, durations, deliveries, owed, phantoms, queues, counts, hosts, spooled] = await Promise.all([
     reads.metrics.statusCounts(),
     reads.metrics.legDurations(),
     reads.metrics.deliveryStates(),
+    reads.metrics.deliveriesOwed(),
     reads.metrics.phantomsReaped(),
     reads.schedule.listQueues(),
     reads.schedule.queueCounts(),
@@ -74,7 +75,12 @@ export async function metricsText(source: MetricsSource): Promise<string> {
   );
   out.family("li_queue_paused", "gauge", "1 when the queue is paused, else 0.", queues.map((q) => [{ queue: q.name }, q.paused ? 1 : 0]));
   const state = new Map(deliveries.map((d) => [d.state, d.n]));
-  out.family("li_deliveries_owed", "gauge", "Deliveries to handlers begun and not yet acknowledged (claimed or waiting to retry).", [[{}, (state.get("claimed") ?? 0) + (state.get("retry") ?? 0)]]);
+  out.family(
+    "li_deliveries_owed",
+    "gauge",
+    "Terminal events still owed to a handler or consumer, on every host: not yet delivered or acknowledged, whether no watcher has taken them yet, one is running them or they wait to retry (the sum of li events owed over the live consumers).",
+    [[{}, owed]],
+  );
   out.family("li_deliveries_dead", "gauge", "Deliveries that used up their attempts (li events dead lists them).", [[{}, state.get("dead") ?? 0]]);
   out.family("li_deliveries", "gauge", "Delivery rows by state.", [...state.entries()].sort().map(([s, n]) => [{ state: s }, n]));
   out.family("li_phantoms_reaped_total", "counter", "Sessions the reaper found with a dead supervisor and recorded as such, over the ledger's kept history.", [[{}, phantoms]]);

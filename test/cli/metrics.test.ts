@@ -60,7 +60,62 @@ async function expectLedgerCounts(home: string, families: Map<string, Family>): 
   }
 }
 
+/** li ui on `home`, its URL once it listens. */
+async function startUi(home: string): Promise<{ url: string; proc: Subprocess<"ignore", "pipe", "pipe"> }> {
+  const proc = Bun.spawn([LI_BINARY, "ui", "--listen", "127.0.0.1:0"], { env: liEnv(home), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  spawned.push(proc);
+  const reader = proc.stdout.getReader();
+  let out = "";
+  const url = await until("li ui prints where it listens", async () => {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("li ui exited");
+    out += new TextDecoder().decode(value);
+    return /li ui: (http:\S+)/.exec(out)?.[1] ?? null;
+  });
+  return { url, proc };
+}
+
+/** What `li events owed --consumer NAME` lists, summed over every live consumer of the ledger. */
+async function owedByLiEvents(home: string): Promise<number> {
+  const names = await ledgerRows(home).all<{ name: string }>("SELECT name FROM consumers WHERE retired_at IS NULL ORDER BY name");
+  let total = 0;
+  for (const { name } of names) {
+    const r = await li(["events", "owed", "--consumer", name, "--json"], { home });
+    expect(r.code).toBe(0);
+    total += (JSON.parse(r.stdout) as unknown[]).length;
+  }
+  return total;
+}
+
 describe("metrics", () => {
+  test("li_deliveries_owed counts every owed delivery, started or not, as li events owed lists them", async () => {
+    const home = path.join(tempDir("li-metrics-"), "home");
+    // A plain consumer (acknowledges by hand), a standing handler of another host (no watcher there:
+    // never started), and a leg's own handler here that fails (started: its push leaves it to retry).
+    expect((await li(["events", "consumers", "add", "ci"], { home })).code).toBe(0);
+    expect((await li(["events", "handlers", "add", "elsewhere", "--kind", "session", "--", "/bin/true"], { home, env: { LI_HOST_ID: "host-far" } })).code).toBe(0);
+    for (let i = 0; i < 3; i++) expect((await li(["agent", "--", "true"], { home })).code).toBe(0);
+    expect((await li(["agent", "--notify", "/bin/false", "--", "true"], { home })).code).toBe(0);
+    // ci acknowledges one event: no longer owed to it.
+    const owedToCi = JSON.parse((await li(["events", "owed", "--consumer", "ci", "--json"], { home })).stdout) as { event_id: string }[];
+    expect(owedToCi).toHaveLength(4);
+    expect((await li(["events", "ack", "--consumer", "ci", owedToCi[0]!.event_id], { home })).code).toBe(0);
+    const want = await owedByLiEvents(home);
+    // ci: 3 left; the far host's handler: 4 sessions' events; the failed leg handler: 1.
+    expect(want).toBe(3 + 4 + 1);
+    const rows = ledgerRows(home);
+    const started = Number((await rows.get<{ n: number }>("SELECT COUNT(*) AS n FROM terminal_deliveries WHERE state IN ('claimed', 'retry')"))!.n);
+    expect(started).toBeLessThan(want);
+    const { url, proc } = await startUi(home);
+    const families = parse(await (await fetch(`${url}metrics`)).text());
+    expect(families.get("li_deliveries_owed")!.type).toBe("GAUGE");
+    expect(Number(families.get("li_deliveries_owed")!.metrics[0]!.value)).toBe(want);
+    const fleet = (await (await fetch(`${url}api/fleet`)).json()) as { deliveries_owed: number };
+    expect(fleet.deliveries_owed).toBe(want);
+    proc.kill("SIGTERM");
+    await proc.exited;
+  });
+
   test("li ui's /metrics parses as Prometheus text and its counts are the ledger's", async () => {
     const home = path.join(tempDir("li-metrics-"), "home");
     await fill(home);

@@ -66,7 +66,14 @@ const FLEET_DELIVERIES = 200;
  */
 async function fleet(opened: OpenedReads): Promise<Record<string, unknown>> {
   const { schedule, metrics } = opened.reads;
-  const [queues, counts, hosts, deliveries, states] = await Promise.all([schedule.listQueues(), schedule.queueCounts(), schedule.listHosts(), metrics.unsettledDeliveries(FLEET_DELIVERIES), metrics.deliveryStates()]);
+  const [queues, counts, hosts, deliveries, states, owed] = await Promise.all([
+    schedule.listQueues(),
+    schedule.queueCounts(),
+    schedule.listHosts(),
+    metrics.unsettledDeliveries(FLEET_DELIVERIES),
+    metrics.deliveryStates(),
+    metrics.deliveriesOwed(),
+  ]);
   const byQueue = new Map(counts.map((c) => [c.queue, c]));
   return {
     now: opened.now(),
@@ -76,6 +83,8 @@ async function fleet(opened: OpenedReads): Promise<Record<string, unknown>> {
     }),
     hosts: hosts.map((h) => ({ host_id: h.host_id, host_name: h.host_name, labels: JSON.parse(h.labels) as unknown, seen_at: h.seen_at })),
     delivery_states: Object.fromEntries(states.map((s) => [s.state, s.n])),
+    // Every delivery owed, begun or not (li_deliveries_owed): the rows below are only those begun.
+    deliveries_owed: owed,
     deliveries,
   };
 }

@@ -10,7 +10,7 @@ import { ENTITY_KINDS, POLICIES, type EntityKind } from "../../lifecycle/policy.
 import type { LedgerReads, LookupKind, RecentFilter } from "../reads.ts";
 import type { AdminEventRow, BranchRow, CallbackRow, DeliveryRow, EntityRow, LegRow, RecentRow, TransitionRow, WaitState } from "../rows.ts";
 import { idColumn, longestSharedPrefix, mergeRecent, neighboursStatement, recentKinds, recentStatement, waitStateOf, waitStateStatement, type ViewStatement } from "../rules/views.ts";
-import { PG_VIEWS } from "./dialect.ts";
+import { PG_DIALECT, PG_VIEWS } from "./dialect.ts";
 import * as legStore from "./legs.ts";
 import { num, transitionRow } from "./row-numbers.ts";
 
@@ -40,7 +40,7 @@ export class PgReads implements LedgerReads {
 
   constructor(private readonly run: <T>(fn: (sql: SQL) => Promise<T>) => Promise<T>) {
     this.schedule = new ScheduleStatements(scheduleRunner(run, false));
-    this.metrics = new MetricsStatements(scheduleRunner(run, false));
+    this.metrics = new MetricsStatements(scheduleRunner(run, false), PG_DIALECT);
   }
 
   /** Every read goes through here: it forgets what the last lookup read along. */

@@ -3,6 +3,8 @@
 // never a row per entity. Counts are CAST to integer so PostgreSQL's bigint arrives as a number.
 
 import type { ScheduleRunner } from "./schedule.ts";
+import { owedCountStatement, type OwedDialect } from "./owed.ts";
+import { plainLiveConsumer } from "../../lifecycle/consumer-prefixes.ts";
 
 /** Upper bounds (seconds) of the leg duration histogram's buckets; +Inf is implied. */
 export const DURATION_BUCKETS = [1, 5, 15, 60, 300, 900, 3600, 14400, 86400] as const;
@@ -26,6 +28,8 @@ export interface MetricsStore {
   statusCounts(): Promise<StatusCount[]>;
   /** Ended legs' durations. */
   legDurations(): Promise<DurationHistogram>;
+  /** Every delivery owed, started or not, on every host: the sum of `li events owed --consumer` over the live consumers. */
+  deliveriesOwed(): Promise<number>;
   /** Deliveries by state (claimed, retry, acked, dead). */
   deliveryStates(): Promise<{ state: string; n: number }[]>;
   /** History rows that record a reaped phantom (reason session.phantom.*). */
@@ -48,7 +52,10 @@ export interface UnsettledDelivery {
 }
 
 export class MetricsStatements implements MetricsStore {
-  constructor(private readonly db: Pick<ScheduleRunner, "all">) {}
+  constructor(
+    private readonly db: Pick<ScheduleRunner, "all">,
+    private readonly dialect: OwedDialect,
+  ) {}
 
   async statusCounts(): Promise<StatusCount[]> {
     const rows = await this.db.all<StatusCount>(
@@ -66,6 +73,11 @@ export class MetricsStatements implements MetricsStore {
       [],
     );
     return { buckets: DURATION_BUCKETS.map((_, i) => Number(row?.[`b${i}`] ?? 0)), count: Number(row?.n ?? 0), sum: Number(row?.total ?? 0) };
+  }
+
+  async deliveriesOwed(): Promise<number> {
+    const [row] = await this.db.all<{ n: number }>(owedCountStatement(this.dialect, plainLiveConsumer("k.name", "k.retired_at")), []);
+    return Number(row?.n ?? 0);
   }
 
   async deliveryStates(): Promise<{ state: string; n: number }[]> {

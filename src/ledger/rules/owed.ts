@@ -117,10 +117,14 @@ export function owedToHandlersStatement(dialect: OwedDialect, filter: OwedHandle
   if (filter.uid !== undefined) conditions.push(`AND c.uid = ${p.ref("uid", filter.uid)}`);
   if (filter.transitionId !== undefined) conditions.push(`AND t.id = ${p.ref("tid", filter.transitionId)}`);
   if (filter.consumer !== undefined) conditions.push(`AND c.consumer = ${p.ref("consumer", filter.consumer)}`);
-  const where = conditions.join(" ");
   // A pass over every handler (no event named) starts from the live registrations and probes each
   // session's history by index, instead of scanning every terminal event.
-  const fromCallbacks = filter.transitionId === undefined;
+  const { legs, standing } = owedToHandlersParts(dialect, open, conditions.join(" "), filter.transitionId === undefined);
+  return p.built(`SELECT * FROM (${legs} UNION ALL ${standing}) owed ORDER BY seq, consumer LIMIT ${p.ref("limit", limit)}`);
+}
+
+/** The two parts of owedToHandlersStatement (leg registrations, standing handlers), each row a pair whose delivery row `d` meets `open`. */
+function owedToHandlersParts(dialect: OwedDialect, open: string, where: string, fromCallbacks: boolean): { legs: string; standing: string } {
   const join = fromCallbacks ? dialect.hints.orderedJoin : "JOIN";
   const legs = `SELECT ${OWED_COLUMNS}
 FROM terminal_callbacks c
@@ -137,7 +141,24 @@ ${dialect.eventsAboveWatermark("k")}
 ${dialect.deliveryJoin("t.id", "c.consumer")}
 WHERE ${liveCallback("standing")} AND ${open} ${where}
   AND ${filterMatches(dialect)}`;
-  return p.built(`SELECT * FROM (${legs} UNION ALL ${standing}) owed ORDER BY seq, consumer LIMIT ${p.ref("limit", limit)}`);
+  return { legs, standing };
+}
+
+/**
+ * Every delivery owed in the ledger, on every host, as one count without parameters: the (handler, event)
+ * pairs the delivery engine owes whatever their claim (never started, claimed, waiting to retry: what
+ * `li events owed --consumer` lists for a handler's consumer, the engine's rule judged at the end of
+ * time), plus the events each live plain consumer has not acknowledged (owedToConsumerStatement's rule).
+ * The sum of `li events owed --consumer NAME` over every live consumer. `plainLive` is the condition of
+ * consumers_plain_live_idx on `k` (schema-checks.ts).
+ */
+export function owedCountStatement(dialect: OwedDialect, plainLive: string): string {
+  const unsettled = "(d.state IS NULL OR d.state IN ('claimed', 'retry'))";
+  const { legs, standing } = owedToHandlersParts(dialect, unsettled, "", true);
+  const plain = `SELECT t.id FROM consumers k
+JOIN status_transitions t ON t.terminal_event = 1 AND t.seq > k.watermark
+WHERE ${plainLive} AND ${notSettled("t", "k.name")}`;
+  return `SELECT CAST((SELECT COUNT(*) FROM (${legs} UNION ALL ${standing}) handlers) + (SELECT COUNT(*) FROM (${plain}) plain) AS integer) AS n`;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Database, Statement } from "bun:sqlite";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, CallbackRow, DeliveryRow, RecentRow, WaitState } from "../rows.ts";
 import type { LedgerReads, LookupKind, RecentFilter } from "../reads.ts";
-import { SQLITE_VIEWS } from "./dialect.ts";
+import { SQLITE_DIALECT, SQLITE_VIEWS } from "./dialect.ts";
 import { ScheduleStatements } from "../rules/schedule.ts";
 import { MetricsStatements } from "../rules/metrics.ts";
 import { scheduleRunner } from "./schedule.ts";
@@ -24,7 +24,7 @@ export class SqliteReads implements LedgerReads {
 
   constructor(private readonly db: Database) {
     this.schedule = new ScheduleStatements(scheduleRunner(db));
-    this.metrics = new MetricsStatements(scheduleRunner(db));
+    this.metrics = new MetricsStatements(scheduleRunner(db), SQLITE_DIALECT);
   }
 
   /** Prepares each statement once per connection (the wait loop re-runs the same few). */

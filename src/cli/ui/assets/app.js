@@ -225,8 +225,8 @@
         body.hosts.length === 0 ? h("p", { class: "legend" }, "no watcher has dispatched scheduled runs yet (li watch)") :
           rows(["host", "id", "labels", "last pass"], body.hosts.map((x) => [x.host_name || "-", x.host_id, Array.isArray(x.labels) ? x.labels.join(", ") : "", ago(x.seen_at)])),
         h("h2", null, "deliveries"),
-        h("p", { id: "delivery-counts" }, `owed ${(st.claimed || 0) + (st.retry || 0)} · dead ${st.dead || 0} · delivered ${st.acked || 0}`),
-        body.deliveries.length === 0 ? h("p", { class: "legend" }, "nothing owed, nothing dead") :
+        h("p", { id: "delivery-counts" }, `owed ${body.deliveries_owed} · dead ${st.dead || 0} · delivered ${st.acked || 0}`),
+        body.deliveries.length === 0 ? h("p", { class: "legend" }, body.deliveries_owed > 0 ? "none begun yet: a watcher (li watch) on the handler's host delivers them" : "nothing owed, nothing dead") :
           rows(["entity", "event", "handler", "state", "attempts", "next try", "last error"], body.deliveries.map((d) => [d.entity_type === "session" ? sessionLink(d.entity_id, d.entity_id.slice(0, 8)) : d.entity_id.slice(0, 8), badge(d.entity_type, d.status), d.consumer, h("span", { class: d.state === "dead" ? "status s-bad" : "status s-wait", "data-mark": d.state === "dead" ? MARK.bad : MARK.wait }, d.state), String(d.attempts), d.next_attempt_at ? iso(d.next_attempt_at) : "-", d.last_error || ""])));
     }
     main.replaceChildren(h("h1", null, "Fleet"), box);
