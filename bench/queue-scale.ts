@@ -110,6 +110,7 @@ try {
   await explain.queueCounts();
   await explain.leaseCandidates("scale", 8);
   await explain.queuedAhead("scale", 0, "x");
+  await explain.queuedTail("scale", 64);
   db.close();
 
   const lines = [

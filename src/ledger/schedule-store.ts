@@ -44,6 +44,12 @@ export interface ScheduleStore {
   countRunning(queue: string, hostId: string | null): Awaitable<number>;
   /** Queued runs of the queue created before this one (its place in the queue, 0 = next). */
   queuedAhead(queue: string, createdAt: number, id: string): Awaitable<number>;
+  /**
+   * The queue's newest `limit` queued runs (newest first) and how many it holds queued in all, read in one
+   * statement (one snapshot): a run in the tail stands at `total - 1 - its index` without counting the runs
+   * ahead of it, so a page of recent runs costs the page, not the queue (li ls).
+   */
+  queuedTail(queue: string, limit: number): Awaitable<{ total: number; ids: string[] }>;
   /** Running runs whose lease ran out by `now`, oldest expiry first. */
   expiredLeases(now: number, limit: number): Awaitable<ScheduleRunRow[]>;
   /** Runs in retry_wait whose next attempt is due by `now`. */

@@ -56,13 +56,39 @@ async function newestStatus(reads: LedgerReads, kind: DependencyKind, id: string
   return current?.status ?? null;
 }
 
-export async function runView(reads: LedgerReads, id: string): Promise<RunView | null> {
+/**
+ * The places of many queued runs (a page of li ls), by the end of their queue they are nearest: each queue
+ * counted once, with its newest runs, in one statement; a run found there stands at total - 1 - its index,
+ * so a page of recent runs costs the page whatever the queue holds (10,000 queued: one count, not one per
+ * row). A run deeper in its queue than that tail is left out (runView counts the runs ahead of it).
+ */
+export async function queuePositions(reads: LedgerReads, ids: readonly string[]): Promise<Map<string, number>> {
+  const byQueue = new Map<string, string[]>();
+  for (const id of ids) {
+    const run = await reads.schedule.getRun(id);
+    if (!run || run.status !== "queued" || run.queue === null) continue;
+    byQueue.set(run.queue, [...(byQueue.get(run.queue) ?? []), run.id]);
+  }
+  const positions = new Map<string, number>();
+  for (const [queue, members] of byQueue) {
+    const { total, ids: tail } = await reads.schedule.queuedTail(queue, 4 * members.length + 64);
+    const wanted = new Set(members);
+    tail.forEach((id, index) => {
+      if (wanted.has(id)) positions.set(id, Math.max(0, total - 1 - index));
+    });
+  }
+  return positions;
+}
+
+/** What the views show of one run; `positions` (from queuePositions) saves counting the runs ahead of it. */
+export async function runView(reads: LedgerReads, id: string, positions?: ReadonlyMap<string, number>): Promise<RunView | null> {
   const run = await reads.schedule.getRun(id);
   if (!run) return null;
+  const known = positions?.get(id);
   const [deps, child, ahead] = await Promise.all([
     reads.schedule.dependenciesOf(id),
     reads.schedule.chainChild(id),
-    run.status === "queued" && run.queue !== null ? reads.schedule.queuedAhead(run.queue, run.created_at, run.id) : Promise.resolve(null),
+    run.status === "queued" && run.queue !== null ? (known !== undefined ? Promise.resolve(known) : reads.schedule.queuedAhead(run.queue, run.created_at, run.id)) : Promise.resolve(null),
   ]);
   const waits_for = [];
   for (const d of deps) waits_for.push({ kind: d.depends_on_kind, id: d.depends_on_id, status: await newestStatus(reads, d.depends_on_kind, d.depends_on_id) });

@@ -15,6 +15,8 @@ import { PRUNE_BATCH_STATEMENTS } from "../../src/ledger/rules/prune.ts";
 import { tempLedger, type TempLedger } from "../helpers/ledger.ts";
 import { insertSession } from "../helpers/sweep-fixtures.ts";
 import { describeSqliteOnly, onPostgres } from "../helpers/backends.ts";
+import { listEntries } from "../../src/cli/views/ls.ts";
+import { submitRun } from "../../src/schedule/submit.ts";
 
 interface Ran {
   sql: string;
@@ -199,6 +201,7 @@ beforeAll(async () => {
     await schedule.countRunning("q", null);
   });
   await exercise("a run's place in its queue", () => schedule.queuedAhead("q", T0, "r"));
+  await exercise("a queue's newest runs and its count (li ls's places)", () => schedule.queuedTail("q", 64));
   await exercise("expired leases", () => schedule.expiredLeases(T0, 100));
   await exercise("due retries", () => schedule.dueRetries(T0, 100));
   await exercise("waiting runs", () => schedule.waitingRuns(100));
@@ -280,5 +283,60 @@ describeSqliteOnly("query-plans")("query plans", () => {
     expect(planProblems(plan("SELECT * FROM sessions WHERE +status = ?", "running"))).not.toEqual([]);
     expect(planProblems(plan("SELECT id FROM sessions ORDER BY ended_at LIMIT 1"))).not.toEqual([]);
     expect(planProblems(plan("SELECT id FROM sessions WHERE id = ?", "x"))).toEqual([]);
+  });
+});
+
+// li ls on a ledger with a long queue: a queued run's place was counted row by row for each run on the page
+// (50 counts over the whole queue with 10,000 queued: 4.5x the empty ledger's li ls). Now each queue on
+// the page is counted once, with its newest runs, and a run's place is read from that tail.
+describeSqliteOnly("query-plans")("query plans: li ls over a long queue", () => {
+  let q: TempLedger;
+  let qlog: Ran[];
+  let qraw: Database;
+  let qreads: SqliteReads;
+  const request = { version: 1 as const, argv: ["true"], workdir: "/", env: { PATH: "/usr/bin:/bin" }, options: {} };
+
+  beforeAll(async () => {
+    if (onPostgres) return;
+    let clock = T0;
+    q = tempLedger({ now: () => clock });
+    // 150 runs in "long" (some created in the same second: their order is by id), 5 in "short", 20 more in "long".
+    for (let i = 0; i < 150; i++) {
+      if (i % 3 === 0) clock++;
+      await submitRun(q.ledger, { queue: "long", request });
+    }
+    for (let i = 0; i < 5; i++) await submitRun(q.ledger, { queue: "short", request }), clock++;
+    for (let i = 0; i < 20; i++) await submitRun(q.ledger, { queue: "long", request }), clock++;
+    q.ledger.close();
+    qraw = new Database(q.dbPath, { strict: true });
+    qlog = [];
+    qreads = new SqliteReads(recording(new Database(q.dbPath, { strict: true }), qlog));
+  });
+
+  afterAll(() => qraw?.close());
+
+  test("a page of 50 queued runs counts each queue once, not each run; every place is the run's place", async () => {
+    const opened = { reads: qreads, wake: () => Promise.reject(new Error("unused")), now: () => T0 + 1000, ready: async () => {}, close: () => {} };
+    const { entries } = await listEntries(opened as never, { kinds: ENTITY_KINDS, limit: 50 });
+    expect(entries.length).toBe(50);
+    const queues = new Set(entries.map((e) => e.schedule?.queue));
+    expect([...queues].sort()).toEqual(["long", "short"]);
+    // Each place against a direct count of the runs ahead (created earlier, or in the same second with a lower id).
+    for (const e of entries) {
+      const run = qraw.query<{ queue: string; created_at: number }, [string]>("SELECT queue, created_at FROM schedule_runs WHERE id = ?").get(e.row.id)!;
+      const ahead = qraw
+        .query<{ n: number }, [string, number, number, string]>("SELECT COUNT(*) AS n FROM schedule_runs WHERE queue = ? AND status = 'queued' AND (created_at < ? OR (created_at = ? AND id < ?))")
+        .get(run.queue, run.created_at, run.created_at, e.row.id)!.n;
+      expect({ id: e.row.id, position: e.schedule?.position }).toEqual({ id: e.row.id, position: ahead });
+    }
+    // The statements that counted the queue's runs: one per queue on the page (the old code ran one per run).
+    const counts = qlog.filter((r) => /COUNT\(\*\)/.test(r.sql) && /FROM schedule_runs WHERE queue = \? AND status = 'queued'/.test(r.sql));
+    expect(counts.length).toBe(queues.size);
+    // And each plan reads indexes only, without a sort.
+    for (const { sql, params } of counts) {
+      const plan = qraw.query<{ detail: string }, never[]>(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as never[])).map((r) => r.detail);
+      expect(plan.filter((line) => /^(SEARCH|SCAN) schedule_runs/.test(line) && !/ USING COVERING INDEX /.test(line))).toEqual([]);
+      expect(plan.filter((line) => /TEMP B-TREE/.test(line))).toEqual([]);
+    }
   });
 });

@@ -83,6 +83,19 @@ export class ScheduleStatements implements ScheduleStore {
     return Number(row?.n ?? 0);
   }
 
+  async queuedTail(queue: string, limit: number): Promise<{ total: number; ids: string[] }> {
+    // The count and the tail in one statement, so both read the same snapshot (a submit between them
+    // would shift every position by one); an empty tail means nothing is queued (total 0). Both walk an
+    // index: the count (uncorrelated, run once) over its covering range, the tail backwards from the end
+    // of schedule_runs_queue_idx (no sort).
+    const rows = await this.db.all<{ id: string; total: number }>(
+      `SELECT id, (SELECT CAST(COUNT(*) AS integer) FROM schedule_runs WHERE queue = ? AND status = 'queued') AS total
+       FROM schedule_runs WHERE queue = ? AND status = 'queued' ORDER BY created_at DESC, id DESC LIMIT ?`,
+      [queue, queue, limit],
+    );
+    return { total: Number(rows[0]?.total ?? 0), ids: rows.map((r) => r.id) };
+  }
+
   expiredLeases(now: number, limit: number): Promise<ScheduleRunRow[]> {
     return this.db.all<ScheduleRunRow>("SELECT * FROM schedule_runs WHERE status = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?", [now, limit]);
   }
