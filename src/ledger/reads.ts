@@ -15,7 +15,19 @@ export interface RecentFilter {
   status?: string;
   /** Only rows updated at or after this Unix time. */
   since?: number;
+  /** Only sessions whose current leg ran on this host (its name, its id, or its id's machine part before the boot); other kinds have no host. */
+  host?: string;
+  /** Only rows whose id, reason code, a branch id or a word of the current leg's command holds this text (ASCII letters in either case). */
+  text?: string;
+  /** Keyset paging: only rows after this one in the listing's order (updated_at, then id, both descending). */
+  after?: RecentCursor;
   limit: number;
+}
+
+/** Where a page of the listing ended: its last row's updated_at and id. */
+export interface RecentCursor {
+  updatedAt: number;
+  id: string;
 }
 
 export interface LedgerReads {

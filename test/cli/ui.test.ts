@@ -123,6 +123,56 @@ describe("li ui: one source of truth", () => {
   });
 });
 
+describe("li ui: the list's filters and pages are the ledger's query", () => {
+  type Entity = { id: string; host_name: string | null; command: string[] | null; updated_at: number };
+  const ids = async (url: string, query: string) => ((await (await fetch(`${url}api/ls?${query}`)).json()) as { entities: Entity[] }).entities.map((e) => e.id);
+
+  test("host and text filters find the newest matching rows however many newer rows do not match; pages follow by key, stable under new runs", async () => {
+    const home = newHome();
+    const alpha = { LI_HOST_ID: "host-a", LI_HOST_NAME: "alpha" };
+    const beta = { LI_HOST_ID: "host-b", LI_HOST_NAME: "beta" };
+    const run = async (env: Record<string, string>, cmd: string[]) => JSON.parse((await li(["agent", "--json", "--", ...cmd], { home, env })).stdout).session_id as string;
+    // Oldest first: two of alpha's with distinctive commands, then beta's newer ones.
+    const a1 = await run(alpha, ["sh", "-c", "echo Needle-Built 50%"]);
+    const a2 = await run(alpha, ["sh", "-c", "echo plain_word"]);
+    const b: string[] = [];
+    for (let i = 0; i < 4; i++) b.push(await run(beta, ["true", `xq${i}`]));
+    const { url, proc } = await serve(home);
+    // The newest alpha row even with limit 1: four newer beta rows before it (a filter after the fetch finds none).
+    expect(await ids(url, "host=alpha&limit=1")).toEqual([a2]);
+    expect(await ids(url, "host=host-a&limit=50")).toEqual([a2, a1]);
+    expect(await ids(url, "host=beta&limit=2")).toEqual([b[3]!, b[2]!]);
+    expect(await ids(url, "host=gamma")).toEqual([]);
+    // Text: any ASCII case, in the command's words, the id or the reason; %, _ and \ are literal.
+    expect(await ids(url, "q=needle-built&limit=1")).toEqual([a1]);
+    expect(await ids(url, `q=${encodeURIComponent("0%")}&limit=1`)).toEqual([a1]);
+    expect(await ids(url, `q=${encodeURIComponent("%")}`)).toEqual([a1]);
+    expect(await ids(url, "q=_&limit=50")).toEqual([a2]);
+    expect(await ids(url, `q=${encodeURIComponent("\\")}`)).toEqual([]);
+    expect(await ids(url, `q=${a1.slice(0, 13)}`)).toEqual([a1]);
+    expect(await ids(url, "q=XQ2&host=beta")).toEqual([b[2]!]);
+    expect(await ids(url, "q=xq2&host=alpha")).toEqual([]);
+    // Pages of two, each after the last row of the one before: together the whole listing, in li ls's order.
+    const all = (JSON.parse((await li(["ls", "--json"], { home })).stdout) as { entities: Entity[] }).entities;
+    expect(all.map((e) => e.id)).toEqual([...b].reverse().concat([a2, a1]));
+    const page = async (after: Entity | null) => ((await (await fetch(`${url}api/ls?limit=2${after ? `&after=${after.updated_at}:${after.id}` : ""}`)).json()) as { entities: Entity[] }).entities;
+    const first = await page(null);
+    // A run that starts meanwhile is newer than every row: the pages after the first do not move.
+    const late = await run(beta, ["true", "late"]);
+    const second = await page(first.at(-1)!);
+    const third = await page(second.at(-1)!);
+    expect([...first, ...second, ...third].map((e) => e.id)).toEqual(all.map((e) => e.id));
+    expect(await page(third.at(-1)!)).toEqual([]);
+    expect(await ids(url, "limit=1")).toEqual([late]);
+    // With a filter too: alpha's rows one page at a time.
+    const [newestAlpha] = ((await (await fetch(`${url}api/ls?host=alpha&limit=1`)).json()) as { entities: Entity[] }).entities;
+    expect(await ids(url, `host=alpha&limit=1&after=${newestAlpha!.updated_at}:${newestAlpha!.id}`)).toEqual([a1]);
+    for (const bad of ["after=nonsense", "after=12:", "after=:x", `q=${"x".repeat(201)}`]) expect({ bad, status: (await fetch(`${url}api/ls?${bad}`)).status }).toEqual({ bad, status: 400 });
+    proc.kill("SIGTERM");
+    await proc.exited;
+  });
+});
+
 const browser = browserAvailable("ui.test.ts");
 
 describe.skipIf(!browser)("li ui in a real browser", () => {

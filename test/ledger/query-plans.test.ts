@@ -121,6 +121,21 @@ beforeAll(async () => {
       await exercise(`ls ${name} --status ${status} --since --limit ${limit}`, () => reads.listRecent({ kinds, status, since: T0 - 3600, limit }));
     }
   }
+  // li ui's list: the next page (keyset) alone and with each filter, a host, a text; every kind and sessions alone.
+  const after = { updatedAt: T0 - 30, id: "ses-00000001" };
+  for (const kinds of [ENTITY_KINDS, ["session"] as const]) {
+    const name = kinds.length === 1 ? kinds[0] : "every kind";
+    for (const limit of [1, 50, 1000]) {
+      await exercise(`ui list ${name} after a row --limit ${limit}`, () => reads.listRecent({ kinds, after, limit }));
+      await exercise(`ui list ${name} --status running after a row --limit ${limit}`, () => reads.listRecent({ kinds, status: "running", after, limit }));
+      await exercise(`ui list ${name} --host --limit ${limit}`, () => reads.listRecent({ kinds, host: "alpha", limit }));
+      await exercise(`ui list ${name} --host after a row --limit ${limit}`, () => reads.listRecent({ kinds, host: "alpha", after, limit }));
+      await exercise(`ui list ${name} --status --host --limit ${limit}`, () => reads.listRecent({ kinds, status: "completed", host: "alpha", limit }));
+      await exercise(`ui list ${name} text --limit ${limit}`, () => reads.listRecent({ kinds, text: "make", limit }));
+      await exercise(`ui list ${name} text after a row --limit ${limit}`, () => reads.listRecent({ kinds, text: "make", after, limit }));
+      await exercise(`ui list ${name} --status text --host after a row --limit ${limit}`, () => reads.listRecent({ kinds, status: "failed", text: "50%_", host: "alpha", after, limit }));
+    }
+  }
   // li wait / li show: resolution by full id and by prefix (entities, a branch, a run), each kind's wait state.
   for (const id of ["ses-00000001", "ses-0000", "inv-00000001", "pla-0000", "run-leg-00000001", "run-leg-", "nothing-like-this"]) {
     await exercise(`resolve ${id} (wait order)`, () => resolveIn(reads, id, WAIT_LOOKUP_ORDER));
@@ -276,6 +291,27 @@ describeSqliteOnly("query-plans")("query plans", () => {
     const plan = raw.query<{ detail: string }, never[]>(`EXPLAIN QUERY PLAN ${ran[0]!.sql}`).all(...(ran[0]!.params as never[])).map((r) => r.detail);
     expect(plan.length).toBeGreaterThan(0);
     expect(plan.filter((line) => !/ USING COVERING INDEX /.test(line) || /TEMP B-TREE/.test(line))).toEqual([]);
+  });
+
+  test("li ui's list: a later page seeks its index by key (no OFFSET, no row before it read); host and text walk the index newest first, stopping at the page's LIMIT", () => {
+    const planOf = (label: string, table = "sessions") => {
+      const ran = ranBy.get(label)!.find((r) => r.sql.includes(`FROM ${table} e`))!;
+      return raw.query<{ detail: string }, never[]>(`EXPLAIN QUERY PLAN ${ran.sql}`).all(...(ran.params as never[])).map((r) => r.detail);
+    };
+    for (const name of ["session", "every kind"]) {
+      expect(planOf(`ui list ${name} after a row --limit 50`)[0]).toBe("SEARCH e USING INDEX sessions_updated_idx ((updated_at,id)<(?,?))");
+      expect(planOf(`ui list ${name} --status running after a row --limit 50`)[0]).toBe("SEARCH e USING INDEX sessions_status_idx (status=? AND (updated_at,id)<(?,?))");
+      expect(planOf(`ui list ${name} --host after a row --limit 50`)[0]).toBe("SEARCH e USING INDEX sessions_updated_idx ((updated_at,id)<(?,?))");
+      expect(planOf(`ui list ${name} text after a row --limit 50`)[0]).toBe("SEARCH e USING INDEX sessions_updated_idx ((updated_at,id)<(?,?))");
+      // No index finds a host's or a text's rows among the others: the walk is the index's order, no sort.
+      for (const label of [`ui list ${name} --host --limit 50`, `ui list ${name} text --limit 50`]) {
+        const plan = planOf(label);
+        expect(plan[0]).toBe("SCAN e USING INDEX sessions_updated_idx");
+        expect(plan.filter((line) => /TEMP B-TREE/.test(line))).toEqual([]);
+      }
+    }
+    // The other kinds page the same way, each by its own (updated_at, id) index.
+    expect(planOf("ui list every kind after a row --limit 50", "invocations")[0]).toBe("SEARCH e USING INDEX invocations_updated_idx ((updated_at,id)<(?,?))");
   });
 
   test("the check itself recognises a full scan and a sort for ORDER BY", () => {

@@ -2,11 +2,11 @@
 // `li show --json` print), a leg's output by offset, and server-sent events on the ledger's wake-ups.
 // Read-only: every method but GET and HEAD is refused.
 import type { Server } from "bun";
-import type { OpenedReads } from "../../ledger/reads.ts";
+import type { OpenedReads, RecentCursor } from "../../ledger/reads.ts";
 import type { ChangeWake } from "../../ledger/wake.ts";
 import { canonicalKind, ENTITY_KINDS, POLICIES, SUCCESS_STATUS, type EntityKind } from "../../lifecycle/policy.ts";
 import { UnknownIdError, UsageError } from "../../util/errors.ts";
-import { listEntries, lsJson } from "../views/ls.ts";
+import { listEntries, lsJson, type LsQuery } from "../views/ls.ts";
 import { readShown, renderJson } from "../views/show.ts";
 import { legOutputChunk } from "./leg-output.ts";
 import { metricsText } from "../metrics.ts";
@@ -34,8 +34,14 @@ export interface UiServer {
   stop(): Promise<void>;
 }
 
-/** The list's filters: kind and status go to the ledger's query; host and text narrow the rows it returned. */
-function listQuery(url: URL): { kinds: readonly EntityKind[]; status?: string; limit: number; host: string | null; text: string | null } {
+/** Longest host or text filter the list takes (a longer one names nothing li records). */
+const MAX_FILTER = 200;
+
+/**
+ * The list's filters and page, every one of them part of the ledger's query (listRecent): kind, status,
+ * host, text, and `after` (the last row of the page before, as `UPDATED_AT:ID`) for the next page.
+ */
+function listQuery(url: URL): LsQuery {
   const p = url.searchParams;
   let kinds: readonly EntityKind[] = ENTITY_KINDS;
   const kind = p.get("kind");
@@ -49,7 +55,23 @@ function listQuery(url: URL): { kinds: readonly EntityKind[]; status?: string; l
   const limitText = p.get("limit") ?? "50";
   const limit = Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) throw new UsageError(`limit: ${JSON.stringify(limitText)} is not a whole number from 1 to ${MAX_LIST_LIMIT}`);
-  return { kinds, ...(status !== undefined ? { status } : {}), limit, host: p.get("host") || null, text: p.get("q") || null };
+  const filter = (name: string): string | undefined => {
+    const value = p.get(name)?.trim() || undefined;
+    if (value !== undefined && value.length > MAX_FILTER) throw new UsageError(`${name}: longer than ${MAX_FILTER} characters`);
+    return value;
+  };
+  const host = filter("host");
+  const text = filter("q");
+  const afterText = p.get("after") || undefined;
+  let after: RecentCursor | undefined;
+  if (afterText !== undefined) {
+    const colon = afterText.indexOf(":");
+    const updatedAt = colon > 0 ? Number(afterText.slice(0, colon)) : Number.NaN;
+    const id = afterText.slice(colon + 1);
+    if (!Number.isFinite(updatedAt) || colon < 0 || id.length === 0 || id.length > MAX_FILTER) throw new UsageError(`after: ${JSON.stringify(afterText.slice(0, 80))} is not UPDATED_AT:ID (a row's updated_at and id)`);
+    after = { updatedAt, id };
+  }
+  return { kinds, limit, ...(status !== undefined ? { status } : {}), ...(host !== undefined ? { host } : {}), ...(text !== undefined ? { text } : {}), ...(after !== undefined ? { after } : {}) };
 }
 
 /** The statuses the page colours and filters by, from the lifecycle registry (declared once there). */
@@ -145,16 +167,8 @@ export function startUi(o: UiOptions): UiServer {
     if (path === "/api/vocabulary") return json(vocabulary());
     if (path === "/api/fleet") return json(await fleet(o.opened));
     if (path === "/api/ls") {
-      const q = listQuery(url);
-      const { entries, spooled } = await listEntries(o.opened, { kinds: q.kinds, limit: q.limit, ...(q.status !== undefined ? { status: q.status } : {}) });
-      const body = lsJson(entries, spooled);
-      const needle = q.text?.toLowerCase() ?? null;
-      body.entities = body.entities.filter(
-        (e) =>
-          (q.host === null || e.host_name === q.host || e.host_id === q.host) &&
-          (needle === null || [e.id, e.reason, e.branch_id, ...((e.command as string[] | null) ?? [])].some((v) => typeof v === "string" && v.toLowerCase().includes(needle))),
-      );
-      return json(body);
+      const { entries, spooled } = await listEntries(o.opened, listQuery(url));
+      return json(lsJson(entries, spooled));
     }
     const show = /^\/api\/show\/([^/]+)$/.exec(path);
     if (show) return json(renderJson(await readShown(o.opened, decodeURIComponent(show[1]!))));

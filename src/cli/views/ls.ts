@@ -1,6 +1,6 @@
 // What `li ls --json` prints, built once: the command and the page's /api/ls both call it (one shape).
 import { isTerminal, type EntityKind } from "../../lifecycle/policy.ts";
-import type { OpenedReads } from "../../ledger/reads.ts";
+import type { OpenedReads, RecentCursor } from "../../ledger/reads.ts";
 import type { RecentRow } from "../../ledger/rows.ts";
 import { spooledSessions } from "../../spool/waiting.ts";
 import { cliPaths } from "../paths.ts";
@@ -27,6 +27,12 @@ export interface LsQuery {
   status?: string;
   /** Only entities updated within this many seconds (on the ledger's clock). */
   sinceSeconds?: number;
+  /** Only sessions whose current leg ran on this host (name or id). */
+  host?: string;
+  /** Only entities whose id, reason, a branch id or command holds this text. */
+  text?: string;
+  /** The page after this row (keyset paging). */
+  after?: RecentCursor;
 }
 
 /** Age and duration of what ran last: a session's current leg, never its (resume-surviving) started_at. */
@@ -49,6 +55,9 @@ export async function listEntries(ledger: OpenedReads, query: LsQuery): Promise<
     kinds: query.kinds,
     limit: query.limit,
     ...(query.status !== undefined ? { status: query.status } : {}),
+    ...(query.host !== undefined ? { host: query.host } : {}),
+    ...(query.text !== undefined ? { text: query.text } : {}),
+    ...(query.after !== undefined ? { after: query.after } : {}),
     ...(query.sinceSeconds !== undefined ? { since: ledger.now() - query.sinceSeconds } : {}),
   });
   // Ages on the ledger's clock, read after the first query (on PostgreSQL it is measured then).

@@ -26,4 +26,5 @@ export const PG_DIALECT: OwedDialect = {
 export const PG_VIEWS: ViewDialect = {
   placeholder: (position) => `$${position}`,
   typedNull: (type) => (type === "real" ? "NULL::float8" : type === "integer" ? "NULL::integer" : "NULL::text"),
+  caselessLike: "ILIKE",
 };

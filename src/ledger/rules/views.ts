@@ -14,6 +14,8 @@ export interface ViewDialect {
   placeholder(position: number): string;
   /** A NULL of `type` (PostgreSQL types every column of a result; SQLite need not). */
   typedNull(type: "real" | "integer" | "text"): string;
+  /** The LIKE that ignores the case of ASCII letters (SQLite's LIKE is; PostgreSQL's ILIKE). */
+  caselessLike: "LIKE" | "ILIKE";
 }
 
 export interface ViewStatement {
@@ -63,9 +65,14 @@ export function longestSharedPrefix(id: string, neighbours: Iterable<unknown>): 
   return longest;
 }
 
-/** The kinds `li ls` queries: a status filter skips every kind that has no such status. */
+/** The kinds `li ls` queries: a status filter skips every kind that has no such status, a host filter every kind but sessions. */
 export function recentKinds(filter: RecentFilter): EntityKind[] {
-  return filter.kinds.filter((kind) => filter.status === undefined || POLICIES[kind].statuses.has(filter.status));
+  return filter.kinds.filter((kind) => (filter.status === undefined || POLICIES[kind].statuses.has(filter.status)) && (filter.host === undefined || kind === "session"));
+}
+
+/** `text` as a LIKE pattern that finds it anywhere, its `%`, `_` and `\` taken literally (ESCAPE '\'). */
+function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 /** One kind's newest rows for `li ls`, with a session's current leg and first branch. */
@@ -87,6 +94,35 @@ export function recentStatement(d: ViewDialect, kind: EntityKind, filter: Recent
   const params: unknown[] = [];
   if (filter.status !== undefined) params.push(filter.status), where.push(`e.status = ${d.placeholder(params.length)}`);
   if (filter.since !== undefined) params.push(filter.since), where.push(`e.updated_at >= ${d.placeholder(params.length)}`);
+  // Keyset paging: the next page starts after the last row shown, by the index's own order, so a row
+  // committed meanwhile (newer: before the first page) never shifts it, and no page re-reads the ones before.
+  if (filter.after !== undefined) {
+    params.push(filter.after.updatedAt, filter.after.id);
+    where.push(`(e.updated_at, e.id) < (${d.placeholder(params.length - 1)}, ${d.placeholder(params.length)})`);
+  }
+  // Host (sessions only: recentKinds): the current leg's, read by its primary key for each session in
+  // the index's order until the page is full.
+  // A host id is MACHINE:BOOT: the machine part names the host across its reboots.
+  if (filter.host !== undefined && kind === "session") {
+    params.push(filter.host);
+    const p = d.placeholder(params.length);
+    params.push(`${filter.host}:`);
+    where.push(`(l.host_name = ${p} OR l.host_id = ${p} OR substr(l.host_id, 1, ${filter.host.length + 1}) = ${d.placeholder(params.length)})`);
+  }
+  // Text: no index can find a substring, so rows are tested in the index's order until the page is full
+  // (a text no row holds reads every row of the kind). The command is matched in its stored JSON, the text
+  // escaped as JSON escapes it, so a quote or a backslash in it matches itself.
+  if (filter.text !== undefined) {
+    const like = d.caselessLike;
+    params.push(containsPattern(filter.text));
+    const p = d.placeholder(params.length);
+    const tests = [`e.id ${like} ${p} ESCAPE '\\'`, `e.status_reason_code ${like} ${p} ESCAPE '\\'`];
+    if (kind === "session") {
+      params.push(containsPattern(JSON.stringify(filter.text).slice(1, -1)));
+      tests.push(`EXISTS (SELECT 1 FROM branches b WHERE b.session_id = e.id AND b.id ${like} ${p} ESCAPE '\\')`, `l.command ${like} ${d.placeholder(params.length)} ESCAPE '\\'`);
+    }
+    where.push(`(${tests.join(" OR ")})`);
+  }
   params.push(filter.limit);
   return {
     sql: `SELECT '${kind}' AS kind, e.id, e.status, e.status_reason_code AS reason, e.created_at, e.updated_at, ${times}, ${legs}

@@ -67,20 +67,29 @@
   const sessionLink = (id, text) => h("a", { href: `#/s/${encodeURIComponent(id)}` }, text);
 
   // ---- the run list ----
-  const listState = { kind: "", status: "", host: "", q: "", limit: 50 };
+  // Paged by key, not by offset: `after` is the last row of the page before (its updated_at and id), so
+  // the ledger seeks to it by index however deep the page is, and runs that start meanwhile (newer, so
+  // above the first page) never shift the page being read. `trail` holds the pages before, for "newer".
+  const PAGE = 50;
+  const listState = { kind: "", status: "", host: "", q: "", after: "", trail: [] };
   function listParams() {
     const p = new URLSearchParams();
-    for (const k of ["kind", "status", "host", "q"]) if (listState[k]) p.set(k, listState[k]);
-    p.set("limit", String(listState.limit));
+    for (const k of ["kind", "status", "host", "q", "after"]) if (listState[k]) p.set(k, listState[k]);
+    p.set("limit", String(PAGE));
     return p;
+  }
+  function firstPage() {
+    listState.after = "";
+    listState.trail = [];
   }
   function filters(onChange) {
     const statuses = [...new Set(Object.values(vocab).flatMap((v) => v.statuses))];
-    const select = (name, values) => h("select", { name, onchange: (e) => { listState[name] = e.target.value; listState.limit = 50; onChange(); } },
+    const select = (name, values) => h("select", { name, onchange: (e) => { listState[name] = e.target.value; firstPage(); onChange(); } },
       h("option", { value: "" }, "any"), ...values.map((v) => h("option", { value: v, selected: listState[name] === v }, v)));
     let timer = null;
     const input = (name, placeholder) => h("input", { name, type: "search", placeholder, value: listState[name], oninput: (e) => {
       listState[name] = e.target.value.trim();
+      firstPage();
       clearTimeout(timer);
       timer = setTimeout(onChange, 200);
     } });
@@ -93,7 +102,15 @@
   async function listView() {
     const mine = shown;
     const table = h("tbody", { id: "runs" });
-    const more = h("button", { type: "button", onclick: () => { listState.limit = Math.min(1000, listState.limit + 100); refresh(); } }, "more");
+    let last = null;
+    const newest = h("button", { type: "button", id: "newest", onclick: () => { firstPage(); refresh(); } }, "newest");
+    const newer = h("button", { type: "button", id: "newer", onclick: () => { listState.after = listState.trail.pop() || ""; refresh(); } }, "newer");
+    const older = h("button", { type: "button", id: "older", onclick: () => {
+      if (!last) return;
+      listState.trail.push(listState.after);
+      listState.after = `${last.updated_at}:${last.id}`;
+      refresh();
+    } }, "older");
     const count = h("p", { id: "count", class: "legend" });
     async function refresh() {
       const body = await get(`/api/ls?${listParams()}`);
@@ -108,13 +125,17 @@
         h("td", null, duration(e.duration_seconds)),
         h("td", { class: "wide" }, e.legs === null ? "-" : String(e.legs)),
         h("td", { class: "cmd" }, words(e.command)))));
-      count.textContent = `${body.entities.length} shown, newest first`;
-      more.hidden = body.entities.length < listState.limit || listState.limit >= 1000;
+      last = body.entities.length > 0 ? body.entities[body.entities.length - 1] : null;
+      const page = listState.trail.length + 1;
+      count.textContent = `page ${page}: ${body.entities.length} shown, newest first`;
+      older.hidden = body.entities.length < PAGE;
+      newer.hidden = !listState.after;
+      newest.hidden = listState.trail.length < 2;
     }
     main.replaceChildren(
       h("h1", null, "Runs"), filters(refresh), legend(),
       h("table", { class: "runs" }, h("thead", null, h("tr", null, ...["id", "status", "reason", "kind", "host", "age", "duration", "legs", "command"].map((c) => h("th", { class: ["reason", "kind", "host", "legs"].includes(c) ? "wide" : null }, c)))), table),
-      count, more);
+      count, h("nav", { class: "pager", "aria-label": "pages" }, newest, newer, older));
     await refresh();
     return { refresh };
   }
