@@ -1,6 +1,7 @@
-// Benchmark: what containment (SPEC §8.7) adds to `li agent --no-persist -- true`: a cgroup made, entered,
-// left and removed, or the /proc scan of the LI_LEG_RUN_ID fallback at the end, against the same leg with
-// LI_CONTAINMENT=off (only the command's process group, as before). Medians of interleaved rounds, and the
+// Benchmark: what containment (SPEC §8.7) adds to `li agent --no-persist -- true`: a cgroup made, the
+// command born in it (clone3 CLONE_INTO_CGROUP) and the cgroup removed, or the /proc scan of the
+// LI_LEG_RUN_ID fallback at the end, against the same leg with LI_CONTAINMENT=off (only the command's
+// process group, as before). Medians of interleaved rounds, and the
 // environ scan again with 1,000 extra processes on the host (sleeps this bench starts and ends).
 // Usage: bun bench/containment.ts [RUNS=40] [--processes 1000]   (needs dist/li: npm run build)
 
@@ -65,7 +66,7 @@ async function inProcess(label: string): Promise<void> {
     for (const mode of inProcessModes) {
       const runId = `${leg.runId}-${round}-${mode}`;
       const t0 = performance.now();
-      const { child, processes } = spawnContained({ ...leg, runId }, mode, () => Bun.spawn([trueBin], { stdio: ["ignore", "ignore", "ignore"], env: { LI_LEG_RUN_ID: runId } }));
+      const { child, processes } = spawnContained({ ...leg, runId }, mode, (cgroup) => Bun.spawn([trueBin], { stdio: ["ignore", "ignore", "ignore"], env: { LI_LEG_RUN_ID: runId }, ...(cgroup ? { cgroup } : {}) }));
       await child.exited;
       if (processes) {
         processes.list();

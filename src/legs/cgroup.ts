@@ -52,23 +52,22 @@ function writable(dir: string): boolean {
 }
 
 /**
- * A leg's own cgroup, made and entered around the spawn: li moves itself in, spawns (the command
- * inherits it before it can fork anything), and moves itself back out. Everything the command starts,
- * whatever its session or group, stays in it.
+ * A leg's own cgroup, made right before the spawn. The command is born inside it (Bun.spawn's `cgroup`
+ * option: clone3 with CLONE_INTO_CGROUP, so it is in the leg's cgroup before its first instruction), and
+ * everything it starts, whatever its session or group, stays in it. li itself never enters: moving a
+ * process by a write to cgroup.procs waits for an RCU grace period (~10 ms), a child born inside does not.
  */
 export class LegCgroup {
   private constructor(
     /** The cgroup's directory (absolute). */
     readonly dir: string,
-    /** li's own cgroup directory, which it returns to after the spawn. */
-    private readonly home: string,
   ) {}
 
   /**
    * Makes `li.slice/<runId>` under the hierarchy's root when li may write there (root), else under li's
    * own cgroup (a delegated subtree, such as a systemd user service with Delegate=yes). null: no cgroup
    * can be made here (no cgroup2 mount, no write access), and the caller falls back. No controller is
-   * enabled anywhere, so the "no internal processes" rule never refuses the move.
+   * enabled anywhere, so the "no internal processes" rule never refuses a process born inside.
    */
   static create(runId: string, host: CgroupHost = {}): LegCgroup | null {
     if (!CGROUP_NAME.test(runId)) return null;
@@ -86,32 +85,13 @@ export class LegCgroup {
       try {
         fs.mkdirSync(slice, { recursive: true });
         fs.mkdirSync(dir);
-        if (writable(dir)) return new LegCgroup(dir, home);
+        if (writable(dir)) return new LegCgroup(dir);
         fs.rmdirSync(dir);
       } catch {
         // Not ours to make here: try the next place.
       }
     }
     return null;
-  }
-
-  /** Moves this process into the leg's cgroup; false when the kernel refused (then nothing moved). */
-  enter(pid: number = process.pid): boolean {
-    return writeProcs(this.dir, pid);
-  }
-
-  /** Moves this process back to the cgroup it came from; false when that failed (li is still inside). */
-  leave(pid: number = process.pid): boolean {
-    return writeProcs(this.home, pid);
-  }
-}
-
-function writeProcs(dir: string, pid: number): boolean {
-  try {
-    fs.writeFileSync(path.join(dir, "cgroup.procs"), String(pid));
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -181,7 +161,7 @@ export function cgroupUsage(dir: string): CgroupUsage {
  * Removes the leg cgroups that are empty and older than `minAgeSeconds`: a leg whose leftovers were left
  * running, or whose supervisor died, leaves its cgroup behind once they are gone. rmdir refuses a cgroup
  * that still holds a process (or a nested leg's cgroup), and the age keeps a leg's cgroup made a moment
- * ago, not yet entered, from being taken away under it. Returns the directories removed.
+ * ago, its command not yet spawned into it, from being taken away under it. Returns the directories removed.
  */
 export function removeEmptyLegCgroups(minAgeSeconds: number, nowMs: number = Date.now(), host: CgroupHost & { only?: (runId: string) => boolean } = {}): string[] {
   const mount = cgroup2Mount(host);

@@ -46,7 +46,7 @@ export interface LegProcessesOptions {
   spawnedAtMs?: number;
   procRoot?: string;
   sendSignal?: SignalSender;
-  /** Never listed nor signalled: the process that looks (a supervisor that was in the cgroup for its spawn). */
+  /** Never listed nor signalled: the process that looks. */
   selfPid?: number;
 }
 
@@ -117,7 +117,7 @@ export class LegProcesses {
    */
   signal(signal: NodeJS.Signals, reachedGroup: number | null = null): number {
     const members = this.list();
-    if (signal === "SIGKILL" && this.scope.containment === "cgroup" && this.scope.cgroup && members.length > 0 && !this.cgroupHoldsSelf()) {
+    if (signal === "SIGKILL" && this.scope.containment === "cgroup" && this.scope.cgroup && members.length > 0) {
       if (killCgroup(this.scope.cgroup)) return members.length;
     }
     let sent = 0;
@@ -247,10 +247,6 @@ export class LegProcesses {
     return found;
   }
 
-  /** li never kills itself: a supervisor that could not leave the cgroup after its spawn is still in it. */
-  private cgroupHoldsSelf(): boolean {
-    return this.scope.cgroup !== null && cgroupPids(this.scope.cgroup).includes(this.selfPid);
-  }
 }
 
 /** How long after the spawn the pid window may stand in for a look at every process (see pidWindow). */
@@ -340,45 +336,39 @@ export interface ContainedSpawn<T> {
   child: T;
   /** null with LI_CONTAINMENT=off: only the command's group is stopped. */
   processes: LegProcesses | null;
-  /** One line for li's log when containment is weaker than it should be (li could not leave the cgroup). */
-  warning: string | null;
 }
 
 /**
- * Spawns the leg's command inside a containment of its own: in a new cgroup where li can make one (li
- * steps into it for the spawn, so the command is born there, then steps back out), else found by the
- * LI_LEG_RUN_ID it inherits (or, without a readable /proc, by its process group only).
+ * Spawns the leg's command inside a containment of its own: born in a new cgroup where li can make one
+ * (`spawn` is given its directory, for Bun.spawn's `cgroup` option), else found by the LI_LEG_RUN_ID it
+ * inherits (or, without a readable /proc, by its process group only). A spawn into the cgroup that fails
+ * (a kernel that refuses the cgroup) is made again without one, under the fallback; when that fails too,
+ * its error is the command's own (not found, not executable).
  */
 export function spawnContained<T extends { pid: number }>(
   leg: Pick<LegScope, "runId" | "supervisorStartTicks" | "startedAt">,
   mode: ContainmentMode,
-  spawn: () => T,
+  spawn: (cgroup: string | null) => T,
   host: CgroupHost & LegProcessesOptions = {},
 ): ContainedSpawn<T> {
-  if (mode === "off") return { child: spawn(), processes: null, warning: null };
+  if (mode === "off") return { child: spawn(null), processes: null };
   const cgroup = mode === "auto" ? LegCgroup.create(leg.runId, host) : null;
-  if (cgroup && cgroup.enter()) {
-    let child: T;
-    let spawnedAtMs: number;
+  if (cgroup) {
+    let child: T | null = null;
+    const spawnedAtMs = performance.now();
     try {
-      spawnedAtMs = performance.now();
-      child = spawn();
-    } catch (error) {
-      cgroup.leave();
-      removeCgroup(cgroup.dir);
-      throw error;
+      child = spawn(cgroup.dir);
+    } catch {
+      // Retried below without the cgroup; an error of the command's own comes again there.
     }
-    // Still inside, li never kills the cgroup whole (cgroup.kill): it signals the others one by one.
-    const left = cgroup.leave() || cgroup.leave();
-    const processes = new LegProcesses({ ...leg, containment: "cgroup", cgroup: cgroup.dir, commandPid: child.pid }, { ...host, spawnedAtMs });
-    return { child, processes, warning: left ? null : `warning: li could not leave the leg's cgroup ${cgroup.dir}; its processes are stopped one by one` };
+    if (child) return { child, processes: new LegProcesses({ ...leg, containment: "cgroup", cgroup: cgroup.dir, commandPid: child.pid }, { ...host, spawnedAtMs }) };
+    removeCgroup(cgroup.dir);
   }
-  if (cgroup) removeCgroup(cgroup.dir);
   const spawnedAtMs = performance.now();
-  const child = spawn();
+  const child = spawn(null);
   const procRoot = host.procRoot ?? PROC_ROOT;
   const containment: Containment = fs.existsSync(path.join(procRoot, "self/environ")) ? "environ" : "group";
-  return { child, processes: new LegProcesses({ ...leg, containment, cgroup: null, commandPid: child.pid }, { ...host, spawnedAtMs }), warning: null };
+  return { child, processes: new LegProcesses({ ...leg, containment, cgroup: null, commandPid: child.pid }, { ...host, spawnedAtMs }) };
 }
 
 /** A leg's processes from its row, for a sweep or li kill on the leg's host (the supervisor may be dead). */

@@ -48,6 +48,11 @@ export interface LegHooks {
   afterSetup?(plan: LegPlan): Awaitable<void>;
   /** Manifest, snapshot and onStarted are done; the command is about to be spawned. */
   beforeSpawn?(plan: LegPlan): Awaitable<void>;
+  /**
+   * The spawn is the very next call (synchronous: a kill -9 is the only thing that can fall here): the
+   * leg's cgroup, when it has one, is made and still empty.
+   */
+  atSpawn?(plan: LegPlan, cgroup: string | null): void;
   /** The command runs; its markers are not recorded yet. */
   afterSpawn?(plan: LegPlan, pid: number): Awaitable<void>;
 }
@@ -282,12 +287,12 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
       try {
         const env = commandEnv(o.env, { sessionId: plan.sessionId, branchId: plan.branchId, runId: plan.runId, artifactRoot: plan.run.artifactRoot, escalateFile }, o.passEnv);
         // The leg owns every process the command starts (§8.7): its own cgroup where li can make one.
-        const spawned = spawnContained({ runId: plan.runId, supervisorStartTicks: plan.supervisor.startTicks, startedAt: plan.startedAt }, containmentMode(o.env), () =>
-          spawnCommand(plan.argv, { cwd: plan.cwd, env, stdin: o.stdin }),
-        );
+        const spawned = spawnContained({ runId: plan.runId, supervisorStartTicks: plan.supervisor.startTicks, startedAt: plan.startedAt }, containmentMode(o.env), (cgroup) => {
+          o.hooks?.atSpawn?.(plan, cgroup);
+          return spawnCommand(plan.argv, { cwd: plan.cwd, env, stdin: o.stdin, cgroup });
+        });
         child = spawned.child;
         processes = spawned.processes;
-        if (spawned.warning) o.io.log(spawned.warning);
       } catch (error) {
         if (!(error instanceof SpawnError)) throw error;
         failure = error.message;

@@ -7,6 +7,8 @@ export interface SpawnOptions {
   env: Record<string, string>;
   /** "inherit" passes piped stdin through; "ignore" gives /dev/null (li's stdin is a terminal, or a detached leg). */
   stdin: "inherit" | "ignore";
+  /** A cgroup directory the command is born in (clone3's CLONE_INTO_CGROUP): it never runs outside it. */
+  cgroup?: string | null;
 }
 
 export interface SpawnedCommand {
@@ -53,6 +55,7 @@ export function spawnCommand(argv: readonly string[], options: SpawnOptions): Sp
       stderr: "pipe",
       // setsid: the command's group is its own, so signals to it never reach li's caller.
       detached: true,
+      ...(options.cgroup ? { cgroup: options.cgroup } : {}),
     });
   } catch (error) {
     throw new SpawnError(`cannot run ${JSON.stringify(argv[0])}: ${error instanceof Error ? error.message : String(error)}`, shellExitCode(error));

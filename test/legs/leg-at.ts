@@ -6,7 +6,7 @@ import type { AgentHome } from "./agent-harness.ts";
 
 const WORKER = path.join(import.meta.dir, "workers/leg-at.ts");
 
-export type LegPoint = "beforeSetup" | "afterSetup" | "beforeSpawn" | "afterSpawn";
+export type LegPoint = "beforeSetup" | "afterSetup" | "beforeSpawn" | "atSpawn" | "afterSpawn";
 
 /** `paused` is the file the worker writes its pid to once paused (action "pause"). */
 export function legAt(home: AgentHome, point: LegPoint, action: "die" | "pause", command: string[]) {

@@ -38,11 +38,12 @@ describe("the processes of a leg", () => {
       const otherLeg = await decoy({ ...process.env, LI_LEG_RUN_ID: `other-${runId}` });
       const ofNobody = await decoy(nobody);
       const pidfile = path.join(dir, "escaped");
-      const spawned = spawnContained(leg, mode, () =>
+      const spawned = spawnContained(leg, mode, (cgroup) =>
         Bun.spawn(["sh", "-c", `setsid sleep 2147483646 </dev/null >/dev/null 2>&1 & echo $! > ${pidfile}; exec sleep 2147483646`], {
           env: { ...process.env, LI_LEG_RUN_ID: runId },
           stdio: ["ignore", "ignore", "ignore"],
           detached: true,
+          ...(cgroup ? { cgroup } : {}),
         }),
       );
       const { child } = spawned;

@@ -1,6 +1,6 @@
 // A leg process (li agent's service, real signals, real ledger) that dies or pauses at one point of its leg: test only.
 // Usage: leg-at.ts LI_HOME POINT die|pause PAUSED_FILE -- COMMAND…
-//   POINT: beforeSetup | afterSetup | beforeSpawn | afterSpawn (src/legs/leg.ts LegHooks).
+//   POINT: beforeSetup | afterSetup | beforeSpawn | atSpawn | afterSpawn (src/legs/leg.ts LegHooks); atSpawn: die only.
 //   die:   SIGKILL to itself there (what a kill -9 at that point leaves behind).
 //   pause: writes its pid to PAUSED_FILE there, once listening, and waits for SIGTERM/SIGINT/SIGHUP; then the leg goes on.
 // Prints one JSON line {status, reason_code, session_id, exit} when the leg ends, and exits with li's exit code.
@@ -12,12 +12,12 @@ import type { AgentRequest } from "../../../src/legs/request.ts";
 import { openLedger } from "../../../src/ledger/open.ts";
 import { pathsForHome } from "../../helpers/backends.ts";
 
-const POINTS = ["beforeSetup", "afterSetup", "beforeSpawn", "afterSpawn"] as const;
+const POINTS = ["beforeSetup", "afterSetup", "beforeSpawn", "atSpawn", "afterSpawn"] as const;
 type Point = (typeof POINTS)[number];
 
 const [home, point, action, pausedFile, dashdash, ...argv] = process.argv.slice(2);
-if (!home || !POINTS.includes(point as Point) || (action !== "die" && action !== "pause") || !pausedFile || dashdash !== "--" || argv.length === 0) {
-  throw new Error("usage: leg-at.ts LI_HOME beforeSetup|afterSetup|beforeSpawn|afterSpawn die|pause PAUSED_FILE -- COMMAND…");
+if (!home || !POINTS.includes(point as Point) || (action !== "die" && action !== "pause") || (point === "atSpawn" && action !== "die") || !pausedFile || dashdash !== "--" || argv.length === 0) {
+  throw new Error("usage: leg-at.ts LI_HOME beforeSetup|afterSetup|beforeSpawn|atSpawn|afterSpawn die|pause PAUSED_FILE -- COMMAND…");
 }
 
 /** Resolves at li's next signal; li's own trap (installed earlier) has already seen it by then. */
@@ -43,7 +43,8 @@ async function atPoint(): Promise<void> {
   await signalled;
 }
 
-const hooks: LegHooks = { [point as Point]: atPoint };
+// atSpawn is synchronous (the spawn is its very next call): a kill -9 is all that can fall there.
+const hooks: LegHooks = point === "atSpawn" ? { atSpawn: () => process.kill(process.pid, "SIGKILL") } : { [point as Point]: atPoint };
 const paths = pathsForHome(home);
 const ledger = openLedger(paths, { create: true });
 const log = (line: string) => process.stderr.write(`${line}\n`);
