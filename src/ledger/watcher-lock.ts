@@ -30,6 +30,12 @@ export interface WatcherLock {
    * lock cannot be lost while its process lives; a PostgreSQL session can drop and be taken over.
    */
   ensureHeld(): Promise<void>;
+  /**
+   * The fleet's election (SPEC §14 "Many hosts"): true while this watcher is the one that runs the sweeps
+   * one runner does for the whole fleet. Absent where one watcher is the whole fleet (SQLite: one host).
+   * Called after `ensureHeld`; a watcher that already leads knows it without asking the server.
+   */
+  lead?(): Promise<boolean>;
   /** Idempotent. */
   release(): Promise<void>;
 }

@@ -10,6 +10,8 @@ export interface DeliverOptions extends EngineOptions {
   limit?: number;
   /** At most this many handlers run at once (§20: what a kill -9 of the deliverer may run again). */
   concurrency?: number;
+  /** Bury expired claims that used every attempt (a fleet-wide sweep: the elected watcher's, §14). Default true. */
+  bury?: boolean;
 }
 
 /**
@@ -18,7 +20,7 @@ export interface DeliverOptions extends EngineOptions {
  * cursor — is claimed unless someone holds it, run under one budget, and settled.
  */
 export async function deliverOnce(ledger: Ledger, opts: DeliverOptions = {}): Promise<PassSummary> {
-  const buried = await ledger.transact(async (tx) => tx.notify.buryExhausted(MAX_ATTEMPTS, "the claim expired after the last attempt (the claimer died)"));
+  const buried = opts.bury === false ? 0 : await ledger.transact(async (tx) => tx.notify.buryExhausted(MAX_ATTEMPTS, "the claim expired after the last attempt (the claimer died)"));
   const owed = await ledger.backend.notify.owedToHandlers({ hostId: opts.hostId === undefined ? handlerHost() : canonicalHost(opts.hostId), uid: handlerUid(), limit: opts.limit ?? 64 });
   const summary = await claimRunSettle(ledger, owed, { ...opts, concurrency: opts.concurrency ?? DEFAULT_DELIVERY_CONCURRENCY });
   summary.dead += buried;

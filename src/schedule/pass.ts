@@ -29,6 +29,8 @@ export interface ScheduleEnv {
 
 export interface ScheduleStep {
   readonly name: string;
+  /** One runner for the whole fleet does it: on PostgreSQL only the elected watcher runs it (§14 "Many hosts"). */
+  readonly fleetWide?: boolean;
   run(env: ScheduleEnv): Promise<Record<string, number>>;
 }
 
@@ -62,6 +64,7 @@ const settleEnded: ScheduleStep = {
 
 const expire: ScheduleStep = {
   name: "expire_leases",
+  fleetWide: true,
   async run({ ledger, log }) {
     await ledger.ready();
     const summary = await expireLeases(ledger, ledger.now());
@@ -135,6 +138,9 @@ const dispatch: ScheduleStep = {
 
 /** The steps, in order. A new kind of due work goes in before `dispatch`, so what it queues starts in the same pass. */
 export const SCHEDULE_STEPS: readonly ScheduleStep[] = Object.freeze([settleEnded, expire, retries, dependencies, dispatch]);
+
+/** The steps a watcher that is not the fleet's elected one runs. */
+export const HOST_SCHEDULE_STEPS: readonly ScheduleStep[] = Object.freeze(SCHEDULE_STEPS.filter((step) => !step.fleetWide));
 
 /**
  * Records this host's labels (for the submit's "no host has the label" warning), at most once a minute; a

@@ -27,6 +27,10 @@ export interface WatchSettings {
   readonly deliveryConcurrency: number;
   /** The labels this host offers to scheduled runs' --needs (§19). */
   readonly labels: readonly string[];
+  /** Seconds within which a dead elected watcher's fleet-wide sweeps are taken over (§14 "Many hosts"). */
+  readonly fleetLease: number;
+  /** Seconds between the watcher's safety polls (its wake-ups are the commits it is told of). */
+  readonly poll: number;
 }
 
 export interface Settings {
@@ -107,6 +111,8 @@ const KEYS = {
   "watch.prune_keep_days": { parse: positiveNumberValue, fallback: null, needsTrust: pruneNeedsTrust },
   "watch.delivery_concurrency": { parse: positiveIntValue, fallback: DEFAULT_DELIVERY_CONCURRENCY },
   "watch.labels": { parse: labelsValue, fallback: [] as readonly string[] },
+  "watch.fleet_lease": { parse: durationValue, fallback: 30 },
+  "watch.poll": { parse: durationValue, fallback: 1 },
 } as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown; disabledByInvalid?: string; needsTrust?: NeedsTrust }>;
 
 type Key = keyof typeof KEYS;
@@ -167,6 +173,8 @@ export function loadSettings(options: LoadSettingsOptions): { settings: Settings
       pruneKeepDays: pick("watch.prune_keep_days"),
       deliveryConcurrency: pick("watch.delivery_concurrency"),
       labels: pick("watch.labels"),
+      fleetLease: pick("watch.fleet_lease"),
+      poll: pick("watch.poll"),
     }),
   };
   return { settings: Object.freeze(settings), warnings };

@@ -15,7 +15,7 @@ import type { WatchLog } from "./log.ts";
 import { OutageLog } from "./outage.ts";
 import type { ReplayHooks } from "../spool/replay.ts";
 import { startUpDone } from "../util/jit.ts";
-import { runSchedulePass, type ScheduleEnv } from "../schedule/pass.ts";
+import { HOST_SCHEDULE_STEPS, runSchedulePass, SCHEDULE_STEPS, type ScheduleEnv } from "../schedule/pass.ts";
 
 export interface WatchConfig {
   /** One pass of everything, then return. */
@@ -27,6 +27,12 @@ export interface WatchConfig {
   pruneKeepDays: number | null;
   /** The safety poll between wake-ups (also what brings due retries round). Defaults to 1 s. */
   pollSeconds?: number;
+  /**
+   * How often a watcher that is not the fleet's elected one tries the election (§14 "Many hosts"): a dead
+   * leader's fleet-wide sweeps are taken over within this. Defaults to 30 s. Only where the lock offers an
+   * election (PostgreSQL); elsewhere the one watcher runs everything.
+   */
+  fleetLeaseSeconds?: number;
 }
 
 export interface WatchDeps {
@@ -116,6 +122,14 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   const env = deps.sweepEnv ?? hostEnv();
   const pollMs = (config.pollSeconds ?? 1) * 1000;
   const intervalMs = config.sweepIntervalSeconds * 1000;
+  const fleetLeaseMs = (config.fleetLeaseSeconds ?? 30) * 1000;
+  /**
+   * Whether this watcher runs the fleet-wide sweeps (burying expired claims, re-queuing expired leases,
+   * cron fires, the prune): the elected watcher on PostgreSQL, the one watcher on SQLite.
+   */
+  const election = deps.lock?.lead ? deps.lock : null;
+  let leading = election === null;
+  let nextElectionAt = clockMs();
   const report: WatchReport = { passes: 0, sweeps: 0, delivered: 0, failed: 0, dead: 0, reaped: 0, finalized: 0, pruned_sessions: 0, removed_run_dirs: 0, replayed: 0, schedule_fires: 0, started_runs: 0, errors: 0, ledger_errors: 0, ended: config.once ? "once" : "signal" };
   const availability = new Availability(ledger);
   const outage = new OutageLog(log, clockMs);
@@ -168,6 +182,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
    */
   const cron: { seen: { generation: number; nextDueAt: number | null } | null } = { seen: null };
   async function cronPass(generation: number): Promise<void> {
+    if (!leading) return;
     const seen = cron.seen;
     if (seen && wake.watching && seen.generation === generation && (seen.nextDueAt === null || ledger.now() < seen.nextDueAt)) return;
     try {
@@ -190,7 +205,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   async function schedulePass(): Promise<void> {
     if (!deps.schedule) return;
     try {
-      const pass = await runSchedulePass({ ...deps.schedule, ledger, log, stopping: () => signal.aborted });
+      const pass = await runSchedulePass({ ...deps.schedule, ledger, log, stopping: () => signal.aborted }, leading ? SCHEDULE_STEPS : HOST_SCHEDULE_STEPS);
       report.started_runs += pass.counts["dispatch.started"] ?? 0;
       for (const { step, error } of pass.errors) fail(`schedule:${step}`, error);
       if (pass.errors.length === 0) outage.succeeded("schedule");
@@ -203,7 +218,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     for (;;) {
       let pass: PassSummary;
       try {
-        pass = await deliverOnce(ledger, { limit: DELIVERY_LIMIT, ...deps.delivery });
+        pass = await deliverOnce(ledger, { limit: DELIVERY_LIMIT, ...deps.delivery, bury: leading });
         availability.reached();
         outage.succeeded("deliver");
       } catch (error) {
@@ -297,7 +312,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
         fail("spool_reservations", error);
       }
     }
-    if (pruneOptions === null || signal.aborted) return;
+    if (pruneOptions === null || !leading || signal.aborted) return;
     try {
       let pruned: Awaited<ReturnType<typeof prune.runOnce>>;
       try {
@@ -337,6 +352,28 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     }
   }
 
+  /**
+   * The election, after the lock's check: a leader knows it leads until its lock's session drops (no
+   * query); a follower tries once per fleet lease. Changes are logged (fleet_elected, fleet_lost).
+   */
+  async function elect(): Promise<void> {
+    if (election === null) return;
+    if (!leading && clockMs() < nextElectionAt) return;
+    let now: boolean;
+    try {
+      now = await election.lead!();
+      outage.succeeded("election");
+    } catch (error) {
+      now = false;
+      fail("election", error);
+    }
+    if (now && !leading) log({ action: "fleet_elected" });
+    if (!now && leading) log({ action: "fleet_lost" });
+    if (!now && leading) cron.seen = null;
+    leading = now;
+    if (!leading) nextElectionAt = clockMs() + fleetLeaseMs;
+  }
+
   let nextSweepAt = clockMs();
   for (;;) {
     if (signal.aborted) break;
@@ -345,6 +382,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     passStartedMs = clockMs();
     const held = await lockHeld();
     if (held) {
+      await elect();
       await replayPass();
       await cronPass(generation);
       await schedulePass();
@@ -360,7 +398,8 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     // A skipped pass (the lock could not be checked: the ledger is away) waits a whole poll: the sweep it
     // owes is overdue, and waiting until then would be no wait at all, a loop failing as fast as it can.
     const cronWaitMs = cron.seen?.nextDueAt == null ? pollMs : (cron.seen.nextDueAt - ledger.now()) * 1000;
-    const waitMs = held ? Math.max(0, Math.min(pollMs, nextSweepAt - clockMs(), cronWaitMs)) : pollMs;
+    const cronOrElectionMs = leading ? cronWaitMs : nextElectionAt - clockMs();
+    const waitMs = held ? Math.max(0, Math.min(pollMs, nextSweepAt - clockMs(), cronOrElectionMs)) : pollMs;
     await Promise.race([wake.changed(generation, waitMs), stopped]);
   }
   return report;

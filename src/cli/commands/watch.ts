@@ -41,6 +41,8 @@ export default command({
     "phantom-hours": { type: "string", valueHint: "HOURS", description: "hours before a session with no process markers is reaped (default 1; watch.phantom_hours)" },
     "prune-keep-days": { type: "string", valueHint: "DAYS", description: "also prune terminal sessions older than N days (default: never; watch.prune_keep_days). Never removes the pruned legs' files" },
     "delivery-concurrency": { type: "string", valueHint: "N", description: "at most N handlers run at once; after a kill -9 of the watcher at most these run again (default 16; watch.delivery_concurrency)" },
+    "fleet-lease": { type: "string", valueHint: "DURATION", description: "PostgreSQL: how often a watcher that is not the fleet's elected one tries the election, so a dead one's fleet-wide sweeps (expired claims and leases, cron fires, the prune) are taken over within it (default 30s; watch.fleet_lease)" },
+    poll: { type: "string", valueHint: "DURATION", description: "the safety poll between wake-ups: what brings due retries and expired claims round when no commit wakes the watcher (default 1s; watch.poll)" },
     "log-format": { type: "string", valueHint: "text|json", description: "text (default) or json: one line per action" },
     "metrics-file": { type: "string", valueHint: "PATH", description: "write the ledger's metrics (li ui's /metrics text) to PATH atomically at start, every 15 s and at stop, for node_exporter's textfile collector (name it *.prom)" },
   },
@@ -55,6 +57,8 @@ export default command({
       phantomHours: args["phantom-hours"] === undefined ? undefined : parsePositiveNumber(args["phantom-hours"], "--phantom-hours"),
       pruneKeepDays: args["prune-keep-days"] === undefined ? undefined : parsePositiveNumber(args["prune-keep-days"], "--prune-keep-days"),
       deliveryConcurrency: args["delivery-concurrency"] === undefined ? undefined : parsePositiveInt(args["delivery-concurrency"], "--delivery-concurrency"),
+      fleetLease: args["fleet-lease"] === undefined ? undefined : parseDuration(args["fleet-lease"], "--fleet-lease"),
+      poll: args.poll === undefined ? undefined : parseDuration(args.poll, "--poll"),
     };
     const { settings, warnings } = loadSettings({ cwd: process.cwd(), liHome: cliPaths().home });
     for (const w of warnings) writeNote(`warning: ${w}`);
@@ -65,6 +69,8 @@ export default command({
       phantomGraceSeconds: flags.phantomGrace ?? settings.watch.phantomGrace,
       phantomHours: flags.phantomHours ?? settings.watch.phantomHours,
       pruneKeepDays: flags.pruneKeepDays ?? settings.watch.pruneKeepDays,
+      fleetLeaseSeconds: flags.fleetLease ?? settings.watch.fleetLease,
+      pollSeconds: flags.poll ?? settings.watch.poll,
     };
 
     const paths = cliPaths();

@@ -233,6 +233,7 @@ export class PgBackend implements Backend {
     return {
       path: lock.path,
       ensureHeld: () => this.conn.run(() => lock.ensureHeld()),
+      lead: () => this.conn.run(() => lock.lead!()),
       release: () => lock.release(),
     };
   }

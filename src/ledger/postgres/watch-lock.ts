@@ -16,6 +16,15 @@ export function watcherLockKey(schema: string, hostId: string): string {
 }
 
 /**
+ * The fleet's election (§14 "Many hosts"): the advisory lock the one watcher that runs the fleet-wide
+ * sweeps holds, on the session of its own host lock (no connection of its own). The server drops it with
+ * that session (exit, kill -9, a dropped connection), and the next watcher to try takes it.
+ */
+export function fleetLockKey(schema: string): string {
+  return `${schema}:fleet`;
+}
+
+/**
  * The pool the lock's connection comes from, asked each time: a call that outlived its deadline replaces
  * the pool (connection.ts), so a lost lock is taken again on the pool of the moment, not on the closed
  * one it was first taken on.
@@ -65,9 +74,13 @@ async function endGhost(pool: LockPool, key: string, ghost: Session): Promise<bo
   return row?.ended === true;
 }
 
-/** Gives the lock up. Unlocking explicitly returns a clean session to the pool; closing it would drop the lock too. */
-async function unlock(holder: Holder, key: string): Promise<void> {
-  await holder.conn`SELECT pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${key}))`.catch(() => {});
+/**
+ * Gives the lock up, and the fleet's election with it when this session held it. Unlocking explicitly
+ * returns a clean session to the pool; closing it would drop the locks too. The session is the lock's
+ * alone, so every advisory lock it holds is this watcher's.
+ */
+async function unlock(holder: Holder): Promise<void> {
+  await holder.conn`SELECT pg_advisory_unlock_all()`.catch(() => {});
   await holder.conn.release().catch(() => {});
 }
 
@@ -80,12 +93,15 @@ const GHOST_EXIT_WAIT_MS = 5000;
  */
 export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: string, ledgerName: string): Promise<WatcherLock> {
   const key = watcherLockKey(schema, hostId);
+  const fleetKey = fleetLockKey(schema);
   const path = `${ledgerName} (advisory lock ${key})`;
   let holder = await tryLock(pool, key);
   if (holder === null) throw new LockHeldError(path);
   /** The session that held the lock for this watcher until its connection died: maybe a ghost on the server. */
   let former: Session | null = null;
   let released = false;
+  /** Whether `holder`'s session holds the fleet's election too: known until that session is replaced. */
+  let leading = false;
   /**
    * The check under way. The backend bounds every call by a deadline and, past it, gives the call up
    * without stopping it (connection.ts `bounded`), so a black-holed check can still be running when the
@@ -107,6 +123,8 @@ export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: 
       } catch {
         const dead = holder;
         holder = null;
+        // The server drops the election with the session: whoever tries next may take it.
+        leading = false;
         former = dead.session;
         await dead.conn.close().catch(() => {});
       }
@@ -120,8 +138,22 @@ export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: 
     if (released) {
       const taken = holder;
       holder = null;
-      await unlock(taken, key);
+      await unlock(taken);
     }
+  }
+
+  /** One try at the election on the lock's session; a session that already holds it is not asked again. */
+  async function elect(): Promise<boolean> {
+    const h = holder;
+    if (released || h === null) return false;
+    if (leading) return true;
+    const [row] = await h.conn`SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, hashtext(${fleetKey})) AS held`;
+    if (row?.held !== true) return false;
+    // Released while the try ran: the session goes back to the pool clean. Replaced: the new one does not hold it.
+    if (released) await h.conn`SELECT pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${fleetKey}))`.catch(() => {});
+    if (holder !== h || released) return false;
+    leading = true;
+    return true;
   }
 
   return {
@@ -133,12 +165,17 @@ export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: 
       });
       return checking;
     },
+    lead() {
+      // After the pass's check, never beside it: the check may be replacing the session.
+      return (checking ?? Promise.resolve()).then(elect);
+    },
     async release() {
       if (released) return;
       released = true;
+      leading = false;
       const h = holder;
       holder = null;
-      if (h !== null) await unlock(h, key);
+      if (h !== null) await unlock(h);
     },
   };
 }
