@@ -166,6 +166,11 @@ export interface Backend extends SweepReads {
    * before the first check of the state; waiters keep their safety poll whatever it reports.
    */
   wake(options?: WakeOptions): Promise<ChangeWake>;
+  /**
+   * li watch's wake-up for host `hostId` where commits can be told apart by whom they concern (PostgreSQL:
+   * its host's and the fleet's channels, §14 "Many hosts"). Absent: `wake()`, every commit (SQLite's one host).
+   */
+  watcherWake?(hostId: string): Promise<ChangeWake>;
   /** Takes the watcher lock of `hostId` (one `li watch` per ledger per host) or throws LockHeldError at once. */
   lockWatcher(hostId: string): Promise<WatcherLock>;
   close(): void;

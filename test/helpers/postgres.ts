@@ -153,7 +153,11 @@ function startCluster(binDir: string): PgCluster {
   if (isRoot()) chownToPostgres(join(dataDir, "pg_hba.conf"));
   const tlsCert = makeServerCertificate(dir);
   const tls = tlsCert ? ` -c ssl=on -c ssl_cert_file=${tlsCert} -c ssl_key_file=${join(dir, "server.key")}` : "";
-  const settings = `-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300${tls}`;
+  // pg_stat_statements (contrib, shipped with the server) counts each role's statements: the fleet tests
+  // (test/ledger/postgres/fleet-wakeups.test.ts) count what each watcher ran.
+  // LI_TEST_PG_MAX_CONNECTIONS: a benchmark with more watchers than 300 connections hold (bench/fleet.ts).
+  const statements = existsSync(join(binDir, "..", "lib", "pg_stat_statements.so")) ? " -c shared_preload_libraries=pg_stat_statements" : "";
+  const settings = `-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=${process.env.LI_TEST_PG_MAX_CONNECTIONS ?? 300}${statements}${tls}`;
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = freePort();
@@ -257,6 +261,12 @@ export function usePostgresDatabase(): PgDatabase {
   });
   return db;
 }
+
+/** Why pg_stat_statements cannot count statements on the test cluster, or null when it can. */
+export const statementStatistics: Prerequisite = () => {
+  const bin = postgresBinDir();
+  return bin && existsSync(join(bin, "..", "lib", "pg_stat_statements.so")) ? null : "pg_stat_statements is not installed beside the server (PostgreSQL's contrib)";
+};
 
 /** CI=true (any CI), or LI_REQUIRE_POSTGRES=1 (.ci/run, which installs PostgreSQL): a skip would look green. */
 const mustRun = (): boolean => process.env.LI_REQUIRE_POSTGRES === "1" || (!!process.env.CI && process.env.CI !== "false" && process.env.CI !== "0");

@@ -104,7 +104,8 @@ export default command({
       }
       // Stopped by a signal while the ledger was down: nothing was done.
       if (lock === null) return 0;
-      const wake = config.once || wakeUpsDisabled() ? pollingOnly() : await ledger.backend.wake();
+      // PostgreSQL: only commits that concern this host's work, or the fleet's, wake it (§14 "Many hosts").
+      const wake = config.once || wakeUpsDisabled() ? pollingOnly() : ledger.backend.watcherWake ? await ledger.backend.watcherWake(host) : await ledger.backend.wake();
       // §20: this host's legs hand their heartbeats and kill requests to the watcher (PostgreSQL only).
       const heartbeatMs = heartbeatMsFromEnv(process.env);
       const broker = config.once ? null : (await import("../../watch/leg-broker.ts")).startLegBroker(ledger, paths.home, log, heartbeatMs !== undefined ? { heartbeatMs } : {});

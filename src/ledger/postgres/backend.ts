@@ -22,7 +22,7 @@ import { PgNotifyStore } from "./notify.ts";
 import { CronStatements } from "../rules/cron.ts";
 import type { CronStore } from "../cron-store.ts";
 import { PgReads } from "./reads.ts";
-import { listenForChanges, listenForKillRequest, listenForKillRequests } from "./wake.ts";
+import { listenForChanges, listenForKillRequest, listenForKillRequests, listenForWatcher } from "./wake.ts";
 import { holdPgWatcherLock } from "./watch-lock.ts";
 import { laterOf, serverStart } from "./availability.ts";
 import { num } from "./row-numbers.ts";
@@ -221,6 +221,11 @@ export class PgBackend implements Backend {
   /** LISTEN li_changes (wake.ts): moves on every commit of a history row or registration, and on every (re)connect. */
   async wake(): Promise<ChangeWake> {
     return listenForChanges(this.conn.pool(), this.conn.schema);
+  }
+
+  /** LISTEN on host `hostId`'s channel and the fleet's (wake.ts): a commit that concerns no work of this host wakes nothing. */
+  async watcherWake(hostId: string): Promise<ChangeWake> {
+    return listenForWatcher(this.conn.pool(), this.conn.schema, hostId);
   }
 
   /** The per-host advisory lock on a reserved connection (watch-lock.ts); its failures are named as the ledger's. */

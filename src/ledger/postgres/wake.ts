@@ -5,11 +5,25 @@
 // too, and the waiter re-queries. The caller's interval poll stays the safety net either way.
 
 import type { SQL } from "bun";
+import { createHash } from "node:crypto";
 import { ChangeSignal, type ChangeWake } from "../wake.ts";
 
 /** The channels the triggers notify on (drizzle/postgres/0002_notify_triggers.sql, 0005_notify_per_statement.sql). */
 export const CHANGES_CHANNEL = "li_changes";
 export const KILL_CHANNEL = "li_kill";
+
+/**
+ * The channels a watcher of host `host` listens on (drizzle/postgres/0015_watcher_wakeups.sql): its own
+ * host's, where a commit that may owe its handlers a delivery or end a run it leased is told, and the
+ * fleet's, for what any watcher may have to do (a scheduled run's event, a queue or schedule changed). The
+ * host is its machine part, as handlers are registered; channels are per schema.
+ */
+export function watcherChannels(schema: string, host: string): { host: string; fleet: string } {
+  const md5 = (text: string) => createHash("md5").update(text, "utf8").digest("hex");
+  const colon = host.indexOf(":"); // machine:boot -> machine (host/proc.ts machineOf; a folder on the same floor)
+  const machine = colon === -1 ? host : host.slice(0, colon);
+  return { host: `li_host_${md5(`${schema}:${machine}`)}`, fleet: `li_fleet_${md5(schema)}` };
+}
 
 /** A payload's part after `<schema>:`, or null when the notice is another schema's (channels are per database). */
 export function noticeFor(payload: string, schema: string): string | null {
@@ -101,6 +115,47 @@ export function listenForChanges(client: Client, schema: string): ChangeWake {
     changed: (since, ms) => signal.changed(since, ms),
     close: () => {
       unsubscribe();
+      signal.close();
+    },
+  };
+}
+
+/**
+ * li watch's wake-up on PostgreSQL (§14 "Many hosts"): moves on a notice of its host's channel or of the
+ * fleet's (watcherChannels), never on another host's leg, and on every (re)subscription of either (a notice
+ * may have been lost meanwhile). `watching` once both are acknowledged.
+ */
+export function listenForWatcher(client: Client, schema: string, host: string): ChangeWake {
+  const signal = new ChangeSignal();
+  const channels = watcherChannels(schema, host);
+  const subscribed = new Set<string>();
+  let failed = false;
+  const on = (channel: string) =>
+    subscribe(client, channel, schema, {
+      onNotice: () => signal.bump(),
+      onSubscribed: () => {
+        subscribed.add(channel);
+        signal.bump();
+      },
+      onFailed: () => {
+        subscribed.delete(channel);
+        failed = true;
+      },
+    });
+  const unsubscribes = [on(channels.host), on(channels.fleet)];
+  return {
+    get generation() {
+      return signal.generation;
+    },
+    get watching() {
+      return subscribed.size === 2;
+    },
+    get via() {
+      return failed ? ("poll" as const) : ("listen" as const);
+    },
+    changed: (since, ms) => signal.changed(since, ms),
+    close: () => {
+      for (const unsubscribe of unsubscribes) unsubscribe();
       signal.close();
     },
   };
