@@ -3,6 +3,15 @@
 import { openLedgerEarly } from "./cli/early-ledger.ts";
 import { closeUnusedEarly } from "./ledger/early-open.ts";
 import { entryArgv } from "./legs/supervisor-argv.ts";
+import { isWarm, takeWarmRequest } from "./legs/warm-entry.ts";
+
+// A warm supervisor (li watch started it ahead of need): li's supervisor modules load while it waits for
+// its request, which then makes it the detached supervisor of a leased run, as if started for that run.
+if (isWarm(process.argv.slice(2), process.env)) {
+  const loading = Promise.all([import("./cli/main.ts"), import("./cli/commands/agent.ts"), import("./cli/agent-queue.ts"), import("./legs/detach.ts"), import("./cli/context.ts")]).catch(() => {});
+  if (!(await takeWarmRequest(process.env))) process.exit(0);
+  await loading;
+}
 
 let argv: string[] | null = null;
 let refused: unknown = null;

@@ -5,11 +5,14 @@ import { SUPERVISOR_ENV } from "./env.ts";
 import { HANDLER_OWNER_ENV } from "../notify/owner-env.ts";
 import { SUPERVISOR_ARGV_ENV, SUPERVISOR_VISIBLE_ARGV } from "./supervisor-argv.ts";
 import { ExitCode, UsageError } from "../util/errors.ts";
+import type { Subprocess } from "bun";
+import { WARM_ENV, WARM_FD, WARM_TAKEN, WARM_VALUE } from "./warm-entry.ts";
+import { RUN_ID_ENV } from "./rundir.ts";
 
 /** What the supervisor reports through the ready file. */
 export type ReadyReport =
   | { ok: true; session_id: string; branch_id: string; run_id: string }
-  | { ok: false; exit: number; message: string };
+  | { ok: false; exit: number; message: string; /** killed by a signal before it reported */ died?: boolean };
 
 /** The argv that runs this same li again: the compiled binary alone, or bun with its entry script. */
 export function selfArgv(): string[] {
@@ -74,20 +77,106 @@ export function writeReady(channel: ReadyChannel, report: ReadyReport): void {
  * its fd 3, and resolves with its report once setup committed, or a failure when it ends without one
  * (exit 78: nobody could wait on that id). The command the supervisor starts never inherits fd 3.
  */
-export async function startDetached(args: readonly string[], env: Record<string, string | undefined>, options: { cwd?: string } = {}): Promise<ReadyReport> {
+export async function startDetached(args: readonly string[], env: Record<string, string | undefined>, options: { cwd?: string; warm?: WarmSupervisor } = {}): Promise<ReadyReport> {
   const childEnv: Record<string, string> = {};
   // The supervisor outlives whatever started it, a handler included (§20): it is no part of that handler.
   for (const [k, v] of Object.entries(env)) if (v !== undefined && k !== HANDLER_OWNER_ENV) childEnv[k] = v;
   childEnv[SUPERVISOR_ENV] = READY_VALUE;
   // The request rides in the supervisor's private environment: its argv is public (§18, supervisor-argv.ts).
   childEnv[SUPERVISOR_ARGV_ENV] = JSON.stringify(supervisorArgs(args));
+  if (options.warm) {
+    // The same environment and directory handed to a supervisor already started; null: none took it.
+    const report = await options.warm.start(childEnv, options.cwd ?? process.cwd());
+    if (report !== null) return report;
+  }
   const child = Bun.spawn([...selfArgv(), ...SUPERVISOR_VISIBLE_ARGV], { env: childEnv, stdio: ["ignore", "ignore", "ignore", "pipe"], detached: true, ...(options.cwd ? { cwd: options.cwd } : {}) });
   child.unref();
+  return readyReport(child);
+}
+
+/** The supervisor's report once its setup committed, or why none came (it ended without one). */
+async function readyReport(child: Subprocess): Promise<ReadyReport> {
   const line = await firstLine(child.stdio[READY_FD] as number);
   const report = parseReport(line);
   if (report) return report;
   await child.exited;
-  return { ok: false, exit: ExitCode.unavailable, message: `the supervising li exited (${child.exitCode ?? child.signalCode}) before committing its setup` };
+  // Killed (a signal, a kill -9, the OOM killer) rather than refusing with an exit code: nothing says the run is at fault.
+  return { ok: false, exit: ExitCode.unavailable, message: `the supervising li exited (${child.exitCode ?? child.signalCode}) before committing its setup`, ...(child.signalCode !== null ? { died: true } : {}) };
+}
+
+/**
+ * One supervisor started ahead of need (li watch's dispatch, SPEC §19): a `li agent` past Bun's start-up
+ * and li's module loading, waiting on its fd 4 for the environment and directory of the next leased run
+ * (warm-entry.ts), so a dispatch pays neither. Each is used once and replaced after its report; one that
+ * died while it waited is noticed when used (nothing takes the request) and that run's supervisor starts
+ * the ordinary way. It ends with its watcher: close() ends it, and a watcher killed outright leaves fd 4
+ * at its end, which ends it too.
+ */
+export class WarmSupervisor {
+  private child: Subprocess | null = null;
+  private closed = false;
+
+  /** `env`: what it starts with (the watcher's, with where its ledger is); a run's replaces it whole. */
+  constructor(private readonly env: Readonly<Record<string, string | undefined>>) {}
+
+  /** The pid of the one waiting now, if any (tests find it here and in /proc). */
+  get pid(): number | null {
+    return this.child?.pid ?? null;
+  }
+
+  /** Starts one if none waits. */
+  prime(): void {
+    if (this.closed || (this.child !== null && this.child.exitCode === null && this.child.signalCode === null)) return;
+    const env: Record<string, string> = {};
+    // The watcher's own environment until a run's replaces it (never a handler's mark or a run's channel).
+    for (const [k, v] of Object.entries(this.env)) if (v !== undefined && k !== HANDLER_OWNER_ENV && k !== SUPERVISOR_ARGV_ENV && k !== RUN_ID_ENV) env[k] = v;
+    env[SUPERVISOR_ENV] = READY_VALUE;
+    env[WARM_ENV] = WARM_VALUE;
+    try {
+      this.child = Bun.spawn([...selfArgv(), ...SUPERVISOR_VISIBLE_ARGV], { env, stdio: ["ignore", "ignore", "ignore", "pipe", "pipe"], detached: true, cwd: "/" });
+      this.child.unref();
+    } catch {
+      this.child = null; // nothing started: the next dispatch starts its supervisor the ordinary way
+    }
+  }
+
+  /**
+   * Hands the waiting supervisor a run's environment and directory and resolves with its report; null
+   * when none took them (none waiting, or it died meanwhile): then nothing of the run was done. Another
+   * is started once this one reported.
+   */
+  async start(env: Readonly<Record<string, string>>, cwd: string): Promise<ReadyReport | null> {
+    const child = this.child;
+    this.child = null;
+    if (child === null) {
+      this.prime();
+      return null;
+    }
+    try {
+      let taken = false;
+      try {
+        fs.writeSync(child.stdio[WARM_FD] as number, `${JSON.stringify({ env, cwd })}\n`);
+        taken = (await firstLine(child.stdio[WARM_FD] as number)) === WARM_TAKEN;
+      } catch {
+        taken = false; // EPIPE: it died while it waited
+      }
+      if (!taken) {
+        child.kill("SIGKILL");
+        return null;
+      }
+      return await readyReport(child);
+    } finally {
+      this.prime();
+    }
+  }
+
+  /** Ends the one waiting (the watcher stops); a supervisor already handed a run is that run's and runs on. */
+  close(): void {
+    this.closed = true;
+    const child = this.child;
+    this.child = null;
+    if (child !== null && child.exitCode === null) child.kill("SIGTERM");
+  }
 }
 
 /** The text up to the first newline, or everything up to the end (null when nothing came). */

@@ -127,8 +127,9 @@ const dispatch: ScheduleStep = {
           log({ action: "schedule_start", run_id: run.id, queue: queue.name, session_id: start.sessionId, attempt: run.attempts });
         } else {
           refused++;
-          log({ action: "schedule_start_failed", run_id: run.id, queue: queue.name, message: start.message });
-          await failUnstarted(ledger, run, start.message);
+          // A supervisor killed before it reported leaves the run to its lease (queued again when it expires).
+          log({ action: "schedule_start_failed", run_id: run.id, queue: queue.name, message: start.message, ...(start.died ? { left_to_lease: true } : {}) });
+          if (!start.died) await failUnstarted(ledger, run, start.message);
         }
       }
     }

@@ -4,13 +4,17 @@
 
 import { existsSync } from "node:fs";
 import type { ScheduleRunRow } from "../ledger/rows.ts";
-import { startDetached } from "../legs/detach.ts";
+import { startDetached, type WarmSupervisor } from "../legs/detach.ts";
 import { parseStoredRequest } from "./request.ts";
 
 /** The flag that makes `li agent` the supervisor of a leased run (internal: li watch and li agent --queue use it). */
 export const SCHEDULE_RUN_FLAG = "--schedule-run";
 
-export type LegStart = { ok: true; sessionId: string } | { ok: false; message: string };
+/**
+ * `died`: the supervisor was killed by a signal before it reported, rather than refusing the run: nothing
+ * says the run is at fault, so it is left leased, and its lease's expiry queues it again (§19's lease attempts).
+ */
+export type LegStart = { ok: true; sessionId: string } | { ok: false; message: string; died?: boolean };
 
 /** The dispatcher's own run id and supervisor channel are its own, never its legs'. */
 const NOT_PASSED: ReadonlySet<string> = new Set(["LI_RUN_ID", "LI_SUPERVISOR_READY"]);
@@ -29,7 +33,7 @@ export function dispatcherEnv(env: Readonly<Record<string, string | undefined>>)
 }
 
 /** Starts the run's detached leg; resolves once its setup committed (the run is linked to its session), or with why not. */
-export async function startScheduledLeg(run: ScheduleRunRow, env: Readonly<Record<string, string | undefined>>): Promise<LegStart> {
+export async function startScheduledLeg(run: ScheduleRunRow, env: Readonly<Record<string, string | undefined>>, warm?: WarmSupervisor): Promise<LegStart> {
   let request;
   try {
     request = parseStoredRequest(run.id, run.request_json);
@@ -37,6 +41,7 @@ export async function startScheduledLeg(run: ScheduleRunRow, env: Readonly<Recor
     return { ok: false, message: (error as Error).message };
   }
   if (!existsSync(request.workdir)) return { ok: false, message: `its working directory ${request.workdir} does not exist on this host` };
-  const report = await startDetached(["agent", SCHEDULE_RUN_FLAG, run.id], { ...request.env, ...dispatcherEnv(env) }, { cwd: request.workdir });
-  return report.ok ? { ok: true, sessionId: report.session_id } : { ok: false, message: report.message };
+  // A warm supervisor (li watch keeps one waiting) takes the same environment and directory, if one waits.
+  const report = await startDetached(["agent", SCHEDULE_RUN_FLAG, run.id], { ...request.env, ...dispatcherEnv(env) }, { cwd: request.workdir, ...(warm ? { warm } : {}) });
+  return report.ok ? { ok: true, sessionId: report.session_id } : { ok: false, message: report.message, ...(report.died ? { died: true } : {}) };
 }

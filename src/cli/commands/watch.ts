@@ -17,6 +17,7 @@ import { writeErr, writeOut, writeNote } from "../io.ts";
 import { pruneProgressText, StatusLine } from "../progress.ts";
 import { hostId, hostName } from "../../host/proc.ts";
 import { startScheduledLeg } from "../../schedule/start.ts";
+import { WarmSupervisor } from "../../legs/detach.ts";
 import type { Paths } from "../../ledger/location.ts";
 import { cliContext } from "../globals.ts";
 
@@ -109,6 +110,7 @@ export default command({
       // §20: this host's legs hand their heartbeats and kill requests to the watcher (PostgreSQL only).
       const heartbeatMs = heartbeatMsFromEnv(process.env);
       const broker = config.once ? null : (await import("../../watch/leg-broker.ts")).startLegBroker(ledger, paths.home, log, heartbeatMs !== undefined ? { heartbeatMs } : {});
+      let warm: WarmSupervisor | null = null;
       try {
         log({
           action: "start",
@@ -124,7 +126,15 @@ export default command({
         });
         // Legs of leased runs reach the same ledger as this watcher: a --db flag travels as LI_DB (never in an argv).
         const legEnv = { ...process.env, LI_HOME: paths.home, LI_RUNS_ROOT: paths.runsRoot, ...legLedgerEnv(paths) };
-        const schedule = { lessee: { hostId: hostId(), hostName: hostName(), labels: settings.watch.labels }, startLeg: (run: Parameters<typeof startScheduledLeg>[0]) => startScheduledLeg(run, legEnv) };
+        // One supervisor kept waiting for the next leased run (§19): a dispatch pays no process start-up.
+        // Started once this ledger has a queue, and after each use; a --once pass starts its legs cold.
+        if (!config.once) {
+          warm = new WarmSupervisor(legEnv);
+          const first = warm;
+          void Promise.resolve(ledger.backend.schedule.listQueues()).then((queues) => queues.length > 0 && first.prime(), () => {});
+        }
+        const startLeg = (run: Parameters<typeof startScheduledLeg>[0]) => startScheduledLeg(run, legEnv, warm ?? undefined);
+        const schedule = { lessee: { hostId: hostId(), hostName: hostName(), labels: settings.watch.labels }, startLeg };
         const metrics = metricsFile === null ? null : startMetricsFile(metricsFile, { reads: ledger.backend.reads, home: paths.home }, (message) => log({ action: "error", during: "metrics_file", message }));
         const report = await runWatch({ ledger, wake, lock, log, signal: stop.signal, delivery: { liHome: paths.home, concurrency: flags.deliveryConcurrency ?? settings.watch.deliveryConcurrency }, runsRoot: paths.runsRoot, spoolDir: spoolDirOf(paths.home), schedule, ...(pruneProgress ? { pruneProgress } : {}) }, config);
         await metrics?.stop();
@@ -134,6 +144,7 @@ export default command({
         // Another watcher of this host runs now: this one stopped so that one host never runs two.
         if (report.ended === "lock_lost") return ExitCode.failure;
       } finally {
+        warm?.close();
         broker?.close();
         wake.close();
       }
