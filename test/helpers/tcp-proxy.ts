@@ -20,6 +20,10 @@ export interface TcpProxy {
   readonly mode: ProxyMode;
   /** Connections accepted so far (a test proves li reconnected through the proxy). */
   readonly accepted: number;
+  /** Connections li opened and has not closed yet (its side: a close kept back by the blackhole counts as closed). */
+  readonly openFromLi: number;
+  /** Bytes li sent that a blackhole kept back (a test knows li's query is on the silent link). */
+  readonly keptBackFromLi: number;
   forward(): void;
   drop(): void;
   blackhole(): void;
@@ -69,6 +73,8 @@ function flush(side: Side): void {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   let mode: ProxyMode = "forward";
   let accepted = 0;
+  let openFromLi = 0;
+  let keptBackFromLi = 0;
   let armedMarker: Uint8Array | null = null;
   const links = new Set<Link>();
   /** Server sides sever() left open: closed only with the proxy. */
@@ -87,6 +93,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     if (chunk) to.pending.push(chunk);
     else to.closeAfterPending = true;
     if (mode === "forward") flush(to);
+    else if (chunk && to === link.upstream) keptBackFromLi += chunk.length;
   };
 
   const listener: TCPSocketListener<Link> = Bun.listen<Link>({
@@ -95,6 +102,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     socket: {
       open(client) {
         accepted++;
+        openFromLi++;
         const link: Link = { client: { socket: client, pending: [], closeAfterPending: false }, upstream: { socket: null, pending: [], closeAfterPending: false }, closed: false, severed: false };
         client.data = link;
         if (mode === "drop") {
@@ -138,6 +146,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         if (mode === "forward") flush(client.data.client);
       },
       close(client) {
+        openFromLi--;
         if (client.data) deliver(client.data, client.data.upstream, null);
       },
       error(client) {
@@ -153,6 +162,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     get accepted() {
       return accepted;
+    },
+    get openFromLi() {
+      return openFromLi;
+    },
+    get keptBackFromLi() {
+      return keptBackFromLi;
     },
     forward() {
       mode = "forward";

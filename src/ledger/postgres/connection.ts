@@ -144,6 +144,13 @@ export class PgConnection {
   private slotFirst: Promise<Slot | null> | null = null;
   /** Aborted when the open in progress is given up (expire, close): its wait for a slot ends with it. */
   private slotWait: AbortController | null = null;
+  /** Pools given back by release() whose queries may still run: closed at once when the link proves silent (expire). */
+  private readonly draining = new Set<PgClient>();
+  /** How many times a call's deadline gave the pool up (expire), and why the last time. */
+  private drops = 0;
+  private dropReason: LedgerUnavailableError | null = null;
+  /** A call's deadline gave the pool up and no call was answered since: the link is silent, nothing on it is waited for. */
+  private silent = false;
 
   constructor(
     readonly target: PgTarget,
@@ -214,6 +221,7 @@ export class PgConnection {
       if (outcome.ok) {
         this.toldWaiting = false;
         this.lastFailure = null;
+        this.silent = false;
         return outcome.value;
       }
       const { error, connected } = outcome;
@@ -235,11 +243,14 @@ export class PgConnection {
     // (at least a connect timeout), within its own deadline; the connect's time starts once it has one.
     const waitedFrom = performance.now();
     const releases = this.releases;
+    const drops = this.drops;
     const waited = !this.ready && this.options.slots && !this.early;
     if (waited) {
       try {
         this.slotFirst ??= this.takeSlot(Math.min(withinMs, Math.max(this.giveUpAtMs! - waitedFrom, connectTimeoutMs)));
-        await this.slotFirst;
+        // A wait another call began (with its own, longer deadline) is shared, but this call stops at its own.
+        const taking = this.slotFirst;
+        if ((await untilOrAfter(taking, withinMs)) === TIMED_OUT) return { ok: false, error: this.slotsTaken(withinMs), connected: false };
       } catch (error) {
         // The next attempt waits afresh.
         this.slotFirst = null;
@@ -261,6 +272,10 @@ export class PgConnection {
       connected = true;
       return { ok: true, value: await this.within(call(sql), callMs - (performance.now() - startedMs)) };
     } catch (error) {
+      // The pool was given up under this call because another call (a heartbeat, a kill-request look) met the
+      // silent link first: its "connection closed" is that, and it is told as that (it is no new failure).
+      const failure = error instanceof LedgerUnavailableError ? error : this.ledgerError(error);
+      if (this.drops !== drops && this.dropReason && failure?.unreachable) return { ok: false, error: this.dropReason, connected };
       return { ok: false, error, connected };
     } finally {
       // Released while this attempt waited for its slot (a leg handing itself to the watcher): the pool it
@@ -295,9 +310,16 @@ export class PgConnection {
     this.slotWait?.abort();
     this.dropPendingSlot();
     void ready?.then((client) => closeClient(client, 0)).catch(() => {});
+    // So is a pool release() gave back while a call still ran on it: on a silent link its graceful close
+    // would wait its whole 5 s for an answer that never comes, and keep the process past its deadline.
+    for (const client of this.draining) void client.sql.close({ timeout: 0 }).catch(() => {});
     this.reachability.lose();
     const seconds = Math.round(Math.max(0, ms) / 100) / 10;
-    return new LedgerUnavailableError(this.name, `no answer within ${seconds}s (the server or the network stopped answering)`, { unreachable: true });
+    const error = new LedgerUnavailableError(this.name, `no answer within ${seconds}s (the server or the network stopped answering)`, { unreachable: true });
+    this.drops++;
+    this.dropReason = error;
+    this.silent = true;
+    return error;
   }
 
   /** `error` as the ledger error it stands for (78, host/port/database, no password), else itself. */
@@ -333,24 +355,32 @@ export class PgConnection {
     const ready = this.ready;
     this.ready = null;
     this.releases++;
-    void ready?.then((client) => closeClient(client, "graceful")).catch(() => {});
+    void ready
+      ?.then((client) => {
+        this.draining.add(client);
+        return closeClient(client, this.silent ? 0 : "graceful").finally(() => this.draining.delete(client));
+      })
+      .catch(() => {});
   }
 
   /**
    * Closes the pool without waiting: queries still running get a few seconds (none with `abandon`: a
-   * read command's answer no longer matters once it ended), nothing holds the process longer.
+   * read command's answer no longer matters once it ended; none on a link a call found silent: no answer
+   * is coming), nothing holds the process longer.
    */
   close(options: { abandon?: boolean } = {}): void {
     this.closed = true;
     this.shut.abort();
     const ready = this.ready;
     this.ready = null;
+    const now = options.abandon === true || this.silent;
     // An open still connecting is given up, not waited for: nothing holds the process past its command.
     this.connecting?.abort();
     this.slotWait?.abort();
     this.dropPendingSlot();
-    void ready?.then((client) => closeClient(client, options.abandon ? 0 : "graceful")).catch(() => {});
-    void this.listening?.close({ timeout: options.abandon ? 0 : 5 }).catch(() => {});
+    void ready?.then((client) => closeClient(client, now ? 0 : "graceful")).catch(() => {});
+    if (now) for (const client of this.draining) void client.sql.close({ timeout: 0 }).catch(() => {});
+    void this.listening?.close({ timeout: now ? 0 : 5 }).catch(() => {});
     this.listening = null;
     // A handshake taken over but never used (the command ended before its first query).
     this.early?.discard();
@@ -361,7 +391,14 @@ export class PgConnection {
     const schema = this.schema;
     const early = this.early;
     this.early = undefined;
-    const pending = early ?? handshake(this.target, { ...this.options.shape, limits: this.limits }, this.clock, await this.nextSlot());
+    const drops = this.drops;
+    const slot = early ? null : await this.nextSlot();
+    // Given up (a call's deadline, close) while it waited for its slot: no handshake nobody would abort.
+    if (!early && (this.drops !== drops || this.closed)) {
+      slot?.release();
+      throw this.dropReason && !this.closed ? this.dropReason : new LedgerUnavailableError(this.name, "the ledger was closed");
+    }
+    const pending = early ?? handshake(this.target, { ...this.options.shape, limits: this.limits }, this.clock, slot);
     this.connecting = pending;
     let handshaken: Handshake;
     try {
@@ -419,8 +456,12 @@ export class PgConnection {
     } finally {
       if (this.slotWait === wait) this.slotWait = null;
     }
+    throw this.slotsTaken(withinMs);
+  }
+
+  private slotsTaken(withinMs: number): LedgerUnavailableError {
     const seconds = Math.round(Math.max(0, withinMs) / 100) / 10;
-    throw new LedgerUnavailableError(this.name, `all ${place.count} of this host's connection slots (LI_PG_SLOTS) stayed taken by other li processes for ${seconds}s`, { unreachable: true });
+    return new LedgerUnavailableError(this.name, `all ${this.options.slots?.count ?? 0} of this host's connection slots (LI_PG_SLOTS) stayed taken by other li processes for ${seconds}s`, { unreachable: true });
   }
 
   /** One round trip to the server's clock; a failure keeps the previous offset (the next call tries again). */
@@ -469,6 +510,22 @@ function elsewhere(name: string, schema: string, current: string | null): Ledger
     name,
     `the session's search_path leads to ${where}, not li's schema ${schema}: a pooler dropped li's search_path; set it on the server (ALTER DATABASE or ALTER ROLE … SET search_path = ${schema}), docs/postgres.md "Behind a connection pooler"`,
   );
+}
+
+const TIMED_OUT = Symbol("timed out");
+
+/** `work`'s value, or TIMED_OUT once `ms` pass first (work goes on: another caller may still want it). */
+async function untilOrAfter<T>(work: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  if (!Number.isFinite(ms)) return work;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Resolves after `ms`, or at once when one of `signals` aborts. */
