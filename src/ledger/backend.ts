@@ -11,7 +11,7 @@ import type { CronStore } from "./cron-store.ts";
 import type { LedgerUnavailableError } from "../util/errors.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegPatch, LegRow, MessageRow, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, TransitionRow } from "./rows.ts";
 import type { Awaitable } from "../util/awaitable.ts";
-import type { ChangeWake, WakeOptions } from "./wake.ts";
+import type { ChangeWake, ListenState, WakeOptions } from "./wake.ts";
 import type { WatcherLock } from "./watcher-lock.ts";
 
 /** Operations inside one write transaction. On SQLite the write lock is already held. */
@@ -170,7 +170,7 @@ export interface Backend extends SweepReads {
    * li watch's wake-up for host `hostId` where commits can be told apart by whom they concern (PostgreSQL:
    * its host's and the fleet's channels, §14 "Many hosts"). Absent: `wake()`, every commit (SQLite's one host).
    */
-  watcherWake?(hostId: string): Promise<ChangeWake>;
+  watcherWake?(hostId: string, onListen?: (state: ListenState) => void): Promise<ChangeWake>;
   /** Takes the watcher lock of `hostId` (one `li watch` per ledger per host) or throws LockHeldError at once. */
   lockWatcher(hostId: string): Promise<WatcherLock>;
   close(): void;

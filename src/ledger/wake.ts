@@ -27,6 +27,9 @@ export function wakeUpsDisabled(env: Readonly<Record<string, string | undefined>
   return env.LI_WATCH_FILES === "0";
 }
 
+/** A LISTEN's state as a watcher logs it: down (with why) or back. */
+export type ListenState = { listening: true } | { listening: false; message: string };
+
 /** Bookkeeping shared by every wake (file watch, polling-only, PostgreSQL's LISTEN). */
 export class ChangeSignal {
   generation = 0;

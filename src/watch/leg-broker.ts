@@ -31,6 +31,7 @@ interface Linked {
 export function startLegBroker(ledger: Ledger, liHome: string, log: WatchLog, options: { heartbeatMs?: number } = {}): LegBroker | null {
   const budget = ledger.backend.connections;
   if (!budget) return null;
+  const kills = budget;
   const socketPath = watcherSocketPath(liHome, budget.key);
   const linked = new Map<string, Linked>();
   let server: ReturnType<typeof Bun.listen>;
@@ -54,6 +55,7 @@ export function startLegBroker(ledger: Ledger, liHome: string, log: WatchLog, op
               const legId = message.leg;
               socket.data.legId = legId;
               linked.set(legId, { send: (l) => void socket.write(`${JSON.stringify(l)}\n`), killed: false });
+              listenForKills();
               socket.write(`${JSON.stringify({ ok: true } satisfies WatcherLine)}\n`);
               // A kill recorded before the leg joined was heard by nobody: look once now.
               void forwardIfRequested(legId);
@@ -92,10 +94,18 @@ export function startLegBroker(ledger: Ledger, liHome: string, log: WatchLog, op
     }
   }
 
-  const unlisten = budget.onAnyKillRequest((legId) => {
-    if (legId === null) for (const id of linked.keys()) void forwardIfRequested(id);
-    else if (linked.has(legId)) void forwardIfRequested(legId);
-  });
+  /**
+   * The LISTEN for kill requests, made when the first leg links (a watcher with no leg listens for none: an
+   * idle watcher's one LISTEN is its wake-up's, §14 "Many hosts") and kept; its subscription looks for
+   * every linked leg's request once.
+   */
+  let unlisten: (() => void) | null = null;
+  function listenForKills(): void {
+    unlisten ??= kills.onAnyKillRequest((legId) => {
+      if (legId === null) for (const id of linked.keys()) void forwardIfRequested(id);
+      else if (linked.has(legId)) void forwardIfRequested(legId);
+    });
+  }
 
   let beating = false;
   const beat = async () => {
@@ -125,7 +135,7 @@ export function startLegBroker(ledger: Ledger, liHome: string, log: WatchLog, op
     },
     close() {
       clearInterval(timer);
-      unlisten();
+      unlisten?.();
       server.stop(true);
       fs.rmSync(socketPath, { force: true });
     },

@@ -1,6 +1,6 @@
 // `li watch` (SPEC §12.6): flags over settings, the single-instance lock, signals, then the watch loop.
 import { command } from "../command.ts";
-import { pollingOnly, wakeUpsDisabled } from "../../ledger/wake.ts";
+import { pollingOnly, wakeUpsDisabled, type ListenState } from "../../ledger/wake.ts";
 import { handlerHost } from "../../notify/host.ts";
 import { loadSettings } from "../../settings/settings.ts";
 import { heartbeatMsFromEnv } from "../../legs/heartbeat.ts";
@@ -105,8 +105,21 @@ export default command({
       }
       // Stopped by a signal while the ledger was down: nothing was done.
       if (lock === null) return 0;
-      // PostgreSQL: only commits that concern this host's work, or the fleet's, wake it (§14 "Many hosts").
-      const wake = config.once || wakeUpsDisabled() ? pollingOnly() : ledger.backend.watcherWake ? await ledger.backend.watcherWake(host) : await ledger.backend.wake();
+      // PostgreSQL: only commits that concern this host's work, or the fleet's, wake it (§14 "Many hosts"). A
+      // LISTEN that cannot be made is tried again with backoff; meanwhile the safety poll is the wake-up, and
+      // the log says so (listen_down, listen_back).
+      let listenDownSince: number | null = null;
+      const onListen = (state: ListenState) => {
+        if (!state.listening) {
+          listenDownSince = performance.now();
+          log({ action: "listen_down", wake: "poll", message: state.message });
+        } else {
+          const down = listenDownSince === null ? 0 : (performance.now() - listenDownSince) / 1000;
+          listenDownSince = null;
+          log({ action: "listen_back", wake: "listen", down_seconds: Math.round(down * 10) / 10 });
+        }
+      };
+      const wake = config.once || wakeUpsDisabled() ? pollingOnly() : ledger.backend.watcherWake ? await ledger.backend.watcherWake(host, onListen) : await ledger.backend.wake();
       // §20: this host's legs hand their heartbeats and kill requests to the watcher (PostgreSQL only).
       const heartbeatMs = heartbeatMsFromEnv(process.env);
       const broker = config.once ? null : (await import("../../watch/leg-broker.ts")).startLegBroker(ledger, paths.home, log, heartbeatMs !== undefined ? { heartbeatMs } : {});

@@ -7,7 +7,7 @@
 import type { SQL } from "bun";
 import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { LedgerUnavailableError } from "../../util/errors.ts";
-import type { ChangeWake } from "../wake.ts";
+import type { ChangeWake, ListenState } from "../wake.ts";
 import type { WatcherLock } from "../watcher-lock.ts";
 import type { Backend, ConnectionBudget, TransactionOptions, Tx } from "../backend.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegDirs, LegPatch, LegRow, MessageRow, RunningSession, SessionLegState, SpoolReplayRow, StatusRow, StatusSet, SweepGuardRow, TransitionRow } from "../rows.ts";
@@ -224,8 +224,10 @@ export class PgBackend implements Backend {
   }
 
   /** LISTEN on host `hostId`'s channel and the fleet's (wake.ts): a commit that concerns no work of this host wakes nothing. */
-  async watcherWake(hostId: string): Promise<ChangeWake> {
-    return listenForWatcher(this.conn.pool(), this.conn.schema, hostId);
+  async watcherWake(hostId: string, onListen?: (state: ListenState) => void): Promise<ChangeWake> {
+    // A refusal is told as the ledger's (host, port, database; never a password).
+    const describe = (error: unknown) => this.conn.ledgerError(error)?.message ?? String((error as Error)?.message ?? error);
+    return listenForWatcher(() => this.conn.pool(), this.conn.schema, hostId, onListen, describe);
   }
 
   /** The per-host advisory lock on a reserved connection (watch-lock.ts); its failures are named as the ledger's. */

@@ -6,7 +6,7 @@
 
 import type { SQL } from "bun";
 import { createHash } from "node:crypto";
-import { ChangeSignal, type ChangeWake } from "../wake.ts";
+import { ChangeSignal, type ChangeWake, type ListenState } from "../wake.ts";
 
 /** The channels the triggers notify on (drizzle/postgres/0002_notify_triggers.sql, 0005_notify_per_statement.sql). */
 export const CHANGES_CHANNEL = "li_changes";
@@ -120,42 +120,86 @@ export function listenForChanges(client: Client, schema: string): ChangeWake {
   };
 }
 
+/** Pauses between tries of a LISTEN that could not be made: 250 ms, doubling, at most 5 s. */
+const LISTEN_FIRST_PAUSE_MS = 250;
+const LISTEN_MAX_PAUSE_MS = 5000;
+
 /**
  * li watch's wake-up on PostgreSQL (§14 "Many hosts"): moves on a notice of its host's channel or of the
- * fleet's (watcherChannels), never on another host's leg, and on every (re)subscription of either (a notice
- * may have been lost meanwhile). `watching` once both are acknowledged.
+ * fleet's (watcherChannels), never on another host's leg, and on every (re)subscription (a notice may have
+ * been lost meanwhile). Its LISTEN is made at the first wait, after the watcher's first pass, so its queries
+ * have their connections first. A LISTEN that cannot be made (the server has no free connection, or is
+ * away) is tried again with backoff until it is, told to `onListen` when it goes down and when it is back;
+ * meanwhile `via` is "poll" (the watcher's safety poll is all there is).
  */
-export function listenForWatcher(client: Client, schema: string, host: string): ChangeWake {
+export function listenForWatcher(client: () => Client, schema: string, host: string, onListen?: (state: ListenState) => void, describe: (error: unknown) => string = String): ChangeWake {
   const signal = new ChangeSignal();
   const channels = watcherChannels(schema, host);
-  const subscribed = new Set<string>();
-  let failed = false;
-  const on = (channel: string) =>
-    subscribe(client, channel, schema, {
-      onNotice: () => signal.bump(),
-      onSubscribed: () => {
-        subscribed.add(channel);
-        signal.bump();
-      },
-      onFailed: () => {
-        subscribed.delete(channel);
-        failed = true;
-      },
-    });
-  const unsubscribes = [on(channels.host), on(channels.fleet)];
+  let closed = false;
+  let started = false;
+  let listening = false;
+  let down = false;
+  let made: { unlisten(): Promise<void> }[] = [];
+  let retry: ReturnType<typeof setTimeout> | null = null;
+  const onNotice = (payload: string) => {
+    if (!closed && noticeFor(payload, schema) !== null) signal.bump();
+  };
+  // Bun's client re-subscribes by itself after a connection that was listening drops: that is a wake-up too.
+  const onResubscribed = () => {
+    if (!closed && listening) signal.bump();
+  };
+  async function attempt(pauseMs: number): Promise<void> {
+    if (closed) return;
+    quietDriverRetries();
+    const subscriptions: { unlisten(): Promise<void> }[] = [];
+    try {
+      const sql = await client();
+      for (const channel of [channels.host, channels.fleet]) subscriptions.push(await sql.listen(channel, onNotice, onResubscribed));
+    } catch (error) {
+      for (const s of subscriptions) await s.unlisten().catch(() => {});
+      if (closed) return;
+      listening = false;
+      if (!down) {
+        down = true;
+        onListen?.({ listening: false, message: describe(error) });
+      }
+      retry = setTimeout(() => void attempt(Math.min(pauseMs * 2, LISTEN_MAX_PAUSE_MS)), pauseMs);
+      return;
+    }
+    if (closed) {
+      for (const s of subscriptions) await s.unlisten().catch(() => {});
+      return;
+    }
+    made = subscriptions;
+    listening = true;
+    if (down) {
+      down = false;
+      onListen?.({ listening: true });
+    }
+    // Anything committed before the LISTEN took is looked for again.
+    signal.bump();
+  }
   return {
     get generation() {
       return signal.generation;
     },
     get watching() {
-      return subscribed.size === 2;
+      return listening;
     },
     get via() {
-      return failed ? ("poll" as const) : ("listen" as const);
+      return down ? ("poll" as const) : ("listen" as const);
     },
-    changed: (since, ms) => signal.changed(since, ms),
+    changed: (since, ms) => {
+      if (!started) {
+        started = true;
+        void attempt(LISTEN_FIRST_PAUSE_MS);
+      }
+      return signal.changed(since, ms);
+    },
     close: () => {
-      for (const unsubscribe of unsubscribes) unsubscribe();
+      closed = true;
+      if (retry !== null) clearTimeout(retry);
+      for (const s of made) void s.unlisten().catch(() => {});
       signal.close();
     },
   };
