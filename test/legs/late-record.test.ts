@@ -120,11 +120,20 @@ describe("a late record beats an inference (§17)", () => {
     const home = agentHome();
     const db = ledgerRows(home.home);
     const go = path.join(home.scratch, "go");
-    const leg = spawnLi(["agent", "--", ...waitsFor(go, 0)], home);
+    // No heartbeat: the supervisor is stopped below, and must not be stopped holding a write.
+    const leg = spawnLi(["agent", "--", ...waitsFor(go, 0)], home, { env: { LI_TEST_HEARTBEAT_SECONDS: "3600" } });
     const { session_id: id, id: legId } = await legRecorded(db);
     // As reapWrongly does: li kill now judges both pids reused, signals neither and writes its verdict itself.
     await db.run("UPDATE legs SET pid_start_ticks = pid_start_ticks + 1, command_start_ticks = command_start_ticks + 1 WHERE id = ?", legId);
-    const killed = await li(["kill", id], { home: home.home });
+    // Judged dead, the supervisor's leg processes are stopped by li kill (its cgroup or environment, §8.7):
+    // the live supervisor, stopped meanwhile, can only notice once li kill has written its verdict.
+    leg.proc.kill("SIGSTOP");
+    let killed: Awaited<ReturnType<typeof li>>;
+    try {
+      killed = await li(["kill", id], { home: home.home });
+    } finally {
+      leg.proc.kill("SIGCONT");
+    }
     expect({ code: killed.code, stderr: killed.stderr }).toEqual({ code: 0, stderr: "" });
     expect(await db.all("SELECT status, status_reason_code FROM sessions")).toEqual([{ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" }]);
 
