@@ -77,17 +77,17 @@ describe("completion in a real terminal", () => {
     const rc = join(scripts, "bashrc");
     writeFileSync(rc, [`source ${BASH_COMPLETION}`, `source ${join(scripts, "li.bash")}`, `PS1='${PROMPT}'`, "bind 'set bell-style none'"].join("\n") + "\n");
     await completesIdsAndCommands(await start(["bash", "--noprofile", "--rcfile", rc, "-i"]));
-  }, 60_000);
+  }, 180_000);
 
   test.skipIf(skip.zsh)("zsh (compinit): ids from the ledger, and the command after -- by zsh's _normal", async () => {
     const zdotdir = join(scripts, "zdotdir");
     mkdirSync(zdotdir);
     writeFileSync(join(zdotdir, ".zshrc"), [`fpath=(${scripts} $fpath)`, "autoload -Uz compinit && compinit -u -D", `PROMPT='${PROMPT}'`, "unsetopt beep"].join("\n") + "\n");
     await completesIdsAndCommands(await start(["env", `ZDOTDIR=${zdotdir}`, "zsh", "-i"]));
-  }, 60_000);
+  }, 180_000);
 
   test.skipIf(skip.fish)("fish: ids from the ledger (no file names), and the command after -- by __fish_complete_subcommand", async () => {
     const init = `set -g fish_autosuggestion_enabled 0; function fish_prompt; echo -n '${PROMPT}'; end; source ${join(scripts, "li.fish")}`;
     await completesIdsAndCommands(await start(["fish", "--no-config", "-C", init]));
-  }, 60_000);
+  }, 180_000);
 });

@@ -54,7 +54,9 @@ export class TmuxShell {
       const line = this.line(prompt);
       if (typeof expected === "string" ? line === expected : expected.test(line)) return line;
       throw new Error(`the line is ${JSON.stringify(line)}; the screen:\n${this.screen().trimEnd()}`);
-    }, { timeoutMs: 10_000 });
+      // The shell runs li for the ids (on PostgreSQL a connect and a query): on a loaded machine that
+      // has taken over 10 s, so the wait is generous; a completion that never comes still fails.
+    }, { timeoutMs: 30_000 });
   }
 
   stop(): void {
