@@ -4,6 +4,9 @@ import { openLedgerEarly } from "./cli/early-ledger.ts";
 import { closeUnusedEarly } from "./ledger/early-open.ts";
 import { entryArgv } from "./legs/supervisor-argv.ts";
 import { isWarm, takeWarmRequest } from "./legs/warm-entry.ts";
+import { mark } from "./util/profile.ts";
+
+mark("entry: the runtime started, the entry module loaded");
 
 // A warm supervisor (li watch started it ahead of need): li's supervisor modules load while it waits for
 // its request, which then makes it the detached supervisor of a leased run, as if started for that run.
@@ -12,7 +15,6 @@ if (isWarm(process.argv.slice(2), process.env)) {
   if (!(await takeWarmRequest(process.env))) process.exit(0);
   await loading;
 }
-
 let argv: string[] | null = null;
 let refused: unknown = null;
 try {
@@ -23,6 +25,7 @@ try {
 }
 if (argv !== null) await openLedgerEarly(argv);
 const { main, reportError } = await import("./cli/main.ts");
+mark("main loaded");
 let code: number;
 try {
   if (argv === null) throw refused;
@@ -33,3 +36,4 @@ try {
   closeUnusedEarly();
 }
 process.exitCode = code;
+mark("done");

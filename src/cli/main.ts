@@ -12,6 +12,7 @@ import { parseArgs } from "./parse-args.ts";
 import { splitArgv, walk } from "./route.ts";
 import { isGroup } from "./tree-node.ts";
 import { versionText } from "./version.ts";
+import { mark } from "../util/profile.ts";
 
 export { commandPaths, TREE } from "./tree.ts";
 
@@ -88,20 +89,26 @@ async function execute(command: LiCommand, where: string, rest: string[], passth
   const args = parseArgs(rest, command.args, where);
   const patience = defaultPatience(args as Record<string, unknown>);
   // Before anything is read from them: a home, ledger or settings file another user could have planted is refused (§18).
+  mark("args parsed");
   if (command.ledger !== "none") await requireOwnedPaths();
+  mark("owner and mode checks");
   if (command.longLived) holdLedgerLong();
   const open = await ledgerOpener(command.ledger);
+  mark("ledger opener loaded");
   let opened: { close(): void } | null = null;
   try {
     const exit = await command.run({ args, rawArgs: rest, passthrough, ledger: (asked?: Patience) => (opened ??= open(asked ?? patience)) as never });
     // §17: a command that wrote replays this host's spooled outcomes — unless its ledger failed it just now.
     if (opened !== null && command.ledger !== "reads" && exit !== ExitCode.unavailable && !cliContext.ledgerFailed) {
       const { replayAfterWrite } = await import("./replay-spool.ts");
+      mark("command returned");
       await replayAfterWrite(opened as never);
+      mark("spool replay");
     }
     return exit;
   } finally {
     (opened as { close(): void } | null)?.close();
+    mark("ledger closed");
   }
 }
 
@@ -135,6 +142,7 @@ export async function main(argv: string[]): Promise<number> {
     throw new UsageError(`unknown flag ${word} for '${["li", ...path].join(" ")}' (see ${["li", ...path].join(" ")} --help)`);
   }
   const command = await node.load();
+  mark("command module loaded");
   const where = `li ${path.join(" ")}`;
   if (wantsHelp) {
     writeOut((await help()).commandHelp(where, command));

@@ -17,6 +17,7 @@ import type { AlsoInSetup, LegIds, LegPlan } from "./setup.ts";
 import type { StreamLimits } from "./stream-copy.ts";
 import { DEFAULT_KILL_GRACE_SECONDS, LiSignalTrap } from "./signals.ts";
 import type { AfterCommit, LegOutage, TeardownResult } from "./teardown/state.ts";
+import { mark } from "../util/profile.ts";
 
 /** Exit codes that mean "the provider failed" for linked-session reconciliation (§8.2 step 5). */
 export const PROVIDER_FAILURE_EXIT_CODES: readonly number[] = Object.freeze([75]);
@@ -106,6 +107,7 @@ export async function runAgent(req: AgentRequest, deps: AgentDeps): Promise<Agen
   // Trapped before anything is allocated or committed, for every leg of the run (§8.1): a signal
   // before a spawn ends that leg `cancelled`/`aborted` through its teardown instead of killing li.
   const signals = new LiSignalTrap();
+  mark("signals trapped");
   try {
     return await runLegs(req, deps, signals);
   } finally {
@@ -127,7 +129,9 @@ async function runLegs(req: AgentRequest, deps: AgentDeps, signals: LiSignalTrap
   const answered = ledger ? await ledger.ready().then(() => true, (error: unknown) => ledger.backend.ledgerError(error)?.unreachable !== true) : true;
   const newId = deps.newId ?? randomId;
   const resume: ResumeTarget | null = req.resume !== null ? await (await import("./resume.ts")).resolveResume(deps.ledger, deps.runsRoot, req.resume, deps.resumeHooks) : null;
+  mark("ledger ready");
   let run = await allocateFirstRun(req, deps, resume ? { contract: resume.contract, artifactRoot: resume.artifactRoot } : undefined);
+  mark("run directory allocated");
   if (resume && resume.sessionId === null) deps.io.log(`resume: branch ${resume.branchId} has no session any more; it continues under a new session`);
   let sessionId = resume?.sessionId ?? newId();
   const branchId = resume?.branchId ?? newId();

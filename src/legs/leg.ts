@@ -27,6 +27,7 @@ import { firstLockWaitMs, retryLockWaitMs, retryUnreachable } from "./ledger-ret
 import { formatDuration } from "../util/duration.ts";
 import type { LedgerUnavailableError } from "../util/errors.ts";
 import { startUpDone } from "../util/jit.ts";
+import { mark } from "../util/profile.ts";
 
 /** Where a leg's live output and li's own notes go. */
 export interface LegIo {
@@ -231,6 +232,7 @@ export async function runLeg(plan: LegPlan, mode: LegMode, o: LegOptions): Promi
 async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signals: LiSignalTrap): Promise<LegOutcome> {
   await o.hooks?.beforeSetup?.(plan);
   const { ledger, resumed, stopped, spoolWhole } = o.ledger ? await openRecord(o.ledger, plan, mode, o) : unopened(plan, mode, o);
+  mark("setup committed");
   if (stopped !== null) {
     // The session ended before this continuation could join it: no leg row was written and nothing runs,
     // so the directory allocated for the leg goes too.
@@ -240,8 +242,10 @@ async function runTrappedLeg(plan: LegPlan, mode: LegMode, o: LegOptions, signal
   }
   // Setup is done (recorded, or the leg runs unrecorded): the run directory is no orphan any more.
   clearSetupPending(plan, o.io.log);
+  mark("setup-pending marker cleared");
   // Room for the outcome in the spool, taken before the command can fill the disk (§20).
   const reservation = ledger || spoolWhole ? await reserveSpool(plan, o) : null;
+  mark("spool room reserved");
   try {
     return await runRecordedLeg(plan, o, signals, ledger, resumed, spoolWhole, reservation);
   } finally {
@@ -253,6 +257,7 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
   await o.hooks?.afterSetup?.(plan);
   const escalateFile = `${plan.run.stateRoot}/escalations.jsonl`;
   const { fd: streamFd, problem: runDirProblem } = prepareRunFiles(plan, ledger !== null, escalateFile, o.io.log);
+  mark("manifest, snapshot, stream file");
   await o.onStarted?.(plan, ledger !== null);
 
   const toStream = streamSink(streamFd, plan.run.streamPath(plan.branchId), o.io.log, o.streamLimits);
@@ -278,6 +283,7 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
   let teardownModule: Promise<typeof import("./teardown/run.ts")> | null = null;
   try {
     await o.hooks?.beforeSpawn?.(plan);
+    mark("kill-request watch, before the spawn");
     // A signal since the trap went up ends the leg here: the command is never started (no await from here to the spawn).
     const before = signals.pending;
     if (before !== null) {
@@ -293,6 +299,7 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
         });
         child = spawned.child;
         processes = spawned.processes;
+        mark("cgroup made, command spawned");
       } catch (error) {
         if (!(error instanceof SpawnError)) throw error;
         failure = error.message;
@@ -312,6 +319,7 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
       await o.hooks?.afterSpawn?.(plan, pid);
       commandMarkers = { pid, startTicks: readStartTicks(pid) };
       if (ledger) await recordCommandMarkers(ledger, plan.legId, commandMarkers, processes?.scope ?? { containment: "group", cgroup: null }).catch(() => {});
+      mark("command markers recorded");
       // §20: with a watcher on this host, it beats and listens for the leg, which gives its connections back.
       if (ledger && liveness && o.watcherHome) leaveWatcher = handToWatcher(ledger, plan, o.watcherHome, o, liveness, () => signals.request("SIGTERM"));
       // Either way the command runs holding no pooled connection: the next beat (or the final write) opens one.
@@ -319,6 +327,7 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
       // The supervisor stays for as long as the command runs: from here on its hot paths (the output pumps) may be compiled.
       startUpDone();
       const exit = await child.exited;
+      mark("command exited");
       disarm();
       await terminator.settle();
       contained = await endContainment(processes, child.usage(), {
@@ -327,7 +336,9 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
         graceMs: o.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
         log: o.io.log,
       });
+      mark("containment ended (leftovers, usage, cgroup removed)");
       await drainPumps(pumps, o.drainGraceMs);
+      mark("output drained");
       termination = terminator.reason ?? naturalTermination(exit.exitCode, exit.signalCode);
       exitCode = commandExitCode(exit.exitCode, exit.signalCode);
     }
@@ -338,6 +349,7 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
     if (streamFd !== null) fs.closeSync(streamFd);
   }
   const { runTeardown } = await (teardownModule ?? loadTeardown(o.afterCommit));
+  mark("teardown loaded");
   const result = await runTeardown({
     ledger,
     sessionId: plan.sessionId,
@@ -369,6 +381,7 @@ async function runRecordedLeg(plan: LegPlan, o: LegOptions, signals: LiSignalTra
     ...(spoolWhole ? { spoolWhole } : {}),
     ...(reservation ? { spoolReservation: reservation } : {}),
   });
+  mark("teardown done");
   return { result, termination, stoppedBy: null, persisted: ledger !== null || result.persisted === "spooled", resumed };
 }
 

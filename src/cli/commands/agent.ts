@@ -29,6 +29,7 @@ import { writeErr, writeOut, writeNote } from "../io.ts";
 import { repeatedFlag } from "../repeated-flag.ts";
 import type { LegRunner, QueueArgs } from "../agent-queue.ts";
 import type { ScheduledLegHooks } from "../../schedule/leg.ts";
+import { mark } from "../../util/profile.ts";
 
 /** "0 completed, 1 completed_empty/failed, …" from the status table; `running` is no outcome of its own. */
 function exitCodesByStatus(): string {
@@ -122,7 +123,9 @@ export default command({
     heartbeatMsFromEnv(process.env);
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, note);
+    mark("settings lookup");
     const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, ...(settings ? { defaultLedgerRetry: settings.agentLedgerRetry, defaultKillGrace: settings.agentKillGrace, defaultStopLeftovers: settings.agentStopLeftovers } : {}), env: process.env });
+    mark("request parsed");
     req.contractWarnings.forEach(note);
     if (req.detach) {
       // The supervisor's warnings go to its log: a bad --notify is worth saying here, where someone reads it.
@@ -147,11 +150,14 @@ export default command({
       const opened = await openOrWait(open, req);
       ledger = opened.ledger;
       unreachable = opened.unreachable;
+      mark("ledger opened");
     } else note("warning: --no-persist: nothing is recorded in the ledger");
     const io: LegIo = { stdout: writeFd(req.json ? 2 : 1), stderr: writeFd(2), log: note };
+    const legNotifier = await notifier(req.notify, settings, note);
+    mark("notifier loaded");
     const outcome = await runAgent(req, {
       ...deps(ledger, io, workdir, stdinMode(isTerminal(0), false), req, settings),
-      notifier: await notifier(req.notify, settings, note),
+      notifier: legNotifier,
       ...(unreachable ? { unreachable } : {}),
     });
     const { plan, result } = outcome;

@@ -7,6 +7,7 @@ import { writeFinalRecord, type FinalWrite } from "./record.ts";
 import { retryLockWaitMs, retryUnreachable } from "../ledger-retry.ts";
 import { LedgerUnavailableError } from "../../util/errors.ts";
 import { formatDuration } from "../../util/duration.ts";
+import { mark } from "../../util/profile.ts";
 
 export interface TeardownStep {
   readonly name: string;
@@ -65,7 +66,9 @@ async function walk(s: TeardownState, input: TeardownInput, steps: readonly Tear
   for (const step of steps) {
     if (step.name === "pushCallbacks") liftCut(input);
     try {
-      if ((await step.run(s)) === "stop") break;
+      const stop = (await step.run(s)) === "stop";
+      mark(`teardown: ${step.name}`);
+      if (stop) break;
     } catch (error) {
       const ledgerError = s.ledger?.backend.ledgerError(error) ?? null;
       if (ledgerError) {

@@ -1,0 +1,27 @@
+// Marks on one clock for the hot-path profile (bench/agent-profile.ts, docs/benchmarks.md). With
+// LI_PROFILE_FILE set, a process appends its marks (name, ms since the process started, ms of CPU the
+// process used so far, all its threads) there as one JSON line when it exits; unset, mark() does
+// nothing and nothing is written.
+
+import fs from "node:fs";
+
+const file = process.env.LI_PROFILE_FILE;
+const marks: [string, number, number][] = [];
+
+/** Notes that the process reached `name` now. */
+export function mark(name: string): void {
+  if (!file) return;
+  const cpu = process.cpuUsage();
+  marks.push([name, performance.now(), (cpu.user + cpu.system) / 1000]);
+}
+
+if (file) {
+  process.on("exit", () => {
+    mark("exit: the event loop drained");
+    try {
+      fs.appendFileSync(file, `${JSON.stringify({ pid: process.pid, marks })}\n`);
+    } catch {
+      // A profile that cannot be written is no failure of the command.
+    }
+  });
+}
