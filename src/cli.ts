@@ -3,7 +3,7 @@
 import { openLedgerEarly } from "./cli/early-ledger.ts";
 import { closeUnusedEarly } from "./ledger/early-open.ts";
 import { entryArgv } from "./legs/supervisor-argv.ts";
-import { isWarm, takeWarmRequest } from "./legs/warm-entry.ts";
+import { isWarm, takeWarmRequest, warmConnectionMs } from "./legs/warm-entry.ts";
 import { mark } from "./util/profile.ts";
 
 mark("entry: the runtime started, the entry module loaded");
@@ -12,9 +12,15 @@ mark("entry: the runtime started, the entry module loaded");
 // its request, which then makes it the detached supervisor of a leased run, as if started for that run.
 if (isWarm(process.argv.slice(2), process.env)) {
   const loading = Promise.all([import("./cli/main.ts"), import("./cli/commands/agent.ts"), import("./cli/agent-queue.ts"), import("./legs/detach.ts"), import("./cli/context.ts")]).catch(() => {});
+  // A ledger on a server: its session opens while this waits (its LI_DB is the watcher's, as the run's
+  // will be), and is given up after a while unused, so an idle watcher holds no connection or slot more.
+  await openLedgerEarly(["agent"]);
+  const unused = setTimeout(closeUnusedEarly, warmConnectionMs(process.env));
   if (!(await takeWarmRequest(process.env))) process.exit(0);
+  clearTimeout(unused);
   await loading;
 }
+
 let argv: string[] | null = null;
 let refused: unknown = null;
 try {

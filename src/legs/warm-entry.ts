@@ -18,6 +18,15 @@ export const WARM_VALUE = `fd:${WARM_FD}`;
  * of the run is done (how a kill -9 at that moment is tested). Read from the environment li watch gave it.
  */
 export const WARM_HOLD_ENV = "LI_TEST_WARM_HOLD";
+/** How long a warm supervisor keeps the ledger session it opened while waiting (PostgreSQL) unused. */
+export const WARM_CONNECTION_MS = 30_000;
+/** Tests only: that time in ms instead (read from the environment li watch gave it). */
+export const WARM_CONNECTION_ENV = "LI_TEST_WARM_CONNECTION_MS";
+
+export function warmConnectionMs(env: Readonly<Record<string, string | undefined>>): number {
+  const ms = Number(env[WARM_CONNECTION_ENV]);
+  return Number.isSafeInteger(ms) && ms > 0 ? ms : WARM_CONNECTION_MS;
+}
 /** What the warm supervisor answers once it made the request its own (the watcher then waits for the ready report). */
 export const WARM_TAKEN = "taken";
 
