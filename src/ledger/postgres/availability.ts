@@ -34,12 +34,15 @@ export async function serverStart(sql: SQL): Promise<number | null> {
 export class Reachability {
   private lost = false;
   private regained: number | null = null;
+  /** Calls that failed as unreachable so far. */
+  losses = 0;
 
   constructor(private readonly now: () => number) {}
 
   /** A call failed as unreachable. */
   lose(): void {
     this.lost = true;
+    this.losses++;
   }
 
   /** A call succeeded: the first after a loss is the moment the ledger came back. */

@@ -24,6 +24,7 @@ import type { CronStore } from "../cron-store.ts";
 import { PgReads } from "./reads.ts";
 import { listenForChanges, listenForKillRequest, listenForKillRequests, listenForWatcher } from "./wake.ts";
 import { holdPgWatcherLock } from "./watch-lock.ts";
+import { closedConnections } from "./client.ts";
 import { laterOf, serverStart } from "./availability.ts";
 import { num } from "./row-numbers.ts";
 import { nextSeqStatement } from "../rules/seq.ts";
@@ -236,7 +237,9 @@ export class PgBackend implements Backend {
     // lock is then taken again on the new one. Every check is bounded like any call: a black-holed lock
     // connection must fail the watcher's pass, not hang it (§17).
     const pool = () => this.conn.pool();
-    const lock = await this.conn.run(() => holdPgWatcherLock(pool, this.conn.schema, hostId, this.conn.name));
+    // The lock is asked about only after a connection of this process closed or a call found the ledger unreachable.
+    const drops = () => closedConnections() + this.conn.reachability.losses;
+    const lock = await this.conn.run(() => holdPgWatcherLock(pool, this.conn.schema, hostId, this.conn.name, drops));
     return {
       path: lock.path,
       ensureHeld: () => this.conn.run(() => lock.ensureHeld()),

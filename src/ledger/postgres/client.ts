@@ -123,6 +123,18 @@ export interface PoolShape {
   prepare?: boolean;
 }
 
+/** Connections of this process that closed (the server ended them, the link dropped, or li closed a pool). */
+let closedConnectionCount = 0;
+
+/**
+ * How many connections of this process have closed so far. A session-level advisory lock holds while its
+ * connection lives: as long as this count has not moved, no lock of this process was dropped with its
+ * connection (watch-lock.ts asks the server only then, §14 "Many hosts").
+ */
+export function closedConnections(): number {
+  return closedConnectionCount;
+}
+
 /** The options handed to Bun: every field set, so no environment variable Bun reads can change them. */
 export function clientOptions(target: PgTarget, shape: PoolShape = {}): Bun.SQL.PostgresOrMySQLOptions {
   const limits = shape.limits ?? DEFAULT_LIMITS;
@@ -154,6 +166,9 @@ export function clientOptions(target: PgTarget, shape: PoolShape = {}): Bun.SQL.
     prepare: shape.prepare ?? true,
     idleTimeout: 0,
     bigint: false,
+    onclose: () => {
+      closedConnectionCount++;
+    },
   };
 }
 

@@ -9,6 +9,7 @@
 import type { ReservedSQL, SQL } from "bun";
 import { LockHeldError, WatcherLockLostError, type WatcherLock } from "../watcher-lock.ts";
 import { LOCK_NAMESPACE } from "./migrate.ts";
+import { closedConnections } from "./client.ts";
 
 /** The advisory lock's text key: the seq lock is `<schema>:seq`, the migrator's the schema alone. */
 export function watcherLockKey(schema: string, hostId: string): string {
@@ -91,10 +92,11 @@ const GHOST_EXIT_WAIT_MS = 5000;
  * Takes the watcher lock of host `hostId` on `schema`, or throws LockHeldError at once when another
  * session holds it. `ledgerName` is the ledger as messages name it (postgres://HOST:PORT/DATABASE).
  */
-export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: string, ledgerName: string): Promise<WatcherLock> {
+export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: string, ledgerName: string, drops: () => number = closedConnections): Promise<WatcherLock> {
   const key = watcherLockKey(schema, hostId);
   const fleetKey = fleetLockKey(schema);
   const path = `${ledgerName} (advisory lock ${key})`;
+  const takenAsOf = drops();
   let holder = await tryLock(pool, key);
   if (holder === null) throw new LockHeldError(path);
   /** The session that held the lock for this watcher until its connection died: maybe a ghost on the server. */
@@ -111,14 +113,25 @@ export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: 
    */
   let checking: Promise<void> | null = null;
 
+  /** `drops()` when the lock was last known held: until it moves, the lock's session lives and holds it. */
+  let heldAsOf = takenAsOf;
+
   async function check(): Promise<void> {
+    const asOf = drops();
     if (holder !== null) {
+      // A session lock holds until its connection drops: with no connection closed and no call failed as
+      // unreachable since it was last known held, the server is not asked (a pass of an idle watcher runs
+      // no query for it).
+      if (asOf === heldAsOf) return;
       try {
         // Asks the server, not the client: a session that was replaced under the same handle would not hold it.
         const [row] = await holder.conn`
           SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
                          AND classid = ${LOCK_NAMESPACE}::int::oid AND objid = hashtext(${key})::oid AND objsubid = 2) AS mine`;
-        if (row?.mine === true) return;
+        if (row?.mine === true) {
+          heldAsOf = asOf;
+          return;
+        }
         throw new Error("the lock's session no longer holds it");
       } catch {
         const dead = holder;
@@ -134,6 +147,7 @@ export async function holdPgWatcherLock(pool: LockPool, schema: string, hostId: 
     if (holder === null && former !== null && (await endGhost(pool, key, former))) holder = await tryLock(pool, key);
     if (holder === null) throw new WatcherLockLostError(path);
     former = null;
+    heldAsOf = asOf;
     // Released while this check was given up and still running: the lock it took back goes too.
     if (released) {
       const taken = holder;

@@ -6,17 +6,63 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { closedConnections, connectPg } from "../../../src/ledger/postgres/client.ts";
+import { resolvePgTarget } from "../../../src/ledger/postgres/options.ts";
 import { LOCK_NAMESPACE } from "../../../src/ledger/postgres/migrate.ts";
-import { fleetLockKey } from "../../../src/ledger/postgres/watch-lock.ts";
+import { fleetLockKey, holdPgWatcherLock } from "../../../src/ledger/postgres/watch-lock.ts";
 import type { WatcherLock } from "../../../src/ledger/watcher-lock.ts";
 import { LI_BINARY, liEnv } from "../../helpers/cli.ts";
 import { collectLines, type CollectedLines } from "../../helpers/lines.ts";
 import { usePgTestLedgers, type PgTestLedger } from "../../helpers/pg-ledger.ts";
-import { describePostgres, usePostgresDatabase } from "../../helpers/postgres.ts";
+import { describePostgres, statementStatistics, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { NeverHappens, until } from "../../helpers/until.ts";
 
-describePostgres("the fleet's election on one PostgreSQL ledger (§14 Many hosts)", () => {
-  const { open, spawned } = usePgTestLedgers(usePostgresDatabase());
+describePostgres(
+  "the fleet's election on one PostgreSQL ledger (§14 Many hosts)",
+  () => {
+  const db = usePostgresDatabase();
+  const { open, spawned } = usePgTestLedgers(db);
+
+  test("a watcher's per-pass lock check asks the server nothing while its connections live; after its lock's connection drops it asks, and takes the lock again", async () => {
+    const t = await open();
+    await t.raw.sql`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`;
+    const role = `fl_${process.pid}`;
+    for (const statement of [`DROP ROLE IF EXISTS ${role}`, `CREATE ROLE ${role} LOGIN`, `GRANT CONNECT ON DATABASE "${db.name}" TO ${role}`]) await t.raw.sql.unsafe(statement);
+    const client = await connectPg(resolvePgTarget(t.url.replace("postgres@", `${role}@`)));
+    try {
+      const lock = await holdPgWatcherLock(async () => client.sql, t.schema, "host-quiet", client.name);
+      /** The role's statements that read pg_locks (the old per-pass check) and that took the lock. */
+      const calls = async (like: string) => {
+        const [row] = await t.raw.sql`
+          SELECT COALESCE(sum(s.calls), 0)::int AS n FROM pg_stat_statements s JOIN pg_catalog.pg_roles r ON r.oid = s.userid
+          WHERE r.rolname = ${role} AND s.query ILIKE ${like}`;
+        return row.n as number;
+      };
+      const lockQueries = () => calls("%pg_locks%");
+      const takes = () => calls("%pg_try_advisory_lock%");
+      for (let i = 0; i < 20; i++) await lock.ensureHeld();
+      expect(await lockQueries()).toBe(0);
+      // Its session is ended (what a dropped connection is to the server): the close is heard, the next check asks and takes the lock again.
+      const [holder] = await t.raw.sql`SELECT pid FROM pg_catalog.pg_stat_activity WHERE usename = ${role} AND query ILIKE '%pg_try_advisory_lock%'`;
+      const closed = closedConnections();
+      await t.raw.sql`SELECT pg_terminate_backend(${holder.pid}, 5000)`;
+      await until("the lock's connection closed", () => closedConnections() > closed);
+      expect(await takes()).toBe(1);
+      await lock.ensureHeld();
+      // Its old connection could not answer; the lock was taken again on a new session.
+      expect(await takes()).toBe(2);
+      const held = await t.raw.sql`
+        SELECT l.pid FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND a.usename = ${role}`;
+      expect(held.map((r: { pid: number }) => r.pid)).toEqual([expect.any(Number)]);
+      expect(held[0].pid).not.toBe(holder.pid);
+      for (let i = 0; i < 20; i++) await lock.ensureHeld();
+      expect({ pg_locks: await lockQueries(), takes: await takes() }).toEqual({ pg_locks: 0, takes: 2 });
+      await lock.release();
+    } finally {
+      await client.close();
+    }
+  }, { timeout: 120_000 });
 
   /** The server sessions holding the fleet's election lock right now. */
   async function electedSessions(t: PgTestLedger): Promise<number[]> {
@@ -44,7 +90,10 @@ describePostgres("the fleet's election on one PostgreSQL ledger (§14 Many hosts
 
       // The leader's session dies (what a kill -9 or a dropped connection does to it on the server).
       const [pid] = await electedSessions(t);
+      const closed = closedConnections();
       await t.raw.sql`SELECT pg_terminate_backend(${pid}, 5000)`;
+      // The leader learns it from its connection's close (it asks the server about its lock only then).
+      await until("the leader's connection closed", () => closedConnections() > closed);
       const after = await round();
       expect(after.filter(Boolean)).toHaveLength(1);
       // Whoever won, the election is held by exactly one live session, and the old leader knows whether it still leads.
@@ -110,4 +159,6 @@ describePostgres("the fleet's election on one PostgreSQL ledger (§14 Many hosts
     for (const w of rest) w.proc.kill("SIGTERM");
     expect(await Promise.all(rest.map((w) => w.proc.exited))).toEqual([0, 0]);
   });
-});
+  },
+  [statementStatistics],
+);
