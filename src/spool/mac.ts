@@ -2,10 +2,15 @@
 // that li keeps in `$LI_HOME/spool.key` (created 0600 at first use). Replay applies only entries whose MAC
 // it can check: a file someone wrote by hand into the spool, or changed there, is set aside instead.
 
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
+
+/**
+ * node:crypto, loaded when a MAC is made or checked (a spool write, a replay) or a key made: every
+ * recorded leg reads the key when it reserves its room, and loading node:crypto costs ~3 ms of CPU.
+ */
+const nodeCrypto = (): typeof import("node:crypto") => require("node:crypto");
 
 /** Where the key of the spool `spoolDir` lives: beside it, in LI_HOME. */
 export function spoolKeyPath(spoolDir: string): string {
@@ -24,7 +29,7 @@ export function spoolKey(spoolDir: string, options: { create: boolean }): SpoolK
       fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
       const fd = fs.openSync(file, "wx", 0o600);
       try {
-        fs.writeSync(fd, `${randomBytes(32).toString("hex")}\n`);
+        fs.writeSync(fd, `${nodeCrypto().randomBytes(32).toString("hex")}\n`);
         fs.fsyncSync(fd);
       } finally {
         fs.closeSync(fd);
@@ -44,7 +49,7 @@ export function spoolKey(spoolDir: string, options: { create: boolean }): SpoolK
 
 /** The MAC of an entry's text without its `mac` field, hex. */
 export function macOf(key: Buffer, body: string): string {
-  return createHmac("sha256", key).update(body).digest("hex");
+  return nodeCrypto().createHmac("sha256", key).update(body).digest("hex");
 }
 
 /** `body` (an entry's JSON, an object) with its MAC added as the last field. */
@@ -60,5 +65,5 @@ export function verifyMac(key: Buffer, parsed: Record<string, unknown>): boolean
   delete parsed.mac;
   // JSON.stringify of what JSON.parse gave back is the text withMac signed: same keys, same order, same numbers.
   const expected = Buffer.from(macOf(key, JSON.stringify(parsed)), "hex");
-  return timingSafeEqual(expected, Buffer.from(mac, "hex"));
+  return nodeCrypto().timingSafeEqual(expected, Buffer.from(mac, "hex"));
 }

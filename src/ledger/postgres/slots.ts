@@ -11,7 +11,6 @@
 // always within the caller's own deadline.
 
 import { dlopen, FFIType } from "bun:ffi";
-import { createHash } from "node:crypto";
 import { closeSync, constants, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import { UsageError } from "../../util/errors.ts";
@@ -41,7 +40,7 @@ export function slotCount(env: NodeJS.ProcessEnv = process.env): number {
 
 /** `$LI_HOME/pg-slots/<hash of the ledger key>`: one set of slots per ledger per host. */
 export function slotDir(liHome: string, ledgerKey: string): string {
-  return path.join(liHome, "pg-slots", createHash("sha256").update(ledgerKey).digest("hex").slice(0, 16));
+  return path.join(liHome, "pg-slots", new Bun.CryptoHasher("sha256").update(ledgerKey).digest("hex").slice(0, 16));
 }
 
 let libc: { symbols: { flock(fd: number, op: number): number } } | null = null;
