@@ -9,7 +9,8 @@ import { processIdentity } from "../../src/host/proc.ts";
 import { allocateRun } from "../../src/legs/rundir.ts";
 import { legRow, setupNewSession, type LegPlan } from "../../src/legs/setup.ts";
 import { runTeardown, TEARDOWN_STEPS } from "../../src/legs/teardown/run.ts";
-import { initialState, type TeardownInput, type TeardownState } from "../../src/legs/teardown/state.ts";
+import { initialState, type LegOutage, type SpoolRequest, type TeardownInput, type TeardownState } from "../../src/legs/teardown/state.ts";
+import { LedgerUnavailableError } from "../../src/util/errors.ts";
 import {
   applyEscalation,
   applyMissingArtifacts,
@@ -508,5 +509,101 @@ describeSqliteOnly("sqlite-errors")("a ledger that fails during teardown", () =>
     const result = await runTeardown(leg.input({ termination: "exited_nonzero", exitCode: 4 }), steps);
     expect(result).toMatchObject({ status: "failed", reasonCode: "run.failed.exit_nonzero", persisted: "unrecorded", exitCode: 4 });
     expect(result.ledgerError!.message).toStartWith(`ledger ${leg.ledger.location}: I/O error`);
+  });
+});
+
+describe("an unreachable ledger during teardown (§17)", () => {
+  /** A ledger error of the kind a dropped connection gives: unreachable, retried. */
+  const dropped = (leg: Leg) => new LedgerUnavailableError(leg.ledger.location, "connection closed", { unreachable: true });
+
+  /** An outage plan on a fake clock: each backoff pause moves the clock, nothing sleeps; spooled entries are kept. */
+  function outagePlan(retrySeconds: number) {
+    let ms = 0;
+    const spooled: SpoolRequest[] = [];
+    const outage: LegOutage = {
+      retrySeconds,
+      spoolDir: tempDir(),
+      hostId: "host-1",
+      spool: async (_, request) => {
+        spooled.push(request);
+        return "/spool/entry.json";
+      },
+      clockMs: () => ms,
+      sleep: async (pause) => void (ms += pause),
+    };
+    return { outage, spooled };
+  }
+
+  /** `method` of the leg's backend fails with `error()` for the next `times` calls (Infinity: for good), then reads again. */
+  function failing(leg: Leg, method: "sessionLegState" | "getLeg" | "transaction", times: number, error: () => Error): { calls: () => number } {
+    const backend = leg.ledger.backend as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const real = backend[method]!.bind(backend);
+    let calls = 0;
+    backend[method] = async (...args) => {
+      if (++calls <= times) throw error();
+      return real(...args);
+    };
+    return { calls: () => calls };
+  }
+
+  test("a snapshot that met a dropped connection is read again: a SIGTERM after li kill is recorded as the manual kill it was, not as run.cancelled.sigterm", async () => {
+    const leg = await startedLeg();
+    await leg.ledger.backend.transaction((tx) => tx.updateLeg("leg-1", { kill_requested_at: 1 }));
+    const reads = failing(leg, "sessionLegState", 1, () => dropped(leg));
+    const { outage, spooled } = outagePlan(5);
+    const logged: string[] = [];
+    // Each read of the leg's clock gives a later second, and notes how many snapshot reads had begun by then.
+    const clockReads: { at: number; reads: number }[] = [];
+    const now = () => {
+      const at = 1_800_000_100 + clockReads.length;
+      clockReads.push({ at, reads: reads.calls() });
+      return at;
+    };
+    const result = await runTeardown(leg.input({ termination: "sigterm", exitCode: 143, outage, now, log: (l) => void logged.push(l) }));
+    expect(result).toMatchObject({ status: "cancelled", reasonCode: "run.cancelled.manual_kill", persisted: "written" });
+    expect(await leg.session()).toMatchObject({ status: "cancelled", status_reason_code: "run.cancelled.manual_kill" });
+    // The leg's end is the one taken when its command ended, not when the ledger answered again.
+    const endedAt = (await leg.session()).ended_at;
+    expect((await leg.leg()).ended_at).toBe(endedAt);
+    expect(clockReads.find((c) => c.at === endedAt)?.reads).toBe(0);
+    expect(JSON.parse(String((await leg.session()).status_evidence_refs))[0]).toMatchObject({ kind: "process", termination: "manual_kill" });
+    // The snapshot's read, once more; the write's own read of the session under its lock comes after.
+    expect(reads.calls()).toBeGreaterThanOrEqual(2);
+    expect(spooled).toEqual([]);
+    expect(logged).toEqual([`the ledger is unreachable (ledger ${leg.ledger.location}: connection closed); retrying the final write for up to 5s`]);
+  });
+
+  test("a kill request read that failed is read again too (the snapshot's second read)", async () => {
+    const leg = await startedLeg();
+    await leg.ledger.backend.transaction((tx) => tx.updateLeg("leg-1", { kill_requested_at: 1 }));
+    failing(leg, "getLeg", 2, () => dropped(leg));
+    const { outage } = outagePlan(5);
+    const result = await runTeardown(leg.input({ termination: "sigterm", exitCode: 143, outage }));
+    expect(result).toMatchObject({ status: "cancelled", reasonCode: "run.cancelled.manual_kill", persisted: "written" });
+  });
+
+  test("a snapshot the ledger never answers within --ledger-retry: the retries end at the budget and the outcome is spooled once", async () => {
+    const leg = await startedLeg();
+    const reads = failing(leg, "sessionLegState", Infinity, () => dropped(leg));
+    const writes = failing(leg, "transaction", Infinity, () => dropped(leg));
+    const { outage, spooled } = outagePlan(3);
+    const logged: string[] = [];
+    const result = await runTeardown(leg.input({ termination: "exited_nonzero", exitCode: 2, outage, log: (l) => void logged.push(l) }));
+    expect(result).toMatchObject({ status: "failed", reasonCode: "run.failed.exit_nonzero", persisted: "spooled" });
+    expect(spooled).toHaveLength(1);
+    // Tried with backoff (0.25 s doubling to 1 s) until the 3 s were spent, then the final write's own last try.
+    expect(reads.calls()).toBeGreaterThan(2);
+    expect(reads.calls()).toBeLessThan(10);
+    expect(writes.calls()).toBe(1);
+    expect(logged).toEqual([`the ledger is unreachable (ledger ${leg.ledger.location}: connection closed); retrying the final write for up to 3s`]);
+    expect((await leg.leg()).ended_at).toBeNull();
+  });
+
+  test("without an outage plan (--ledger-retry 0 or a command with no spool) nothing is retried: the outcome is reported unrecorded", async () => {
+    const leg = await startedLeg();
+    const reads = failing(leg, "sessionLegState", 1, () => dropped(leg));
+    const result = await runTeardown(leg.input({ termination: "exited_ok", exitCode: 0 }));
+    expect(result).toMatchObject({ status: "completed", persisted: "unrecorded" });
+    expect(reads.calls()).toBe(1);
   });
 });

@@ -267,8 +267,12 @@ export class PgConnection {
     // Nothing left to try with: the failure that used the time up says why, not a "no answer within 0s".
     if (connectMs <= 0 && !this.ready && this.lastFailure) return { ok: false, error: this.lastFailure, connected: false };
     let connected = false;
+    let used: Promise<PgClient> | null = null;
     try {
-      const sql = await this.within(this.pool(), connectMs);
+      const opening = this.pool();
+      // pool() takes (or starts) the open before its first await: this is the pool this call runs on.
+      used = this.ready;
+      const sql = await this.within(opening, connectMs);
       connected = true;
       return { ok: true, value: await this.within(call(sql), callMs - (performance.now() - startedMs)) };
     } catch (error) {
@@ -279,8 +283,9 @@ export class PgConnection {
       return { ok: false, error, connected };
     } finally {
       // Released while this attempt waited for its slot (a leg handing itself to the watcher): the pool it
-      // opened after is given back too, as release() gives back one whose queries are still running.
-      if (waited && this.releases !== releases) this.release();
+      // opened after is given back too, as release() gives back one whose queries are still running. Only
+      // that pool: one opened by a call that began after the release (a leg's teardown) is that call's.
+      if (waited && this.releases !== releases && used !== null && this.ready === used) this.release();
     }
   }
 

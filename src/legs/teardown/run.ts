@@ -1,6 +1,6 @@
 // The teardown of SPEC §8.2: the ten steps in their fixed order, as data, and the runner that walks them.
 
-import { baseReason, applyEscalation, applyMissingArtifacts, completionEvidenceGate, deferTerminal, pushCallbacks, reconcileLinkedSession, snapshotEndpoints, verifyArtifacts } from "./steps.ts";
+import { baseReason, applyEscalation, applyMissingArtifacts, completionEvidenceGate, deferTerminal, pushCallbacks, readSnapshot, reconcileLinkedSession, snapshotEndpoints, verifyArtifacts } from "./steps.ts";
 import { initialState, type TeardownInput, type TeardownResult, type TeardownState } from "./state.ts";
 import { finalRecordOf, guardedWrite, resultOf } from "./write.ts";
 import { writeFinalRecord, type FinalWrite } from "./record.ts";
@@ -13,15 +13,22 @@ export interface TeardownStep {
   readonly name: string;
   /** "stop" ends the walk (a deferred leg). */
   readonly run: (s: TeardownState) => Promise<"stop" | void> | "stop" | void;
+  /**
+   * For a step that reads the ledger to decide the outcome: its read, run again while the ledger is
+   * unreachable, within --ledger-retry (§17), so the outcome recorded after a recovered outage is the one
+   * an unfailed teardown records (a kill request's manual_kill, a linked session's verdict). The final
+   * write has its own retry (recordAfterOutage); a step that writes is not run twice.
+   */
+  readonly retry?: (s: TeardownState) => Promise<void>;
 }
 
 /** The order is the contract: it decides which reason scripts and operators see. */
 export const TEARDOWN_STEPS: readonly TeardownStep[] = Object.freeze([
   { name: "deferTerminal", run: deferTerminal },
-  { name: "snapshotEndpoints", run: snapshotEndpoints },
+  { name: "snapshotEndpoints", run: snapshotEndpoints, retry: readSnapshot },
   { name: "baseReason", run: baseReason },
   { name: "verifyArtifacts", run: verifyArtifacts },
-  { name: "reconcileLinkedSession", run: reconcileLinkedSession },
+  { name: "reconcileLinkedSession", run: reconcileLinkedSession, retry: reconcileLinkedSession },
   { name: "applyMissingArtifacts", run: applyMissingArtifacts },
   { name: "applyEscalation", run: applyEscalation },
   { name: "completionEvidenceGate", run: completionEvidenceGate },
@@ -66,7 +73,7 @@ async function walk(s: TeardownState, input: TeardownInput, steps: readonly Tear
   for (const step of steps) {
     if (step.name === "pushCallbacks") liftCut(input);
     try {
-      const stop = (await step.run(s)) === "stop";
+      const stop = (await runStep(s, input, step)) === "stop";
       mark(`teardown: ${step.name}`);
       if (stop) break;
     } catch (error) {
@@ -85,6 +92,48 @@ async function walk(s: TeardownState, input: TeardownInput, steps: readonly Tear
   return s.result ?? { ...own, persisted: "none", own, exitCode: s.exitCode, transition: null };
 }
 
+/**
+ * One step; a step whose read met an unreachable ledger reads again, with backoff, until what is left of
+ * --ledger-retry (the teardown's budget, shared with the final write) is spent. Still failing, it throws
+ * the last ledger error: the walk then goes on without the ledger and the final write is retried or spooled.
+ */
+async function runStep(s: TeardownState, input: TeardownInput, step: TeardownStep): Promise<"stop" | void> {
+  try {
+    return await step.run(s);
+  } catch (error) {
+    const ledger = s.ledger;
+    const outage = input.outage;
+    const retry = step.retry;
+    const failure = ledger?.backend.ledgerError(error) ?? null;
+    if (!retry || !ledger || !outage || !failure?.unreachable || failure.diskFull || s.finalWriteDeadlineMs === null) throw error;
+    const clockMs = outage.clockMs ?? (() => performance.now());
+    const seconds = Math.max(0, (s.finalWriteDeadlineMs - clockMs()) / 1000);
+    if (seconds <= 0) throw error;
+    tellRetrying(s, failure, outage.retrySeconds);
+    const attempt = await retryUnreachable<void>(
+      async () => {
+        try {
+          return { ok: true, value: await retry(s) };
+        } catch (again) {
+          const f = ledger.backend.ledgerError(again);
+          if (!f) throw again;
+          return { ok: false, retry: f.unreachable && !f.diskFull, error: f };
+        }
+      },
+      { seconds, clockMs, ...(outage.sleep ? { sleep: outage.sleep } : {}) },
+    );
+    if (attempt.ok) return;
+    throw attempt.error;
+  }
+}
+
+/** Says once per teardown that the ledger is retried (§17: one line, not one per attempt). */
+function tellRetrying(s: TeardownState, failure: LedgerUnavailableError, retrySeconds: number): void {
+  if (s.toldRetrying || retrySeconds <= 0) return;
+  s.toldRetrying = true;
+  s.log(`the ledger is unreachable (${failure.message}); retrying the final write for up to ${formatDuration(retrySeconds)}`);
+}
+
 /** The steps after a ledger failure see no ledger: the outcome is still computed, and nothing is pushed. */
 function loseTheLedger(s: TeardownState, error: LedgerUnavailableError): void {
   s.ledgerError ??= error;
@@ -101,7 +150,7 @@ async function recordAfterOutage(s: TeardownState, input: TeardownInput): Promis
   const ledger = input.ledger;
   const outage = input.outage;
   if (!ledger || !outage || !s.ledgerError!.unreachable) return unrecorded(s);
-  if (outage.retrySeconds > 0) s.log(`the ledger is unreachable (${s.ledgerError!.message}); retrying the final write for up to ${formatDuration(outage.retrySeconds)}`);
+  tellRetrying(s, s.ledgerError!, outage.retrySeconds);
   const record = finalRecordOf(s);
   const clockMs = outage.clockMs ?? (() => performance.now());
   // What is left of --ledger-retry since the first attempt (the whole of it when that attempt never ran).

@@ -152,6 +152,8 @@ export interface TeardownState extends TeardownInput {
    * first attempt on, which is cut to it too (§17), so a leg ends within its budget plus one attempt.
    */
   finalWriteDeadlineMs: number | null;
+  /** The leg said once that it retries the ledger (a step's read or the final write, §17). */
+  toldRetrying: boolean;
   result: TeardownResult | null;
 }
 
@@ -171,6 +173,7 @@ export function initialState(input: TeardownInput): TeardownState {
     linkedSupplied: false,
     ledgerError: null,
     finalWriteDeadlineMs: null,
+    toldRetrying: false,
     result: null,
   };
 }

@@ -26,6 +26,14 @@ export async function deferTerminal(s: TeardownState): Promise<"stop" | void> {
 export async function snapshotEndpoints(s: TeardownState): Promise<void> {
   s.endedAt = s.now();
   s.message = assistantMessage(s);
+  await readSnapshot(s);
+}
+
+/**
+ * The ledger part of (2): the session and this leg as they stand. What a teardown reads again while the
+ * ledger is unreachable (§17); the end time and the message stay the ones taken when the command ended.
+ */
+export async function readSnapshot(s: TeardownState): Promise<void> {
   if (!s.ledger) return;
   const row = await s.ledger.backend.sessionLegState(s.sessionId);
   const leg = await s.ledger.backend.getLeg(s.legId);
