@@ -93,6 +93,17 @@ describe("the start-up graph", () => {
     expect([...builtins].filter((b) => b.startsWith("node:"))).toEqual([]);
   });
 
+  test("a read command's open loads neither the scheduled runs' nor the metrics' statements (li queue, li ui and /metrics load them when used)", () => {
+    const sqlite = loadedWith(...ENTRY(), chunkOf("src/cli/commands/wait.ts"), chunkOf("src/ledger/open-reads.ts")).modules;
+    const postgres = loadedWith(chunkOf("src/ledger/postgres/open-reads.ts")).modules;
+    expect(sqlite).toContain("src/ledger/sqlite/reads.ts");
+    expect(postgres).toContain("src/ledger/postgres/reads.ts");
+    for (const lazy of ["src/ledger/rules/schedule.ts", "src/ledger/rules/metrics.ts", "src/ledger/sqlite/schedule.ts", "src/ledger/postgres/schedule.ts"]) {
+      expect(sqlite).not.toContain(lazy);
+      expect(postgres).not.toContain(lazy);
+    }
+  });
+
   test("li agent loads, before its command starts, neither the detach, resume, evidence and contract modules nor --json's and the error path's", () => {
     const { modules } = loadedWith(...ENTRY(), chunkOf("src/cli/commands/agent.ts"), chunkOf("src/cli/context.ts"));
     expect(modules).toContain("src/legs/leg.ts");

@@ -2,9 +2,8 @@
 // index (primary keys, legs_run_id_idx, range scans over ids compared bytewise for prefixes), each row
 // converted to li's types (rows.ts) before it leaves.
 
-import { ScheduleStatements } from "../rules/schedule.ts";
-import { MetricsStatements } from "../rules/metrics.ts";
-import { scheduleRunner } from "./schedule.ts";
+import type { ScheduleStatements } from "../rules/schedule.ts";
+import type { MetricsStatements } from "../rules/metrics.ts";
 import type { SQL } from "bun";
 import { ENTITY_KINDS, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { LedgerReads, LookupKind, RecentFilter } from "../reads.ts";
@@ -34,13 +33,29 @@ export class PgReads implements LedgerReads {
    */
   private lookedUp: { kind: EntityKind; id: string; state: WaitState } | null = null;
 
-  /** `sql` gives the pool (connected on first use) and maps a failure to the ledger error it stands for. */
-  readonly schedule: ScheduleStatements;
-  readonly metrics: MetricsStatements;
+  private scheduleStatements: ScheduleStatements | undefined;
+  private metricsStatements: MetricsStatements | undefined;
 
-  constructor(private readonly run: <T>(fn: (sql: SQL) => Promise<T>) => Promise<T>) {
-    this.schedule = new ScheduleStatements(scheduleRunner(run, false));
-    this.metrics = new MetricsStatements(scheduleRunner(run, false), PG_DIALECT);
+  /** `sql` gives the pool (connected on first use) and maps a failure to the ledger error it stands for. */
+  constructor(private readonly run: <T>(fn: (sql: SQL) => Promise<T>) => Promise<T>) {}
+
+  // Loaded when first used (li queue, li ui, /metrics), not on every read command's start-up (sqlite/reads.ts).
+  get schedule(): ScheduleStatements {
+    if (this.scheduleStatements === undefined) {
+      const { ScheduleStatements } = require("../rules/schedule.ts") as typeof import("../rules/schedule.ts");
+      const { scheduleRunner } = require("./schedule.ts") as typeof import("./schedule.ts");
+      this.scheduleStatements = new ScheduleStatements(scheduleRunner(this.run, false));
+    }
+    return this.scheduleStatements;
+  }
+
+  get metrics(): MetricsStatements {
+    if (this.metricsStatements === undefined) {
+      const { MetricsStatements } = require("../rules/metrics.ts") as typeof import("../rules/metrics.ts");
+      const { scheduleRunner } = require("./schedule.ts") as typeof import("./schedule.ts");
+      this.metricsStatements = new MetricsStatements(scheduleRunner(this.run, false), PG_DIALECT);
+    }
+    return this.metricsStatements;
   }
 
   /** Every read goes through here: it forgets what the last lookup read along. */

@@ -6,9 +6,8 @@ import { POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { AdminEventRow, BranchRow, EntityRow, LegRow, TransitionRow, CallbackRow, DeliveryRow, RecentRow, WaitState } from "../rows.ts";
 import type { LedgerReads, LookupKind, RecentFilter } from "../reads.ts";
 import { SQLITE_DIALECT, SQLITE_VIEWS } from "./dialect.ts";
-import { ScheduleStatements } from "../rules/schedule.ts";
-import { MetricsStatements } from "../rules/metrics.ts";
-import { scheduleRunner } from "./schedule.ts";
+import type { ScheduleStatements } from "../rules/schedule.ts";
+import type { MetricsStatements } from "../rules/metrics.ts";
 import { idColumn, longestSharedPrefix, mergeRecent, neighboursStatement, recentKinds, recentStatement, waitStateOf, waitStateStatement, type ViewStatement } from "../rules/views.ts";
 
 /** The next key after every string starting with `prefix`, for index range scans. */
@@ -19,12 +18,29 @@ type Row = Record<string, unknown>;
 export class SqliteReads implements LedgerReads {
   private readonly cache = new Map<string, Statement<Row, any[]>>();
 
-  readonly schedule: ScheduleStatements;
-  readonly metrics: MetricsStatements;
+  private scheduleStatements: ScheduleStatements | undefined;
+  private metricsStatements: MetricsStatements | undefined;
 
-  constructor(private readonly db: Database) {
-    this.schedule = new ScheduleStatements(scheduleRunner(db));
-    this.metrics = new MetricsStatements(scheduleRunner(db), SQLITE_DIALECT);
+  constructor(private readonly db: Database) {}
+
+  // The scheduled runs' and the metrics' statements load when first used (li queue, li ui, /metrics), not
+  // on every read command's start-up: li wait and li show on a session never need them.
+  get schedule(): ScheduleStatements {
+    if (this.scheduleStatements === undefined) {
+      const { ScheduleStatements } = require("../rules/schedule.ts") as typeof import("../rules/schedule.ts");
+      const { scheduleRunner } = require("./schedule.ts") as typeof import("./schedule.ts");
+      this.scheduleStatements = new ScheduleStatements(scheduleRunner(this.db));
+    }
+    return this.scheduleStatements;
+  }
+
+  get metrics(): MetricsStatements {
+    if (this.metricsStatements === undefined) {
+      const { MetricsStatements } = require("../rules/metrics.ts") as typeof import("../rules/metrics.ts");
+      const { scheduleRunner } = require("./schedule.ts") as typeof import("./schedule.ts");
+      this.metricsStatements = new MetricsStatements(scheduleRunner(this.db), SQLITE_DIALECT);
+    }
+    return this.metricsStatements;
   }
 
   /** Prepares each statement once per connection (the wait loop re-runs the same few). */
