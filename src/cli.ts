@@ -14,7 +14,7 @@ if (isWarm(process.argv.slice(2), process.env)) {
   const loading = Promise.all([import("./cli/main.ts"), import("./cli/commands/agent.ts"), import("./cli/agent-queue.ts"), import("./legs/detach.ts"), import("./cli/context.ts")]).catch(() => {});
   // A ledger on a server: its session opens while this waits (its LI_DB is the watcher's, as the run's
   // will be), and is given up after a while unused, so an idle watcher holds no connection or slot more.
-  await openLedgerEarly(["agent"]);
+  await openLedgerEarly(["agent"], { checkPaths: false });
   const unused = setTimeout(closeUnusedEarly, warmConnectionMs(process.env));
   if (!(await takeWarmRequest(process.env))) process.exit(0);
   clearTimeout(unused);
