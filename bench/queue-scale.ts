@@ -2,7 +2,7 @@
 // processes, two at a time, against `li state create team` processes, the same start-up and one commit, in
 // the same run; then the submit service in one process, which fills the queue), `li queue ls` and `li ls`
 // (cold processes, medians) on the full ledger against the same commands on the ledger before the fill (flat
-// means a ratio near 1), the resident memory of a `li watch` dispatching from the full queue against one on
+// means a ratio near 1; li ls also against a ledger holding one page's worth, the same rows shown), the resident memory of a `li watch` dispatching from the full queue against one on
 // an empty ledger, and SQLite's EXPLAIN QUERY PLAN for the statements behind those views and the lease.
 // Usage: bun bench/queue-scale.ts [--runs 10000] [--cli 200] [--reps 15]   (build dist/li first)
 
@@ -76,6 +76,8 @@ try {
   // Submits through the CLI (the queue is paused: nothing runs), and the floor: a CLI write of one row.
   const cliRate = await rate(CLI, 2, () => [LI, "agent", "--queue", "scale", "--detach", "--", "true"]);
   const floorRate = await rate(CLI, 2, () => [LI, "state", "create", "team"]);
+  // li ls with a page's worth queued (the same rows on the page as with the full queue): flat means full ≈ this.
+  const pageLs = await coldMs([LI, "ls"]);
 
   // The rest through the submit service, in one process.
   const ledger = openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: false });
@@ -97,6 +99,8 @@ try {
 
   // The plans behind li queue ls, the lease and a run's place in the queue.
   const db = new Database(join(home, "state.db"), { readonly: true });
+  // The watcher is stopped, but a leg it started just before may still be writing its outcome.
+  db.run("PRAGMA busy_timeout = 10000");
   const plans: Record<string, string[]> = {};
   const explain = new ScheduleStatements({
     all: async <T>(text: string, params: readonly unknown[]) => {
@@ -117,7 +121,7 @@ try {
     `submit, li agent --queue --detach (CLI, 2 at a time): ${cliRate.toFixed(1)}/s; li state create (the same start-up and one commit): ${floorRate.toFixed(1)}/s (${(cliRate / floorRate).toFixed(2)}× its rate)`,
     `submit, the service in one process: ${serviceRate.toFixed(0)}/s`,
     `li queue ls: ${emptyQueueLs.toFixed(2)} ms empty, ${fullQueueLs.toFixed(2)} ms with ${RUNS} queued (${(fullQueueLs / emptyQueueLs).toFixed(2)}×)`,
-    `li ls: ${emptyLs.toFixed(2)} ms empty, ${fullLs.toFixed(2)} ms with ${RUNS} queued (${(fullLs / emptyLs).toFixed(2)}×); li ls --kind schedule_run --status queued: ${fullLsQueued.toFixed(2)} ms`,
+    `li ls: ${emptyLs.toFixed(2)} ms empty, ${pageLs.toFixed(2)} ms with ${CLI} queued (a full page), ${fullLs.toFixed(2)} ms with ${RUNS} queued (${(fullLs / emptyLs).toFixed(2)}× empty, ${(fullLs / pageLs).toFixed(2)}× the full page); li ls --kind schedule_run --status queued: ${fullLsQueued.toFixed(2)} ms`,
     `li watch resident: ${emptyRss.toFixed(1)} MB on an empty ledger, ${fullRss.toFixed(1)} MB dispatching from ${RUNS} queued (${(fullRss / emptyRss).toFixed(2)}×)`,
     ...Object.entries(plans).map(([q, plan]) => `plan: ${q}… → ${plan.join("; ")}`),
   ];
@@ -130,7 +134,7 @@ try {
       submit_floor_per_s: r2(floorRate),
       submit_service_per_s: r2(serviceRate),
       queue_ls_ms: { empty: r2(emptyQueueLs), full: r2(fullQueueLs), ratio: r2(fullQueueLs / emptyQueueLs) },
-      ls_ms: { empty: r2(emptyLs), full: r2(fullLs), ratio: r2(fullLs / emptyLs), queued_only: r2(fullLsQueued) },
+      ls_ms: { empty: r2(emptyLs), page: r2(pageLs), full: r2(fullLs), ratio: r2(fullLs / emptyLs), ratio_to_page: r2(fullLs / pageLs), queued_only: r2(fullLsQueued) },
       watch_rss_mb: { empty: r2(emptyRss), full: r2(fullRss), ratio: r2(fullRss / emptyRss) },
       plans,
     }),

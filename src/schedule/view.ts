@@ -3,7 +3,7 @@
 // load it on their fast path (no zod; the stored request is only read for its argv).
 
 import type { LedgerReads } from "../ledger/reads.ts";
-import type { DependencyKind } from "../ledger/rows.ts";
+import type { DependencyKind, ScheduleRunRow } from "../ledger/rows.ts";
 
 export interface RunView {
   queue: string | null;
@@ -56,17 +56,27 @@ async function newestStatus(reads: LedgerReads, kind: DependencyKind, id: string
   return current?.status ?? null;
 }
 
+/** A page's scheduled runs, each read once, and the places of its queued ones (pageRuns). */
+export interface PageRuns {
+  runs: ReadonlyMap<string, ScheduleRunRow>;
+  positions: ReadonlyMap<string, number>;
+}
+
 /**
- * The places of many queued runs (a page of li ls), by the end of their queue they are nearest: each queue
- * counted once, with its newest runs, in one statement; a run found there stands at total - 1 - its index,
- * so a page of recent runs costs the page whatever the queue holds (10,000 queued: one count, not one per
- * row). A run deeper in its queue than that tail is left out (runView counts the runs ahead of it).
+ * A page of li ls's scheduled runs: each row read once, and the places of the queued ones by the end of
+ * their queue they are nearest: each queue counted once, with its newest runs, in one statement; a run
+ * found there stands at total - 1 - its index, so a page of recent runs costs the page whatever the queue
+ * holds (10,000 queued: one count, not one per row). A run deeper in its queue than that tail has no place
+ * here (runView counts the runs ahead of it).
  */
-export async function queuePositions(reads: LedgerReads, ids: readonly string[]): Promise<Map<string, number>> {
+export async function pageRuns(reads: LedgerReads, ids: readonly string[]): Promise<PageRuns> {
+  const runs = new Map<string, ScheduleRunRow>();
   const byQueue = new Map<string, string[]>();
   for (const id of ids) {
     const run = await reads.schedule.getRun(id);
-    if (!run || run.status !== "queued" || run.queue === null) continue;
+    if (!run) continue;
+    runs.set(id, run);
+    if (run.status !== "queued" || run.queue === null) continue;
     byQueue.set(run.queue, [...(byQueue.get(run.queue) ?? []), run.id]);
   }
   const positions = new Map<string, number>();
@@ -77,14 +87,14 @@ export async function queuePositions(reads: LedgerReads, ids: readonly string[])
       if (wanted.has(id)) positions.set(id, Math.max(0, total - 1 - index));
     });
   }
-  return positions;
+  return { runs, positions };
 }
 
-/** What the views show of one run; `positions` (from queuePositions) saves counting the runs ahead of it. */
-export async function runView(reads: LedgerReads, id: string, positions?: ReadonlyMap<string, number>): Promise<RunView | null> {
-  const run = await reads.schedule.getRun(id);
+/** What the views show of one run; `page` (from pageRuns) saves reading it again and counting the runs ahead of it. */
+export async function runView(reads: LedgerReads, id: string, page?: PageRuns): Promise<RunView | null> {
+  const run = page?.runs.get(id) ?? (await reads.schedule.getRun(id));
   if (!run) return null;
-  const known = positions?.get(id);
+  const known = page?.positions.get(id);
   const [deps, child, ahead] = await Promise.all([
     reads.schedule.dependenciesOf(id),
     reads.schedule.chainChild(id),

@@ -351,7 +351,7 @@ describeSqliteOnly("query-plans")("query plans: li ls over a long queue", () => 
 
   afterAll(() => qraw?.close());
 
-  test("a page of 50 queued runs counts each queue once, not each run; every place is the run's place", async () => {
+  test("a page of 50 queued runs counts each queue once, not each run, and reads each run once; every place is the run's place", async () => {
     const opened = { reads: qreads, wake: () => Promise.reject(new Error("unused")), now: () => T0 + 1000, ready: async () => {}, close: () => {} };
     const { entries } = await listEntries(opened as never, { kinds: ENTITY_KINDS, limit: 50 });
     expect(entries.length).toBe(50);
@@ -368,6 +368,8 @@ describeSqliteOnly("query-plans")("query plans: li ls over a long queue", () => 
     // The statements that counted the queue's runs: one per queue on the page (the old code ran one per run).
     const counts = qlog.filter((r) => /COUNT\(\*\)/.test(r.sql) && /FROM schedule_runs WHERE queue = \? AND status = 'queued'/.test(r.sql));
     expect(counts.length).toBe(queues.size);
+    // Each run on the page read once (its row serves its place and its view).
+    expect(qlog.filter((r) => /^SELECT \* FROM schedule_runs WHERE id = \?$/.test(r.sql.trim())).length).toBe(entries.length);
     // And each plan reads indexes only, without a sort.
     for (const { sql, params } of counts) {
       const plan = qraw.query<{ detail: string }, never[]>(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as never[])).map((r) => r.detail);

@@ -4,7 +4,7 @@ import type { OpenedReads, RecentCursor } from "../../ledger/reads.ts";
 import type { RecentRow } from "../../ledger/rows.ts";
 import { spooledSessions } from "../../spool/waiting.ts";
 import { cliPaths } from "../paths.ts";
-import { queuePositions, runView, type RunView } from "../../schedule/view.ts";
+import { pageRuns, runView, type RunView } from "../../schedule/view.ts";
 import { argvOf } from "../render.ts";
 
 /** The shortest prefix a user can type for an id: unique across every id kind, 8 characters at least. */
@@ -64,14 +64,15 @@ export async function listEntries(ledger: OpenedReads, query: LsQuery): Promise<
   const now = ledger.now();
   const spooled = await spooledSessions(cliPaths().home);
   const shortest = async (id: string) => id.slice(0, Math.max(MIN_PREFIX, (await reads.sharedPrefixLength(id)) + 1));
-  // Queued runs' places: each queue counted once for the page, not once per run (flat with thousands queued).
-  const positions = await queuePositions(reads, rows.filter((r) => r.kind === "schedule_run" && r.status === "queued").map((r) => r.id));
+  // The page's scheduled runs, each read once; queued runs' places with each queue counted once for the
+  // page, not once per run (flat with thousands queued).
+  const page = await pageRuns(reads, rows.filter((r) => r.kind === "schedule_run").map((r) => r.id));
   const entries: LsEntry[] = [];
   for (const row of rows) {
     const { age, duration } = legTimes(row, now);
     const shortBranch = row.branch_id === null ? null : await shortest(row.branch_id);
     // A scheduled run (§19): its queue, place and what it waits for; its command is its stored request's.
-    const schedule = row.kind === "schedule_run" ? await runView(reads, row.id, positions) : null;
+    const schedule = row.kind === "schedule_run" ? await runView(reads, row.id, page) : null;
     entries.push({ row, shortId: await shortest(row.id), shortBranch, ageSeconds: age, durationSeconds: duration, argv: argvOf(row.leg_command) ?? schedule?.command ?? null, schedule });
   }
   return { entries, spooled };
