@@ -3,8 +3,6 @@
 // process used so far, all its threads) there as one JSON line when it exits; unset, mark() does
 // nothing and nothing is written.
 
-import fs from "node:fs";
-
 const file = process.env.LI_PROFILE_FILE;
 const marks: [string, number, number][] = [];
 
@@ -19,7 +17,8 @@ if (file) {
   process.on("exit", () => {
     mark("exit: the event loop drained");
     try {
-      fs.appendFileSync(file, `${JSON.stringify({ pid: process.pid, marks })}\n`);
+      // node:fs only here: the entry that imports this module loads nothing for it.
+      (require("node:fs") as typeof import("node:fs")).appendFileSync(file, `${JSON.stringify({ pid: process.pid, marks })}\n`);
     } catch {
       // A profile that cannot be written is no failure of the command.
     }
