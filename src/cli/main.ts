@@ -88,8 +88,8 @@ async function execute(command: LiCommand, where: string, rest: string[], passth
   if (passthrough !== null && !command.takesCommand) throw new UsageError(`'${where}' takes no command after --`);
   const args = parseArgs(rest, command.args, where);
   const patience = defaultPatience(args as Record<string, unknown>);
-  // Before anything is read from them: a home, ledger or settings file another user could have planted is refused (§18).
   mark("args parsed");
+  // Before anything is read from them: a home, ledger or settings file another user could have planted is refused (§18).
   if (command.ledger !== "none") await requireOwnedPaths();
   mark("owner and mode checks");
   if (command.longLived) holdLedgerLong();
