@@ -4,9 +4,9 @@
 // of a leased run would have been started with (detach.ts). It takes them as its own, acknowledges, and goes
 // on exactly as that supervisor would (its argv then rides in LI_SUPERVISOR_ARGV, its ready channel is fd 3).
 // The end of fd 4 with nothing on it (its watcher stopped or was killed) ends it at once, having done nothing.
-// Kept light: the binary's entry loads it before anything else.
+// Kept light: the binary's entry loads it before anything else, for every command; node:fs (~1 ms of a
+// command's start-up, docs/benchmarks.md) loads only in a warm supervisor that took its request.
 
-import fs from "node:fs";
 import { SUPERVISOR_ARGV_ENV, SUPERVISOR_ENV, SUPERVISOR_VISIBLE_ARGV } from "./supervisor-argv.ts";
 
 /** Set by li watch on the supervisor it starts ahead of need: its request channel, an inherited socket. */
@@ -98,6 +98,7 @@ export async function takeWarmRequest(env: Record<string, string | undefined>): 
   }
   for (const name of Object.keys(env)) delete env[name];
   Object.assign(env, request.env);
+  const fs = require("node:fs") as typeof import("node:fs");
   try {
     fs.writeSync(WARM_FD, `${WARM_TAKEN}\n`);
   } catch {

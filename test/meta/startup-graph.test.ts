@@ -64,6 +64,11 @@ function loadedWith(...entries: string[]): { modules: Set<string>; builtins: Set
   return { modules, builtins };
 }
 
+/** The node built-ins among `builtins`: the bundle names them without their `node:` prefix ("fs"); Bun's own keep theirs ("bun:sqlite"). */
+function nodeBuiltins(builtins: Set<string>): string[] {
+  return [...builtins].filter((b) => !b.startsWith("bun:") && b !== "bun");
+}
+
 /** What every command loads: src/cli.ts, then main.ts (which cli.ts imports once it has looked at argv). */
 const ENTRY = () => ["cli.js", chunkOf("src/cli/main.ts")];
 
@@ -90,7 +95,11 @@ describe("the start-up graph", () => {
     expect(modules).toContain("src/ledger/sqlite/open-read.ts");
     expect(modules).toContain("src/ledger/sqlite/schema-version.gen.ts");
     for (const lazy of ["src/ledger/sqlite/migrations.gen.ts", "src/ledger/transition.ts", "src/ledger/ledger.ts"]) expect(modules).not.toContain(lazy);
-    expect([...builtins].filter((b) => b.startsWith("node:"))).toEqual([]);
+    expect(nodeBuiltins(builtins)).toEqual([]);
+  });
+
+  test("no command's entry loads a node:* module (util/profile.ts's node:fs loads only to write a profile, legs/warm-entry.ts's only in a warm supervisor)", () => {
+    expect(nodeBuiltins(loadedWith(...ENTRY()).builtins)).toEqual([]);
   });
 
   test("a read command's open loads neither the scheduled runs' nor the metrics' statements (li queue, li ui and /metrics load them when used)", () => {
