@@ -239,15 +239,18 @@ export class PgConnection {
   /** One attempt; `withinMs`: what the caller has left (its own deadline: li kill's grace, a leg's --ledger-retry). */
   private async attempt<T>(call: (sql: SQL) => Promise<T>, first: boolean, withinMs: number): Promise<Attempt<T>> {
     const connectTimeoutMs = this.target.connectTimeoutSeconds * 1000;
-    // §20: one of the host's slots before connecting, waited for as long as the caller's patience lasts
-    // (at least a connect timeout), within its own deadline; the connect's time starts once it has one.
+    // §20: one of the host's slots before connecting. A caller with a deadline of its own (a leg's setup and
+    // teardown: what is left of --ledger-retry) waits its turn until then: other li processes of this host
+    // holding the slots are a queue, not an outage, and a burst of legs must not be told the ledger is
+    // unreachable. Any other call waits as long as its patience lasts (at least a connect timeout). The
+    // connect's time starts once it has one.
     const waitedFrom = performance.now();
     const releases = this.releases;
     const drops = this.drops;
     const waited = !this.ready && this.options.slots && !this.early;
     if (waited) {
       try {
-        this.slotFirst ??= this.takeSlot(Math.min(withinMs, Math.max(this.giveUpAtMs! - waitedFrom, connectTimeoutMs)));
+        this.slotFirst ??= this.takeSlot(Number.isFinite(withinMs) ? withinMs : Math.max(this.giveUpAtMs! - waitedFrom, connectTimeoutMs));
         // A wait another call began (with its own, longer deadline) is shared, but this call stops at its own.
         const taking = this.slotFirst;
         if ((await untilOrAfter(taking, withinMs)) === TIMED_OUT) return { ok: false, error: this.slotsTaken(withinMs), connected: false };
