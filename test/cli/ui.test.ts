@@ -280,6 +280,29 @@ describe.skipIf(!browser)("li ui in a real browser", () => {
     expect(trouble).toEqual([]);
   });
 
+  test("eight pages open at once in one browser all draw and all follow the ledger (one event stream per browser, not one per page)", async () => {
+    const home = newHome();
+    const go = path.join(tempDir("li-ui-go-"), "go");
+    const detach = await li(["agent", "--detach", "--", "sh", "-c", 'while [ ! -e "$1" ]; do sleep 0.05; done', "sh", go], { home });
+    expect(detach.code).toBe(0);
+    const id = detach.stdout.trim();
+    const { url } = await serve(home);
+    // Bun.WebView drives one Chromium for every view, as a person's tabs share one browser: it keeps six
+    // connections to a host, so a stream per page would leave the seventh page never drawn.
+    const eight: Page[] = [];
+    const status = (page: Page) => page.eval<string | null>(`document.querySelector('#runs tr[data-id=${JSON.stringify(id)}] [data-status]')?.dataset.status ?? null`);
+    for (let i = 0; i < 8; i++) {
+      const page = openPage(600, 400);
+      pages.push(page);
+      eight.push(page);
+      await page.view.navigate(url);
+      await until(`page ${i + 1} lists the running leg`, async () => (await status(page)) === "running");
+    }
+    fs.writeFileSync(go, "");
+    for (const [i, page] of eight.entries()) await until(`page ${i + 1} shows the leg completed without a reload`, async () => (await status(page)) === "completed", { timeoutMs: 10_000 });
+    for (const page of eight) page.close();
+  });
+
   test("the fleet page: queues with their counts, the watchers' hosts, and deliveries owed or dead (their errors as text)", async () => {
     const home = newHome();
     const s = await leg(home, ["--", "sh", "-c", "exit 2"]);

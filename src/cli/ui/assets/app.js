@@ -270,17 +270,49 @@
   }
 
   let pending = null;
+  function changed() {
+    if (pending) return;
+    pending = setTimeout(async () => {
+      pending = null;
+      try { if (view) await view.refresh(); document.body.dataset.updated = String(Date.now()); } catch { /* the next change tries again */ }
+    }, 30);
+  }
+  /**
+   * One event stream per browser, however many of its tabs show li ui: a browser keeps at most six
+   * connections to a host, so six tabs each holding a stream would leave a seventh waiting for ever. The
+   * tab that holds the lock (Web Locks) keeps the stream and passes each change to the others over a
+   * BroadcastChannel; when it closes, the lock passes to another tab, which opens the stream.
+   */
   function connect() {
-    const events = new EventSource("/api/events");
-    events.addEventListener("hello", () => { live.textContent = "live"; });
-    events.addEventListener("change", () => {
-      if (pending) return;
-      pending = setTimeout(async () => {
-        pending = null;
-        try { if (view) await view.refresh(); document.body.dataset.updated = String(Date.now()); } catch { /* the next change tries again */ }
-      }, 30);
+    const shared = typeof BroadcastChannel === "function" && navigator.locks ? new BroadcastChannel("li-ui-events") : null;
+    function stream() {
+      return new Promise(() => {
+        const events = new EventSource("/api/events");
+        events.addEventListener("hello", () => {
+          live.textContent = "live";
+          if (shared) shared.postMessage("hello");
+        });
+        events.addEventListener("change", () => {
+          changed();
+          if (shared) shared.postMessage("change");
+        });
+        events.onerror = () => {
+          live.textContent = "reconnecting…";
+          if (shared) shared.postMessage("lost");
+        };
+      });
+    }
+    if (!shared) { stream(); return; }
+    shared.onmessage = (e) => {
+      if (e.data === "change") { live.textContent = "live"; changed(); }
+      else if (e.data === "hello") live.textContent = "live";
+      else if (e.data === "lost") live.textContent = "reconnecting…";
+    };
+    // Held by another tab: its stream serves this one too (it says so on the next change or reconnect).
+    navigator.locks.query().then((state) => {
+      if ((state.held || []).some((l) => l.name === "li-ui-events") && live.textContent !== "live") live.textContent = "live (shared)";
     });
-    events.onerror = () => { live.textContent = "reconnecting…"; };
+    navigator.locks.request("li-ui-events", stream);
   }
 
   (async () => {
