@@ -17,7 +17,7 @@ export interface RecentFilter {
   since?: number;
   /** Only sessions whose current leg ran on this host (its name, its id, or its id's machine part before the boot); other kinds have no host. */
   host?: string;
-  /** Only rows whose id, reason code, a branch id or a word of the current leg's command holds this text (ASCII letters in either case). */
+  /** Only rows whose id, reason code, first branch id or current leg's command holds this text (ASCII letters in either case). */
   text?: string;
   /** Keyset paging: only rows after this one in the listing's order (updated_at, then id, both descending). */
   after?: RecentCursor;

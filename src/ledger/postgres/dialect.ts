@@ -27,4 +27,5 @@ export const PG_VIEWS: ViewDialect = {
   placeholder: (position) => `$${position}`,
   typedNull: (type) => (type === "real" ? "NULL::float8" : type === "integer" ? "NULL::integer" : "NULL::text"),
   caselessLike: "ILIKE",
+  asReference: (idColumn) => `(${idColumn} COLLATE "default")`,
 };

@@ -16,6 +16,12 @@ export interface ViewDialect {
   typedNull(type: "real" | "integer" | "text"): string;
   /** The LIKE that ignores the case of ASCII letters (SQLite's LIKE is; PostgreSQL's ILIKE). */
   caselessLike: "LIKE" | "ILIKE";
+  /**
+   * An id column as a reference column holding it compares: on PostgreSQL ids are COLLATE "C" and the
+   * columns that refer to them (legs.session_id, branches.session_id…) are not, and a comparison of the
+   * two cannot use the reference column's index (a scan of every leg for each row listed).
+   */
+  asReference(idColumn: string): string;
 }
 
 export interface ViewStatement {
@@ -81,11 +87,12 @@ export function recentStatement(d: ViewDialect, kind: EntityKind, filter: Recent
   const real = d.typedNull("real");
   const text = d.typedNull("text");
   const times = TIMED.has(kind) ? "e.started_at, e.ended_at" : `${real} AS started_at, ${real} AS ended_at`;
+  const firstBranch = `(SELECT b.id FROM branches b WHERE b.session_id = ${d.asReference("e.id")} ORDER BY b.created_at, b.id LIMIT 1)`;
   const legs =
     kind === "session"
-      ? `(SELECT COUNT(*) FROM legs c WHERE c.session_id = e.id) AS leg_count, l.started_at AS leg_started_at, l.ended_at AS leg_ended_at, l.command AS leg_command, l.host_id AS leg_host_id, l.host_name AS leg_host_name,
+      ? `(SELECT COUNT(*) FROM legs c WHERE c.session_id = ${d.asReference("e.id")}) AS leg_count, l.started_at AS leg_started_at, l.ended_at AS leg_ended_at, l.command AS leg_command, l.host_id AS leg_host_id, l.host_name AS leg_host_name,
          l.cpu_user_seconds AS leg_cpu_user_seconds, l.cpu_system_seconds AS leg_cpu_system_seconds, l.peak_rss_bytes AS leg_peak_rss_bytes,
-         (SELECT b.id FROM branches b WHERE b.session_id = e.id ORDER BY b.created_at, b.id LIMIT 1) AS branch_id
+         ${firstBranch} AS branch_id
          FROM ${t} e LEFT JOIN legs l ON l.id = e.current_leg_id`
       : `${d.typedNull("integer")} AS leg_count, ${real} AS leg_started_at, ${real} AS leg_ended_at, ${text} AS leg_command, ${text} AS leg_host_id, ${text} AS leg_host_name, ${real} AS leg_cpu_user_seconds, ${real} AS leg_cpu_system_seconds, ${d.typedNull("integer")} AS leg_peak_rss_bytes, ${text} AS branch_id FROM ${t} e`;
   // Only the predicates in use, so the planner can pick the (status, updated_at) or updated_at index
@@ -111,7 +118,8 @@ export function recentStatement(d: ViewDialect, kind: EntityKind, filter: Recent
   }
   // Text: no index can find a substring, so rows are tested in the index's order until the page is full
   // (a text no row holds reads every row of the kind). The command is matched in its stored JSON, the text
-  // escaped as JSON escapes it, so a quote or a backslash in it matches itself.
+  // escaped as JSON escapes it, so a quote or a backslash in it matches itself. The branch is the one listed
+  // (the first), probed per row: an EXISTS over any branch PostgreSQL would hash whole once per page.
   if (filter.text !== undefined) {
     const like = d.caselessLike;
     params.push(containsPattern(filter.text));
@@ -119,7 +127,7 @@ export function recentStatement(d: ViewDialect, kind: EntityKind, filter: Recent
     const tests = [`e.id ${like} ${p} ESCAPE '\\'`, `e.status_reason_code ${like} ${p} ESCAPE '\\'`];
     if (kind === "session") {
       params.push(containsPattern(JSON.stringify(filter.text).slice(1, -1)));
-      tests.push(`EXISTS (SELECT 1 FROM branches b WHERE b.session_id = e.id AND b.id ${like} ${p} ESCAPE '\\')`, `l.command ${like} ${d.placeholder(params.length)} ESCAPE '\\'`);
+      tests.push(`${firstBranch} ${like} ${p} ESCAPE '\\'`, `l.command ${like} ${d.placeholder(params.length)} ESCAPE '\\'`);
     }
     where.push(`(${tests.join(" OR ")})`);
   }

@@ -16,4 +16,4 @@ export const SQLITE_DIALECT: OwedDialect = {
 };
 
 /** The views' statements (rules/views.ts): numbered parameters (`?1` may be used twice), untyped NULLs. */
-export const SQLITE_VIEWS: ViewDialect = { placeholder: (position) => `?${position}`, typedNull: () => "NULL", caselessLike: "LIKE" };
+export const SQLITE_VIEWS: ViewDialect = { placeholder: (position) => `?${position}`, typedNull: () => "NULL", caselessLike: "LIKE", asReference: (idColumn) => idColumn };
