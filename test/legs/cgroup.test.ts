@@ -94,19 +94,27 @@ describe.if(probe !== null)("leg cgroups (where li can make one)", () => {
       }),
     );
     const cgroup = processes!.scope.cgroup!;
-    expect(processes!.containment).toBe("cgroup");
-    // cat is the command's first child: the shell was inside before it could fork.
-    const own = (await new Response(child.stdout).text()).split("\n").find((l) => l.startsWith("0::"));
-    expect(path.join(cgroup2Mount()!, own!.slice(3))).toBe(cgroup);
-    await child.exited;
-    const grandchild = await pidFromFile(pidfile);
-    started.push(grandchild);
-    expect(cgroupPids(cgroup)).toContain(grandchild);
-    // li stayed where it was all along.
-    expect(ownCgroup()).toBe(before);
-    await processes!.stop(2000);
-    expect(isAlive(grandchild)).toBe(false);
-    expect(processes!.release()).toBe(true);
+    try {
+      expect(processes!.containment).toBe("cgroup");
+      // cat is the command's first child: the shell was inside before it could fork.
+      const own = (await new Response(child.stdout).text()).split("\n").find((l) => l.startsWith("0::"));
+      expect(path.join(cgroup2Mount()!, own!.slice(3))).toBe(cgroup);
+      await child.exited;
+      const grandchild = await pidFromFile(pidfile);
+      started.push(grandchild);
+      expect(cgroupPids(cgroup)).toContain(grandchild);
+      // li stayed where it was all along.
+      expect(ownCgroup()).toBe(before);
+      await processes!.stop(2000);
+      expect(isAlive(grandchild)).toBe(false);
+      expect(processes!.release()).toBe(true);
+    } finally {
+      // A failed assertion above leaves nothing of the leg behind: what is still in its cgroup is the leg's.
+      if (fs.existsSync(cgroup)) {
+        await processes!.stop(2000);
+        processes!.release();
+      }
+    }
   }, 30_000);
 
   test("a spawn the kernel refuses into the cgroup runs under the fallback, and the cgroup it was given is removed", async () => {
