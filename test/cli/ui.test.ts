@@ -303,6 +303,29 @@ describe.skipIf(!browser)("li ui in a real browser", () => {
     for (const page of eight) page.close();
   });
 
+  test("the list pages fifty rows at a time: older shows the next page, newer goes back", async () => {
+    const home = newHome();
+    const ids: string[] = [];
+    for (let i = 0; i < 55; i++) ids.push((await li(["state", "create", "show", "--id", `show-${String(i).padStart(3, "0")}`], { home })).stdout.trim());
+    const newestFirst = [...ids].reverse();
+    const { url } = await serve(home);
+    const page = openPage();
+    pages.push(page);
+    const trouble = await watchForTrouble(page);
+    await page.view.navigate(url);
+    const shown = () => page.eval<string[]>("[...document.querySelectorAll('#runs tr')].map((r) => r.dataset.id)");
+    await until("the first page is drawn", async () => (await shown()).length === 50);
+    expect(await shown()).toEqual(newestFirst.slice(0, 50));
+    expect(await page.eval<boolean>("document.getElementById('newer').hidden")).toBe(true);
+    await page.eval("(document.getElementById('older').click(), 1)");
+    await until("the second page holds the five oldest", async () => (await shown()).join() === newestFirst.slice(50).join());
+    expect(await page.eval<string>("document.getElementById('count').textContent")).toContain("page 2");
+    expect(await page.eval<boolean>("document.getElementById('older').hidden")).toBe(true);
+    await page.eval("(document.getElementById('newer').click(), 1)");
+    await until("back on the first page", async () => (await shown()).join() === newestFirst.slice(0, 50).join());
+    expect(trouble).toEqual([]);
+  });
+
   test("the fleet page: queues with their counts, the watchers' hosts, and deliveries owed or dead (their errors as text)", async () => {
     const home = newHome();
     const s = await leg(home, ["--", "sh", "-c", "exit 2"]);
