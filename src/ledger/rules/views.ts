@@ -125,6 +125,11 @@ export function recentStatement(d: ViewDialect, kind: EntityKind, filter: Recent
     params.push(containsPattern(filter.text));
     const p = d.placeholder(params.length);
     const tests = [`e.id ${like} ${p} ESCAPE '\\'`, `e.status_reason_code ${like} ${p} ESCAPE '\\'`];
+    // A scheduled run's command is in its stored request (JSON, with its directory and variables).
+    if (kind === "schedule_run") {
+      params.push(containsPattern(JSON.stringify(filter.text).slice(1, -1)));
+      tests.push(`e.request_json ${like} ${d.placeholder(params.length)} ESCAPE '\\'`);
+    }
     if (kind === "session") {
       params.push(containsPattern(JSON.stringify(filter.text).slice(1, -1)));
       tests.push(`${firstBranch} ${like} ${p} ESCAPE '\\'`, `l.command ${like} ${d.placeholder(params.length)} ESCAPE '\\'`);
