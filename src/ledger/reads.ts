@@ -47,6 +47,8 @@ export interface LedgerReads {
   changeCounter(): number | Promise<number>;
   /** The longest prefix `id` shares with any other id a user could type (every LookupKind). */
   sharedPrefixLength(id: string): number | Promise<number>;
+  /** sharedPrefixLength of each of `ids`, in one statement. */
+  sharedPrefixLengths(ids: readonly string[]): Map<string, number> | Promise<Map<string, number>>;
   listRecent(filter: RecentFilter): RecentRow[] | Promise<RecentRow[]>;
   listCallbacks(sessionId: string): CallbackRow[] | Promise<CallbackRow[]>;
   /** Deliveries of the entity's transitions (terminal_deliveries joined through status_transitions). */

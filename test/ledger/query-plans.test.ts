@@ -153,6 +153,11 @@ beforeAll(async () => {
     });
   }
   await exercise("shortest unique prefix", () => reads.sharedPrefixLength("ses-00000001"));
+  await exercise("shortest unique prefixes of a page", () => {
+    const lengths = reads.sharedPrefixLengths(["ses-00000001", "ses-00000002", "inv-00000001", "nothing"]);
+    // The batch gives what one lookup per id gives.
+    for (const [id, n] of lengths) expect({ id, n }).toEqual({ id, n: reads.sharedPrefixLength(id) });
+  });
   await exercise("show a session's legs, notices and messages", async () => {
     reads.legsOf("ses-00000001");
     reads.listCallbacks("ses-00000001");

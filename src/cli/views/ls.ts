@@ -63,17 +63,19 @@ export async function listEntries(ledger: OpenedReads, query: LsQuery): Promise<
   // Ages on the ledger's clock, read after the first query (on PostgreSQL it is measured then).
   const now = ledger.now();
   const spooled = await spooledSessions(cliPaths().home);
-  const shortest = async (id: string) => id.slice(0, Math.max(MIN_PREFIX, (await reads.sharedPrefixLength(id)) + 1));
+  // Every id's and branch's shortest prefix in one statement (a page of 50 was 100 round trips on PostgreSQL).
+  const shared = await reads.sharedPrefixLengths([...new Set(rows.flatMap((r) => (r.branch_id === null ? [r.id] : [r.id, r.branch_id])))]);
+  const shortest = (id: string) => id.slice(0, Math.max(MIN_PREFIX, (shared.get(id) ?? 0) + 1));
   // The page's scheduled runs, each read once; queued runs' places with each queue counted once for the
   // page, not once per run (flat with thousands queued).
   const page = await pageRuns(reads, rows.filter((r) => r.kind === "schedule_run").map((r) => r.id));
   const entries: LsEntry[] = [];
   for (const row of rows) {
     const { age, duration } = legTimes(row, now);
-    const shortBranch = row.branch_id === null ? null : await shortest(row.branch_id);
+    const shortBranch = row.branch_id === null ? null : shortest(row.branch_id);
     // A scheduled run (§19): its queue, place and what it waits for; its command is its stored request's.
     const schedule = row.kind === "schedule_run" ? await runView(reads, row.id, page) : null;
-    entries.push({ row, shortId: await shortest(row.id), shortBranch, ageSeconds: age, durationSeconds: duration, argv: argvOf(row.leg_command) ?? schedule?.command ?? null, schedule });
+    entries.push({ row, shortId: shortest(row.id), shortBranch, ageSeconds: age, durationSeconds: duration, argv: argvOf(row.leg_command) ?? schedule?.command ?? null, schedule });
   }
   return { entries, spooled };
 }

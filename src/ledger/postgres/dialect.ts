@@ -28,4 +28,6 @@ export const PG_VIEWS: ViewDialect = {
   typedNull: (type) => (type === "real" ? "NULL::float8" : type === "integer" ? "NULL::integer" : "NULL::text"),
   caselessLike: "ILIKE",
   asReference: (idColumn) => `(${idColumn} COLLATE "default")`,
+  idRows: (placeholder) => ({ from: `unnest(${placeholder}::text[]) AS q(value)`, id: `(q.value COLLATE "C")` }),
+  idListValue: (ids) => [...ids],
 };

@@ -8,7 +8,7 @@ import type { SQL } from "bun";
 import { ENTITY_KINDS, POLICIES, type EntityKind } from "../../lifecycle/policy.ts";
 import type { LedgerReads, LookupKind, RecentFilter } from "../reads.ts";
 import type { AdminEventRow, BranchRow, CallbackRow, DeliveryRow, EntityRow, LegRow, RecentRow, TransitionRow, WaitState } from "../rows.ts";
-import { idColumn, longestSharedPrefix, mergeRecent, neighboursStatement, recentKinds, recentStatement, waitStateOf, waitStateStatement, type ViewStatement } from "../rules/views.ts";
+import { idColumn, longestSharedPrefix, mergeRecent, neighboursOfManyStatement, neighboursStatement, sharedPrefixLengthsOf, recentKinds, recentStatement, waitStateOf, waitStateStatement, type ViewStatement } from "../rules/views.ts";
 import { PG_DIALECT, PG_VIEWS } from "./dialect.ts";
 import * as legStore from "./legs.ts";
 import { num, transitionRow } from "./row-numbers.ts";
@@ -115,6 +115,10 @@ export class PgReads implements LedgerReads {
     // Both neighbours of `id` in every id index, in one round trip.
     const [row] = await this.statement(neighboursStatement(PG_VIEWS, id));
     return longestSharedPrefix(id, Object.values(row ?? {}));
+  }
+
+  async sharedPrefixLengths(ids: readonly string[]): Promise<Map<string, number>> {
+    return sharedPrefixLengthsOf(ids, ids.length === 0 ? [] : await this.statement(neighboursOfManyStatement(PG_VIEWS, ids)));
   }
 
   async listRecent(filter: RecentFilter): Promise<RecentRow[]> {

@@ -22,6 +22,10 @@ export interface ViewDialect {
    * two cannot use the reference column's index (a scan of every leg for each row listed).
    */
   asReference(idColumn: string): string;
+  /** The rows of an id list parameter (`placeholder`) as a FROM item, and each row's id as an expression compared bytewise with id columns. */
+  idRows(placeholder: string): { from: string; id: string };
+  /** An id list as that parameter's value. */
+  idListValue(ids: readonly string[]): unknown;
 }
 
 export interface ViewStatement {
@@ -42,20 +46,40 @@ export const LOOKUP_KINDS: readonly LookupKind[] = [...ENTITY_KINDS, "branch", "
 /** Kinds whose tables carry started_at/ended_at (shows and teams do not). */
 const TIMED: ReadonlySet<EntityKind> = new Set(["session", "invocation", "play", "schedule_run"]);
 
+/** Both neighbours of the id `id` (an SQL expression) in every id index, as columns before_N / after_N. */
+function neighbourColumns(id: string): string[] {
+  return LOOKUP_KINDS.flatMap((kind, i) => {
+    const { table, column } = idColumn(kind);
+    return [
+      `(SELECT ${column} FROM ${table} WHERE ${column} < ${id} ORDER BY ${column} DESC LIMIT 1) AS before_${i}`,
+      `(SELECT ${column} FROM ${table} WHERE ${column} > ${id} ORDER BY ${column} LIMIT 1) AS after_${i}`,
+    ];
+  });
+}
+
 /**
  * Both neighbours of an id (parameter 1) in every id index, as the columns of one row: the ids that
  * share the longest prefix with it are among them, each found by one index probe.
  */
 export function neighboursStatement(d: ViewDialect, id: string): ViewStatement {
-  const p = d.placeholder(1);
-  const columns = LOOKUP_KINDS.flatMap((kind, i) => {
-    const { table, column } = idColumn(kind);
-    return [
-      `(SELECT ${column} FROM ${table} WHERE ${column} < ${p} ORDER BY ${column} DESC LIMIT 1) AS before_${i}`,
-      `(SELECT ${column} FROM ${table} WHERE ${column} > ${p} ORDER BY ${column} LIMIT 1) AS after_${i}`,
-    ];
-  });
-  return { sql: `SELECT ${columns.join(",\n  ")}`, params: [id] };
+  return { sql: `SELECT ${neighbourColumns(d.placeholder(1)).join(",\n  ")}`, params: [id] };
+}
+
+/** neighboursStatement for many ids in one statement (a page of `li ls`: one round trip, not one per id); each row's `id` column is its id. */
+export function neighboursOfManyStatement(d: ViewDialect, ids: readonly string[]): ViewStatement {
+  const { from, id } = d.idRows(d.placeholder(1));
+  return { sql: `SELECT ${id} AS id, ${neighbourColumns(id).join(",\n  ")} FROM ${from}`, params: [d.idListValue(ids)] };
+}
+
+/** The longest prefix each of `ids` shares with any other id, from neighboursOfManyStatement's rows. */
+export function sharedPrefixLengthsOf(ids: readonly string[], rows: readonly Record<string, unknown>[]): Map<string, number> {
+  const lengths = new Map<string, number>();
+  for (const row of rows) {
+    const { id, ...neighbours } = row;
+    if (typeof id === "string") lengths.set(id, longestSharedPrefix(id, Object.values(neighbours)));
+  }
+  for (const id of ids) if (!lengths.has(id)) lengths.set(id, 0);
+  return lengths;
 }
 
 /** The longest prefix `id` shares with any of `neighbours` (characters, compared exactly). */
@@ -108,8 +132,8 @@ export function recentStatement(d: ViewDialect, kind: EntityKind, filter: Recent
     where.push(`(e.updated_at, e.id) < (${d.placeholder(params.length - 1)}, ${d.placeholder(params.length)})`);
   }
   // Host (sessions only: recentKinds): the current leg's, read by its primary key for each session in
-  // the index's order until the page is full.
-  // A host id is MACHINE:BOOT: the machine part names the host across its reboots.
+  // the index's order until the page is full. A host id is MACHINE:BOOT: the machine part names the host
+  // across its reboots.
   if (filter.host !== undefined && kind === "session") {
     params.push(filter.host);
     const p = d.placeholder(params.length);

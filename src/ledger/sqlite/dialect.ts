@@ -16,4 +16,7 @@ export const SQLITE_DIALECT: OwedDialect = {
 };
 
 /** The views' statements (rules/views.ts): numbered parameters (`?1` may be used twice), untyped NULLs. */
-export const SQLITE_VIEWS: ViewDialect = { placeholder: (position) => `?${position}`, typedNull: () => "NULL", caselessLike: "LIKE", asReference: (idColumn) => idColumn };
+export const SQLITE_VIEWS: ViewDialect = { placeholder: (position) => `?${position}`, typedNull: () => "NULL", caselessLike: "LIKE", asReference: (idColumn) => idColumn,
+  idRows: (placeholder) => ({ from: `json_each(${placeholder}) q`, id: "q.value" }),
+  idListValue: (ids) => JSON.stringify(ids),
+};

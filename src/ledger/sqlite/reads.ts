@@ -8,7 +8,7 @@ import type { LedgerReads, LookupKind, RecentFilter } from "../reads.ts";
 import { SQLITE_DIALECT, SQLITE_VIEWS } from "./dialect.ts";
 import type { ScheduleStatements } from "../rules/schedule.ts";
 import type { MetricsStatements } from "../rules/metrics.ts";
-import { idColumn, longestSharedPrefix, mergeRecent, neighboursStatement, recentKinds, recentStatement, waitStateOf, waitStateStatement, type ViewStatement } from "../rules/views.ts";
+import { idColumn, longestSharedPrefix, mergeRecent, neighboursOfManyStatement, neighboursStatement, sharedPrefixLengthsOf, recentKinds, recentStatement, waitStateOf, waitStateStatement, type ViewStatement } from "../rules/views.ts";
 
 /** The next key after every string starting with `prefix`, for index range scans. */
 const upperBound = (prefix: string) => prefix + "\uffff";
@@ -86,6 +86,10 @@ export class SqliteReads implements LedgerReads {
   sharedPrefixLength(id: string): number {
     const [row] = this.all(neighboursStatement(SQLITE_VIEWS, id));
     return longestSharedPrefix(id, Object.values(row ?? {}));
+  }
+
+  sharedPrefixLengths(ids: readonly string[]): Map<string, number> {
+    return sharedPrefixLengthsOf(ids, ids.length === 0 ? [] : this.all(neighboursOfManyStatement(SQLITE_VIEWS, ids)));
   }
 
   listRecent(filter: RecentFilter): RecentRow[] {

@@ -34,6 +34,13 @@ describePostgres("ids compare bytewise on PostgreSQL (§3 prefix lookups)", () =
     expect(await ledger.backend.reads.idsWithPrefix("invocation", "A", 10)).toEqual(["Abd-1"]);
     // Neighbours in byte order: "ab" and "abc-1" share two characters; nothing else shares more with "abc-1".
     expect(await ledger.backend.reads.sharedPrefixLength("abc-1")).toBe(2);
+    // The same for a page of ids in one statement (li ls, li ui): byte order too, whatever the database's collation.
+    expect([...(await ledger.backend.reads.sharedPrefixLengths(["abc-1", "Abd-1", "aB-2", "ab"])).entries()]).toEqual([
+      ["abc-1", 2],
+      ["Abd-1", 0],
+      ["aB-2", 1],
+      ["ab", 2],
+    ]);
 
     const collations = await asSuperuser(
       (sql) =>
