@@ -12,7 +12,7 @@ import { collectLines, type CollectedLines } from "../../helpers/lines.ts";
 import { usePgTestLedgers, type PgTestLedger } from "../../helpers/pg-ledger.ts";
 import { describePostgres, statementStatistics, usePostgresDatabase } from "../../helpers/postgres.ts";
 import { NeverHappens, until } from "../../helpers/until.ts";
-import { RECORD, recorded } from "../../notify/helpers.ts";
+import { complete, RECORD, recorded, runningSession } from "../../notify/helpers.ts";
 
 const WATCHERS = 20;
 
@@ -135,6 +135,34 @@ describePostgres(
 
       for (const w of watchers) w.proc.kill("SIGTERM");
       expect(new Set(await Promise.all(watchers.map((w) => w.proc.exited)))).toEqual(new Set([0]));
+    });
+
+    test("a run waiting --after a session moves on when that session ends: the end wakes the fleet, not the poll", async () => {
+      const t = await open();
+      const home = join(t.home, "host-deps");
+      const env = { ...t.env, LI_HOST_ID: "host-deps", LI_HOST_NAME: "host-deps" };
+      const proc = Bun.spawn([LI_BINARY, "watch", "--log-format", "json", "--sweep-interval", "1h", "--fleet-lease", "1h", "--poll", "1h"], {
+        env: liEnv(home, env),
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      spawned.push(proc);
+      const out = collectLines(proc.stdout);
+      await until("the watcher started", () => out.lines.some((l) => l.includes('"action":"start"')), { timeoutMs: 60_000 });
+      await runningSession(t.ledger, "dep-session");
+      const submitted = await li(["agent", "--detach", "--queue", "deps", "--after", "dep-session", "--", "true"], { home, env });
+      expect(submitted.code).toBe(0);
+      const runId = submitted.stdout.trim();
+      const status = async () => ((await t.raw.sql`SELECT status FROM schedule_runs WHERE id = ${runId}`)[0]?.status as string | undefined) ?? null;
+      await until("the run waits for its dependency", async () => (await status()) === "waiting_dependency", { timeoutMs: 60_000 });
+      expect((await t.ledger.transition("session", "dep-session", complete())).result).toBe("applied");
+      await until("the run ran once its dependency ended", async () => {
+        if (proc.exitCode !== null) throw new NeverHappens(`the watcher exited ${proc.exitCode}: ${await new Response(proc.stderr).text()}`);
+        return (await status()) === "completed";
+      }, { timeoutMs: 60_000 });
+      proc.kill("SIGTERM");
+      expect(await proc.exited).toBe(0);
     });
   },
   [statementStatistics],
