@@ -8,8 +8,9 @@
 // while it runs: the wait's exit on this machine's clock minus the session's ended_at, the server's clock
 // on the same machine), p50 and range. The ratios against W = 1 (the floor, measured in the same run) end
 // the output. The throwaway cluster is the tests' (fsync off), with pg_stat_statements preloaded.
-// Usage: bun bench/fleet.ts [--watchers 1,10,50,100] [--legs 100] [--waits 10] [--idle 10] [--poll S]
-//   (build dist/li first; --poll passes the watchers' safety poll, default li's own; W = 100 needs
+// Usage: bun bench/fleet.ts [--watchers 1,10,50,100] [--legs 100] [--waits 10] [--idle SECONDS] [--poll D]
+//   (build dist/li first; --poll passes the watchers' safety poll, default li's own; the idle window is two
+//   polls, 10 to 60 s; --poll 1h leaves only what the legs cause in the per-leg figures; W = 100 needs
 //   LI_TEST_PG_MAX_CONNECTIONS above 3 per watcher, e.g. 500)
 
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -26,14 +27,24 @@ const { values } = parseArgs({
     watchers: { type: "string", default: "1,10,50,100" },
     legs: { type: "string", default: "100" },
     waits: { type: "string", default: "10" },
-    idle: { type: "string", default: "10" },
+    idle: { type: "string" },
     poll: { type: "string" },
   },
 });
 const WATCHER_COUNTS = values.watchers!.split(",").map(Number);
 const LEGS = Number(values.legs);
 const WAITS = Number(values.waits);
-const IDLE_SECONDS = Number(values.idle);
+/** The watchers' poll in seconds, when given (30s, 1h, 500ms…). */
+const POLL_SECONDS = values.poll ? durationSeconds(values.poll) : 1;
+// The idle window holds two polls (at most a minute's worth), so the idle rate subtracted from the legs' window counts their passes.
+const IDLE_SECONDS = values.idle ? Number(values.idle) : Math.max(10, Math.min(2 * POLL_SECONDS, 60));
+
+function durationSeconds(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text);
+  if (!m) throw new Error(`--poll: not a duration: ${text}`);
+  const n = Number(m[1]);
+  return m[2] === "ms" ? n / 1000 : m[2] === "m" ? n * 60 : m[2] === "h" ? n * 3600 : n;
+}
 const LI = join(import.meta.dir, "../dist/li");
 const TICK_MS = 1000 / 100; // USER_HZ
 
@@ -108,7 +119,16 @@ async function measure(w: number): Promise<Row> {
       if (watchers.some((p) => p.exitCode !== null)) throw new Error("a watcher exited");
       await Bun.sleep(50);
     }
-    await Bun.sleep(3000); // every start-up pass over
+    // The fresh database's tables analyzed now, not by autovacuum during a window; then every start-up pass
+    // over (under load they run late): the database's transactions still for 2 s, or 30 s gone by.
+    await asSuperuser((sql) => sql.unsafe("VACUUM ANALYZE"), name);
+    const quietBy = performance.now() + 30_000;
+    for (let last = -1; performance.now() < quietBy; ) {
+      const [row] = await asSuperuser((sql) => sql`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`, name);
+      if (last >= 0 && Number(row.n) - last <= 3) break;
+      last = Number(row.n);
+      await Bun.sleep(2000);
+    }
     const [conns] = await asSuperuser((sql) => sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`, name);
 
     const idleFrom = await counters(name, watchers);
@@ -166,7 +186,7 @@ try {
   for (const w of WATCHER_COUNTS) {
     const row = await measure(w);
     rows.push(row);
-    console.log(JSON.stringify({ bench: "fleet", legs: LEGS, poll: values.poll ?? "default", ...row }));
+    console.log(JSON.stringify({ bench: "fleet", legs: LEGS, poll: values.poll ?? "default", idle_window_s: IDLE_SECONDS, ...row }));
   }
   const floor = rows[0]!;
   for (const row of rows.slice(1)) {
