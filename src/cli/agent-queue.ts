@@ -1,6 +1,8 @@
 // `li agent --queue NAME …` (SPEC §19): submit the leg as a scheduled run. With --detach the run's id is
 // printed at once; in the foreground li waits its turn itself and runs the leg here. Also the supervisor
 // side of a leased run (`--schedule-run ID`, started by li watch): the leg request comes from the ledger.
+// A detached submit only validates and records: the waiting (schedule/foreground.ts), the run's hooks on
+// its leg (schedule/leg.ts) and the leg itself load on the paths that use them (test/meta/startup-graph.test.ts).
 
 import type { Ledger } from "../ledger/ledger.ts";
 import type { ScheduleRunRow } from "../ledger/rows.ts";
@@ -8,9 +10,9 @@ import { hostId, hostName, readStartTicks } from "../host/proc.ts";
 import type { AgentArgs, AgentRequest } from "../legs/request.ts";
 import { parseAgentRequest } from "../legs/request.ts";
 import type { Settings } from "../settings/settings.ts";
-import { waitAndRun, type WaitTrap } from "../schedule/foreground.ts";
-import { agentArgsOf, legOptionsOf, scheduledLegHooks, type ScheduledLegHooks } from "../schedule/leg.ts";
-import { captureEnv, parseStoredRequest, type ScheduledRequest } from "../schedule/request.ts";
+import type { WaitTrap } from "../schedule/foreground.ts";
+import type { ScheduledLegHooks } from "../schedule/leg.ts";
+import { agentArgsOf, captureEnv, legOptionsOf, parseStoredRequest, type ScheduledRequest } from "../schedule/request.ts";
 import { labelsNobodyHas, submitRun } from "../schedule/submit.ts";
 import { parseDuration, parseNonNegativeInt } from "../util/duration.ts";
 import { UsageError } from "../util/errors.ts";
@@ -116,6 +118,7 @@ export async function submitQueued(args: AgentArgs, q: QueueArgs, passthrough: s
   }
   ctx.runner.note(`schedule run ${submitted.id}: ${submitted.status} in queue ${queue}; waiting for its turn`);
   const host = hostId();
+  const [{ waitAndRun }, { scheduledLegHooks }] = await Promise.all([import("../schedule/foreground.ts"), import("../schedule/leg.ts")]);
   const result = await waitAndRun(
     {
       ledger,
@@ -150,5 +153,6 @@ export async function leasedRunRequest(ledger: Ledger, runId: string, log: (line
   const run = await ledger.backend.schedule.getRun(runId);
   if (!run) throw new UsageError(`--schedule-run ${runId}: no such schedule run`);
   const { args, passthrough } = agentArgsOf(parseStoredRequest(runId, run.request_json));
+  const { scheduledLegHooks } = await import("../schedule/leg.ts");
   return { args, passthrough, hooks: scheduledLegHooks(ledger, runId, hostId(), log) };
 }

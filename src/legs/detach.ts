@@ -7,7 +7,7 @@ import { SUPERVISOR_ARGV_ENV, SUPERVISOR_VISIBLE_ARGV } from "./supervisor-argv.
 import { ExitCode, UsageError } from "../util/errors.ts";
 import type { Subprocess } from "bun";
 import { WARM_ENV, WARM_FD, WARM_TAKEN, WARM_VALUE } from "./warm-entry.ts";
-import { RUN_ID_ENV } from "./rundir.ts";
+import { RUN_ID_ENV } from "./rundir-names.ts";
 
 /** What the supervisor reports through the ready file. */
 export type ReadyReport =

@@ -2,7 +2,7 @@
 
 import { HANDLER_OWNER_ENV } from "../notify/owner-env.ts";
 import { CREDENTIAL_VARIABLES } from "../util/credentials.ts";
-import { RUN_ID_ENV } from "./rundir.ts";
+import { RUN_ID_ENV } from "./rundir-names.ts";
 import { SUPERVISOR_ENV } from "./supervisor-argv.ts";
 
 export { SUPERVISOR_ENV } from "./supervisor-argv.ts";

@@ -7,7 +7,7 @@ import { parseDuration, parseNonNegativeInt } from "../util/duration.ts";
 import { ExitCode, UsageError } from "../util/errors.ts";
 import { assertSafeId } from "../util/ids.ts";
 import { DEFAULT_KILL_GRACE_SECONDS, DEFAULT_LEDGER_RETRY_SECONDS } from "../settings/defaults.ts";
-import { resolveSaveDir, RUN_ID_ENV } from "./rundir.ts";
+import { resolveSaveDir, RUN_ID_ENV } from "./rundir-names.ts";
 
 /** The flags of `li agent` as citty hands them over. */
 export interface AgentArgs {

@@ -1,15 +1,15 @@
 // Run directories (SPEC §6, ADR-0064 D1): where one leg's snapshots, streams, manifest and default artifacts live.
 
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { isContained } from "../contracts/containment.ts";
 import { UsageError } from "../util/errors.ts";
 import { assertSafeId, isSafeId } from "../util/ids.ts";
 import { writeFileAtomic } from "../util/atomic-file.ts";
 import { readUntrustedFile } from "../util/untrusted-file.ts";
+import { resolveSaveDir, RUN_ID_ENV } from "./rundir-names.ts";
 
-export const RUN_ID_ENV = "LI_RUN_ID";
+export { resolveSaveDir, RUN_ID_ENV } from "./rundir-names.ts";
 /** State directories hold the command's output and identity: owner-only, like LI_HOME (§3). */
 const STATE_DIR_MODE = 0o700;
 const MANIFEST_MODE = 0o600;
@@ -206,17 +206,6 @@ export function generateRunId(nowSeconds: number, randomHex: () => string = rand
 
 function randomUuidHex(): string {
   return crypto.randomUUID().replace(/-/g, "");
-}
-
-/** `--save-dir` as the artifact root it becomes: `~` expanded, resolved against the working directory. */
-export function resolveSaveDir(saveDir: string, homeDir: string = os.homedir(), workdir: string = process.cwd()): string {
-  return path.resolve(workdir, expandHome(saveDir, homeDir));
-}
-
-function expandHome(p: string, home: string): string {
-  if (p === "~") return home;
-  if (p.startsWith("~/")) return path.join(home, p.slice(2));
-  return p;
 }
 
 export interface BranchSnapshot {

@@ -4,12 +4,10 @@
 // settles it (settle.ts).
 
 import type { Ledger } from "../ledger/ledger.ts";
-import type { AgentArgs } from "../legs/request.ts";
 import type { AlsoInSetup } from "../legs/setup.ts";
 import type { AfterCommit } from "../legs/teardown/state.ts";
 import { UsageError } from "../util/errors.ts";
 import { settleWaitingRuns } from "./dependencies.ts";
-import type { LegOptions, ScheduledRequest } from "./request.ts";
 import { settleRun } from "./settle.ts";
 
 export interface ScheduledLegHooks {
@@ -36,36 +34,4 @@ export function scheduledLegHooks(ledger: Ledger, runId: string, hostId: string,
       }
     },
   };
-}
-
-/** The leg options a queued run keeps, from `li agent`'s flags (what does not describe the leg itself stays out). */
-export function legOptionsOf(args: AgentArgs): LegOptions {
-  const options: LegOptions = {};
-  const copy = <K extends keyof LegOptions>(key: K, value: LegOptions[K] | undefined) => {
-    if (value !== undefined) options[key] = value;
-  };
-  copy("notify", args.notify);
-  copy("timeout", args.timeout);
-  copy("ledgerRetry", args.ledgerRetry);
-  copy("artifact", args.artifact === undefined ? undefined : Array.isArray(args.artifact) ? args.artifact : [args.artifact]);
-  copy("profile", args.profile);
-  copy("playbook", args.playbook);
-  copy("saveDir", args.saveDir);
-  copy("runId", args.runId);
-  copy("cwd", args.cwd);
-  copy("baseRef", args.baseRef);
-  copy("invocation", args.invocation);
-  copy("linkedSession", args.linkedSession);
-  copy("autoResume", args.autoResume);
-  copy("resumeCommand", args.resumeCommand);
-  copy("evidenceGate", args.evidenceGate);
-  copy("passEnv", args.passEnv);
-  if (options.artifact?.length === 0) delete options.artifact;
-  if (options.passEnv?.length === 0) delete options.passEnv;
-  return options;
-}
-
-/** `li agent`'s flags and command for the leg a stored request describes. */
-export function agentArgsOf(request: ScheduledRequest): { args: AgentArgs; passthrough: string[] } {
-  return { args: { ...request.options }, passthrough: [...request.argv] };
 }

@@ -5,6 +5,7 @@
 // converter): it loads in a third of the time, and both sides of a dispatch load it, the submit and the
 // leased run's supervisor. Its messages are zod's English ones, as the full build gives them.
 import * as z from "zod/mini";
+import type { AgentArgs } from "../legs/request.ts";
 import { UsageError } from "../util/errors.ts";
 
 z.config(z.locales.en());
@@ -89,4 +90,36 @@ export function firstIssue(error: z.core.$ZodError): string {
   const issue = error.issues[0];
   if (!issue) return "invalid";
   return issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message;
+}
+
+/** The leg options a queued run keeps, from `li agent`'s flags (what does not describe the leg itself stays out). */
+export function legOptionsOf(args: AgentArgs): LegOptions {
+  const options: LegOptions = {};
+  const copy = <K extends keyof LegOptions>(key: K, value: LegOptions[K] | undefined) => {
+    if (value !== undefined) options[key] = value;
+  };
+  copy("notify", args.notify);
+  copy("timeout", args.timeout);
+  copy("ledgerRetry", args.ledgerRetry);
+  copy("artifact", args.artifact === undefined ? undefined : Array.isArray(args.artifact) ? args.artifact : [args.artifact]);
+  copy("profile", args.profile);
+  copy("playbook", args.playbook);
+  copy("saveDir", args.saveDir);
+  copy("runId", args.runId);
+  copy("cwd", args.cwd);
+  copy("baseRef", args.baseRef);
+  copy("invocation", args.invocation);
+  copy("linkedSession", args.linkedSession);
+  copy("autoResume", args.autoResume);
+  copy("resumeCommand", args.resumeCommand);
+  copy("evidenceGate", args.evidenceGate);
+  copy("passEnv", args.passEnv);
+  if (options.artifact?.length === 0) delete options.artifact;
+  if (options.passEnv?.length === 0) delete options.passEnv;
+  return options;
+}
+
+/** `li agent`'s flags and command for the leg a stored request describes. */
+export function agentArgsOf(request: ScheduledRequest): { args: AgentArgs; passthrough: string[] } {
+  return { args: { ...request.options }, passthrough: [...request.argv] };
 }

@@ -114,7 +114,7 @@ describe("the start-up graph", () => {
   });
 
   test("li agent loads, before its command starts, neither the detach, resume, evidence and contract modules nor --json's and the error path's", () => {
-    const { modules } = loadedWith(...ENTRY(), chunkOf("src/cli/commands/agent.ts"), chunkOf("src/cli/context.ts"));
+    const { modules } = loadedWith(...ENTRY(), chunkOf("src/cli/commands/agent.ts"), chunkOf("src/cli/agent-leg.ts"), chunkOf("src/cli/context.ts"));
     expect(modules).toContain("src/legs/leg.ts");
     expect(modules).toContain("src/contracts/containment.ts");
     for (const lazy of ["src/legs/detach.ts", "src/legs/resume.ts", "src/legs/evidence.ts", "src/contracts/artifacts.ts", "src/cli/output.ts", "src/cli/exit.ts", "src/legs/teardown/run.ts"]) {
@@ -122,8 +122,20 @@ describe("the start-up graph", () => {
     }
   });
 
+  test("li agent --queue Q --detach, which only validates and records a scheduled run, loads none of the leg machinery, the foreground waiter or the run's leg hooks (issue 23: the submit is on the dispatch's critical path)", () => {
+    const { modules } = loadedWith(...ENTRY(), chunkOf("src/cli/commands/agent.ts"), chunkOf("src/cli/agent-queue.ts"), chunkOf("src/cli/context.ts"));
+    // What the submit does need: the leg request's validation and the submit's write.
+    expect(modules).toContain("src/legs/request.ts");
+    expect(modules).toContain("src/schedule/submit.ts");
+    const legMachinery = ["src/legs/agent.ts", "src/legs/leg.ts", "src/legs/setup.ts", "src/legs/spawn.ts", "src/legs/capture.ts", "src/legs/signals.ts", "src/legs/cgroup.ts", "src/legs/leg-processes.ts", "src/legs/rundir.ts", "src/legs/notify.ts", "src/legs/watcher-link.ts", "src/legs/detach.ts", "src/contracts/containment.ts"];
+    for (const lazy of [...legMachinery, "src/cli/agent-leg.ts", "src/schedule/foreground.ts", "src/schedule/leg.ts", "src/schedule/settle.ts"]) expect(modules).not.toContain(lazy);
+    // The leg's path still loads them, through cli/agent-leg.ts.
+    const leg = loadedWith(chunkOf("src/cli/agent-leg.ts")).modules;
+    for (const module of legMachinery.filter((m) => m !== "src/legs/detach.ts")) expect(leg).toContain(module);
+  });
+
   test("a leg, up to its command's start and its spool room, loads no node:crypto (~3 ms of CPU), on either backend", () => {
-    const sqlite = loadedWith(...ENTRY(), chunkOf("src/cli/commands/agent.ts"), chunkOf("src/cli/context.ts"), chunkOf("src/spool/reserve.ts"));
+    const sqlite = loadedWith(...ENTRY(), chunkOf("src/cli/commands/agent.ts"), chunkOf("src/cli/agent-leg.ts"), chunkOf("src/cli/context.ts"), chunkOf("src/spool/reserve.ts"));
     expect(sqlite.modules).toContain("src/legs/watcher-link.ts");
     expect(sqlite.modules).toContain("src/spool/mac.ts");
     // The bundler writes node:crypto as "crypto".
