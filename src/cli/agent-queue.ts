@@ -19,6 +19,7 @@ import { UsageError } from "../util/errors.ts";
 import { HEARTBEAT_INTERVAL_MS } from "../legs/heartbeat.ts";
 import { writeOut } from "./io.ts";
 import { safeText } from "../util/text.ts";
+import { mark } from "../util/profile.ts";
 
 /** The queue flags of `li agent`, as the words gave them. */
 export interface QueueArgs {
@@ -72,6 +73,7 @@ export async function submitQueued(args: AgentArgs, q: QueueArgs, passthrough: s
   if (args.persist === false) throw new UsageError("--queue needs the ledger: it cannot be used with --no-persist");
   // The leg's own options are checked now, as the leg will check them: a bad --timeout is refused at submit.
   await parseAgentRequest({ ...args, detach: false }, passthrough, { workdir: ctx.workdir, env: process.env });
+  mark("request validated");
   const detach = args.detach === true;
   const request: ScheduledRequest = {
     version: 1,
@@ -92,6 +94,7 @@ export async function submitQueued(args: AgentArgs, q: QueueArgs, passthrough: s
   // A run waiting for its own leg is refused before the ledger is even opened (the service checks it too).
   for (const id of q.after) if (args.runId !== undefined && id === args.runId) throw new UsageError(`--after ${id}: a cycle (the run would wait for itself)`);
   const ledger = ctx.open();
+  mark("ledger opened");
   for (const label of await labelsNobodyHas(ledger, q.needs)) {
     ctx.runner.note(`warning: --needs ${label}: no host has the label (a watcher offers labels with the watch.labels setting); the run waits until one does`);
   }
@@ -111,6 +114,7 @@ export async function submitQueued(args: AgentArgs, q: QueueArgs, passthrough: s
     trap?.release();
     throw error;
   });
+  mark("run recorded");
   if (detach) {
     if (ctx.runner.json) (await import("./output.ts")).writeJson({ run_id: submitted.id, queue: submitted.queue, status: submitted.status, dependencies: submitted.dependencies.map((d) => ({ kind: d.kind, id: d.id })) });
     else writeOut(`${submitted.id}\n`);

@@ -53,6 +53,11 @@ export interface LiCommand<A extends LiArgs = LiArgs, N extends LedgerNeed = Led
   /** One or two command lines shown at the end of --help. */
   examples: readonly string[];
   ledger: N;
+  /**
+   * True when these flags mean the run opens no ledger at all (li agent --no-persist): its opener is then
+   * not loaded (~1 ms of start-up, docs/benchmarks.md), and calling `ledger` is a bug that says so.
+   */
+  opensNoLedger?(args: ParsedArgs<A>): boolean;
   /** Takes a command line after `--` (everything else refuses one). */
   takesCommand?: boolean;
   run(ctx: RunContext<A, N>): number | Promise<number>;

@@ -93,8 +93,9 @@ async function execute(command: LiCommand, where: string, rest: string[], passth
   if (command.ledger !== "none") await requireOwnedPaths();
   mark("owner and mode checks");
   if (command.longLived) holdLedgerLong();
-  const open = await ledgerOpener(command.ledger);
-  mark("ledger opener loaded");
+  const opensNone = command.opensNoLedger?.(args as never) === true;
+  const open = await ledgerOpener(opensNone ? "none" : command.ledger);
+  if (!opensNone) mark("ledger opener loaded");
   let opened: { close(): void } | null = null;
   try {
     const exit = await command.run({ args, rawArgs: rest, passthrough, ledger: (asked?: Patience) => (opened ??= open(asked ?? patience)) as never });

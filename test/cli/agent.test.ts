@@ -229,6 +229,19 @@ describe("the persisted rows for one leg", () => {
     expect(JSON.parse(fs.readFileSync(path.join(home.runs, "np-1", "run.json"), "utf8")).persisted).toBe(false);
   });
 
+  test("--no-persist does not even load the ledger's opener (its profile has no such step; a recorded leg's has)", async () => {
+    const home = agentHome();
+    const profile = path.join(home.scratch, "profile.jsonl");
+    const steps = () => fs.readFileSync(profile, "utf8").trim().split("\n").map((line) => (JSON.parse(line) as { marks: [string, number, number][] }).marks.map(([name]) => name));
+    expect((await li(["agent", "--no-persist", "--", "true"], { home: home.home, env: { LI_PROFILE_FILE: profile } })).code).toBe(0);
+    expect((await li(["agent", "--", "true"], { home: home.home, env: { LI_PROFILE_FILE: profile } })).code).toBe(0);
+    const [noPersist, recorded] = steps();
+    expect(noPersist).toContain("settings lookup");
+    expect(noPersist).not.toContain("ledger opener loaded");
+    expect(recorded).toContain("ledger opener loaded");
+    expect(await home.db.exists()).toBe(true);
+  });
+
   test("an unusable ledger in the foreground warns and the command still runs", async () => {
     const home = agentHome();
     const r = await li(["agent", "--", fixture("exit-with"), "0"], { home: home.home, env: { LI_DB: "/etc/passwd/state.db" } });

@@ -33,6 +33,8 @@ export default command({
   examples: ["li agent --timeout=30m --artifact=report=out/report.json -- make test", "li agent -r SESSION_ID -- make test"],
   // Opened by the leg only when it persists: a foreground leg still runs when the ledger cannot be opened (§8.4).
   ledger: "create",
+  // --no-persist records nothing: the ledger's opener is not even loaded (--queue and --detach refuse it before any open).
+  opensNoLedger: (args) => args.persist === false,
   takesCommand: true,
   args: {
     resume: { type: "string", alias: "r", valueHint: "ID", complete: "sessions", description: "resume a branch: a new leg on it; a session id (what --detach prints) names its current branch" },
@@ -82,6 +84,7 @@ export default command({
       const workdir = process.cwd();
       const settings = await agentSettings(args, workdir, note);
       const { submitQueued } = await import("../agent-queue.ts");
+      mark("queue modules loaded");
       // Waiting for its turn in the foreground holds the ledger for as long as the queue takes: outside the
       // host's connection slots (§20), as li wait is, so waiting runs never starve the host's legs.
       if (!args.detach) {
