@@ -1,7 +1,8 @@
 // Benchmark: `li agent -- true` end to end vs bare `true` (and `tsp -f true`, `nq` + `nq -w` when installed),
 // with a split of where the time goes: start-up, spawn and capture, the database (setup + teardown).
 // Usage: bun bench/agent.ts [RUNS=40] [--baseline OTHER_LI]   (needs dist/li: npm run build)
-// --baseline adds `OTHER_LI agent -- true` (e.g. a build of an older commit) to the same rounds, on its own LI_HOME.
+// --baseline adds `OTHER_LI agent -- true` and `OTHER_LI agent --no-persist -- true` (e.g. a build of an older
+// commit) to the same rounds, on its own LI_HOME.
 // Floors in the same rounds (agent-floors.ts): a compiled hello-world; a compiled program doing a durable
 // leg's irreducible work in one process (open the ledger, commit, spawn, commit, close); and a compiled
 // client of a resident process that holds the ledger open (the shape li does not have).
@@ -46,7 +47,7 @@ const cases: Case[] = [
   { name: "floor: one-process leg", steps: [[floors.oneProcess]] },
   { name: "floor: resident-process client", steps: [[floors.residentClient]] },
 ];
-if (baseline) cases.push({ name: "baseline agent -- true", steps: [[baseline, "agent", "--", trueBin]] });
+if (baseline) cases.push({ name: "baseline agent -- true", steps: [[baseline, "agent", "--", trueBin]] }, { name: "baseline --no-persist", steps: [[baseline, "agent", "--no-persist", "--", trueBin]] });
 const tsp = Bun.which("tsp");
 if (tsp) cases.push({ name: "tsp -f true", steps: [[tsp, "-f", trueBin]] });
 const nq = Bun.which("nq");
@@ -85,7 +86,7 @@ const hello = m["floor: hello-world"]!;
 console.log(`li agent -- true: ${(agent - oneProcess).toFixed(2)} ms over the one-process durable leg (target ≤ 5 ms: ${agent - oneProcess <= 5 ? "met" : "not met"})`);
 console.log(`li agent --no-persist -- true: ${(noPersist - hello).toFixed(2)} ms over hello-world (target ≤ 4 ms: ${noPersist - hello <= 4 ? "met" : "not met"})`);
 console.log(`li agent -- true costs ${(agent - bare).toFixed(2)} ms more than bare true; a client of a resident ledger process costs ${(resident - bare).toFixed(2)} ms more`);
-if (baseline) console.log(`the baseline (${baseline}) costs ${(m["baseline agent -- true"]! - bare).toFixed(2)} ms more than bare true`);
+if (baseline) console.log(`the baseline (${baseline}) costs ${(m["baseline agent -- true"]! - bare).toFixed(2)} ms more than bare true (${(m["baseline agent -- true"]! - oneProcess).toFixed(2)} over the one-process leg); its --no-persist ${(m["baseline --no-persist"]! - hello).toFixed(2)} ms over hello-world`);
 console.log(
   JSON.stringify({
     bench: "agent",
@@ -102,7 +103,7 @@ console.log(
     floor_resident_client_overhead_ms: Number((resident - bare).toFixed(2)),
     agent_over_one_process_ms: Number((agent - oneProcess).toFixed(2)),
     no_persist_over_hello_ms: Number((noPersist - hello).toFixed(2)),
-    ...(baseline ? { baseline_overhead_ms: Number((m["baseline agent -- true"]! - bare).toFixed(2)) } : {}),
+    ...(baseline ? { baseline_overhead_ms: Number((m["baseline agent -- true"]! - bare).toFixed(2)), baseline_over_one_process_ms: Number((m["baseline agent -- true"]! - oneProcess).toFixed(2)), baseline_no_persist_over_hello_ms: Number((m["baseline --no-persist"]! - hello).toFixed(2)) } : {}),
     ...(m["tsp -f true"] !== undefined ? { tsp_ms: Number(m["tsp -f true"].toFixed(2)), tsp_ratio: Number((m["tsp -f true"] / bare).toFixed(2)) } : {}),
     ...(m["nq true && nq -w"] !== undefined ? { nq_ms: Number(m["nq true && nq -w"].toFixed(2)), nq_ratio: Number((m["nq true && nq -w"] / bare).toFixed(2)) } : {}),
   }),
