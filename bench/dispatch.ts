@@ -5,7 +5,7 @@
 // submitting process is spawned to the wall clock the command wrote, so every figure includes its
 // submitter's own start-up. For li it prints the parts: the submit's commit, the watcher's lease, the
 // supervisor's setup, the command (the ledger's times of the run and the watcher's log, all one clock).
-// Usage: bun bench/dispatch.ts [--n 50] [--only li,li-pg,tsp,nq]   (build dist/li first; tsp and nq from
+// Usage: bun bench/dispatch.ts [--n 50] [--only li,li-pg,tsp,nq] [--baseline PATH-TO-AN-OLDER-li]   (build dist/li first; tsp and nq from
 // Debian's task-spooler and nq packages; li-pg starts a throwaway PostgreSQL cluster as the tests do)
 
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -15,10 +15,12 @@ import { parseArgs } from "node:util";
 import { handlerSpawnFloorMs, quantile, r2, wallNs } from "./floor.ts";
 import { benchDatabase, type BenchDatabase } from "./pg-database.ts";
 
-const { values } = parseArgs({ options: { n: { type: "string", default: "50" }, only: { type: "string", default: "li,li-pg,tsp,nq" } } });
+const { values } = parseArgs({ options: { n: { type: "string", default: "50" }, only: { type: "string", default: "li,li-pg,tsp,nq" }, baseline: { type: "string" } } });
 const N = Number(values.n);
 const ONLY = new Set(values.only.split(","));
-const LI = join(import.meta.dir, "../dist/li");
+const LI_BUILT = join(import.meta.dir, "../dist/li");
+// --baseline PATH: another li binary (a build of an older commit), measured as li-base / li-pg-base in the same rounds.
+const BASELINE = values.baseline;
 const root = mkdtempSync(join(tmpdir(), "li-bench-dispatch-"));
 const COMMAND = (marks: string) => ["/bin/sh", "-c", 'date +%s%N >> "$0"', marks];
 
@@ -108,7 +110,7 @@ async function run(argv: string[], env: Record<string, string | undefined>): Pro
 }
 
 /** li with a running watcher on `env`'s ledger; the queue has no limit, so each round meets a free slot. */
-async function liSystem(name: string, env: Record<string, string | undefined>): Promise<System> {
+async function liSystem(name: string, env: Record<string, string | undefined>, LI = LI_BUILT): Promise<System> {
   await run([LI, "queue", "set", "bench", "--parallel", "0"], env);
   const watcher = Bun.spawn([LI, "watch", "--log-format", "json"], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const started = new Map<string, number>();
@@ -170,9 +172,12 @@ try {
     const home = join(root, "li-home");
     systems.push(await liSystem("li", { ...process.env, LI_HOME: home, NO_COLOR: "1", LI_DB: undefined }));
   }
+  if (ONLY.has("li") && BASELINE) systems.push(await liSystem("li-base", { ...process.env, LI_HOME: join(root, "li-base-home"), NO_COLOR: "1", LI_DB: undefined }, BASELINE));
   if (ONLY.has("li-pg")) {
     pg = await benchDatabase("bench_dispatch");
     systems.push(await liSystem("li-pg", { ...process.env, LI_HOME: join(root, "li-pg-home"), LI_DB: pg.url, NO_COLOR: "1" }));
+    // Its own schema on the same server: the two watchers never see each other's queue.
+    if (BASELINE) systems.push(await liSystem("li-pg-base", { ...process.env, LI_HOME: join(root, "li-pg-base-home"), LI_DB: pg.url, LI_PG_SCHEMA: "li_base", NO_COLOR: "1" }, BASELINE));
   }
   if (ONLY.has("tsp")) systems.push(tspSystem());
   if (ONLY.has("nq")) systems.push(nqSystem());

@@ -3,7 +3,7 @@
 import { openLedgerEarly } from "./cli/early-ledger.ts";
 import { closeUnusedEarly } from "./ledger/early-open.ts";
 import { entryArgv } from "./legs/supervisor-argv.ts";
-import { isWarm, takeWarmRequest, warmConnectionMs } from "./legs/warm-entry.ts";
+import { isWarm, prepareWarm, takeWarmRequest, warmConnectionMs } from "./legs/warm-entry.ts";
 import { mark } from "./util/profile.ts";
 
 mark("entry: the runtime started, the entry module loaded");
@@ -11,12 +11,16 @@ mark("entry: the runtime started, the entry module loaded");
 // A warm supervisor (li watch started it ahead of need): li's supervisor modules load while it waits for
 // its request, which then makes it the detached supervisor of a leased run, as if started for that run.
 if (isWarm(process.argv.slice(2), process.env)) {
-  const loading = Promise.all([import("./cli/main.ts"), import("./cli/commands/agent.ts"), import("./cli/agent-leg.ts"), import("./cli/agent-queue.ts"), import("./schedule/leg.ts"), import("./legs/detach.ts"), import("./cli/context.ts")]).catch(() => {});
+  const loading = Promise.all([import("./cli/main.ts"), import("./cli/commands/agent.ts"), import("./cli/agent-leg.ts"), import("./cli/agent-queue.ts"), import("./schedule/leg.ts"), import("./legs/detach.ts"), import("./cli/context.ts")])
+    // Then what the run's setup would otherwise pay once it is handed its run (prepareWarm).
+    .then(() => prepareWarm())
+    .catch(() => {});
   // A ledger on a server: its session opens while this waits (its LI_DB is the watcher's, as the run's
   // will be), and is given up after a while unused, so an idle watcher holds no connection or slot more.
   await openLedgerEarly(["agent"], { checkPaths: false });
   const unused = setTimeout(closeUnusedEarly, warmConnectionMs(process.env));
   if (!(await takeWarmRequest(process.env))) process.exit(0);
+  mark("warm: request taken");
   clearTimeout(unused);
   await loading;
 }

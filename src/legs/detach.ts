@@ -104,6 +104,9 @@ async function readyReport(child: Subprocess): Promise<ReadyReport> {
   return { ok: false, exit: ExitCode.unavailable, message: `the supervising li exited (${child.exitCode ?? child.signalCode}) before committing its setup`, ...(child.signalCode !== null ? { died: true } : {}) };
 }
 
+/** How long after a warm supervisor's report the next one is started (WarmSupervisor.primeSoon). */
+export const WARM_PRIME_DELAY_MS = 100;
+
 /**
  * One supervisor started ahead of need (li watch's dispatch, SPEC §19): a `li agent` past Bun's start-up
  * and li's module loading, waiting on its fd 4 for the environment and directory of the next leased run
@@ -115,6 +118,8 @@ async function readyReport(child: Subprocess): Promise<ReadyReport> {
 export class WarmSupervisor {
   private child: Subprocess | null = null;
   private closed = false;
+  /** The next one's start, put off after a use (primeSoon) until the run just handed over has its command started. */
+  private primeTimer: ReturnType<typeof setTimeout> | null = null;
 
   /** `env`: what it starts with (the watcher's, with where its ledger is); a run's replaces it whole. */
   constructor(private readonly env: Readonly<Record<string, string | undefined>>) {}
@@ -126,6 +131,8 @@ export class WarmSupervisor {
 
   /** Starts one if none waits. */
   prime(): void {
+    if (this.primeTimer !== null) clearTimeout(this.primeTimer);
+    this.primeTimer = null;
     if (this.closed || (this.child !== null && this.child.exitCode === null && this.child.signalCode === null)) return;
     const env: Record<string, string> = {};
     // The watcher's own environment until a run's replaces it (never a handler's mark or a run's channel).
@@ -146,6 +153,8 @@ export class WarmSupervisor {
    * is started once this one reported.
    */
   async start(env: Readonly<Record<string, string>>, cwd: string): Promise<ReadyReport | null> {
+    // The next one was put off (primeSoon): a dispatch that comes first starts it now and hands it this run.
+    if (this.primeTimer !== null) this.prime();
     const child = this.child;
     this.child = null;
     if (child === null) {
@@ -166,13 +175,25 @@ export class WarmSupervisor {
       }
       return await readyReport(child);
     } finally {
-      this.prime();
+      this.primeSoon();
     }
+  }
+
+  /**
+   * Starts the next one a moment later: the supervisor that just reported is about to spawn its command,
+   * and a li start-up beside it (two cores, a loaded host) would compete with that spawn for the CPU.
+   */
+  private primeSoon(): void {
+    if (this.closed || this.primeTimer !== null) return;
+    this.primeTimer = setTimeout(() => this.prime(), WARM_PRIME_DELAY_MS);
+    this.primeTimer.unref?.();
   }
 
   /** Ends the one waiting (the watcher stops); a supervisor already handed a run is that run's and runs on. */
   close(): void {
     this.closed = true;
+    if (this.primeTimer !== null) clearTimeout(this.primeTimer);
+    this.primeTimer = null;
     const child = this.child;
     this.child = null;
     if (child !== null && child.exitCode === null) child.kill("SIGTERM");

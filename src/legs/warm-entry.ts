@@ -27,6 +27,27 @@ export function warmConnectionMs(env: Readonly<Record<string, string | undefined
   const ms = Number(env[WARM_CONNECTION_ENV]);
   return Number.isSafeInteger(ms) && ms > 0 ? ms : WARM_CONNECTION_MS;
 }
+/**
+ * What does not depend on the run, done while the warm supervisor waits: a SQLite ledger opened (its
+ * migrations' check and pragmas; a server's session opens in cli.ts), and Bun's first child process paid
+ * (a process's first Bun.spawn costs several ms more than the next: the command's would be that first one).
+ * Anything that fails here is left for the run's own path to meet and report.
+ */
+export async function prepareWarm(): Promise<void> {
+  try {
+    const [{ openSqliteAhead }, { resolvePaths }] = await Promise.all([import("../ledger/open.ts"), import("../ledger/location.ts")]);
+    openSqliteAhead(resolvePaths());
+  } catch {
+    // the run's supervisor opens its ledger itself, and says what is wrong with it
+  }
+  try {
+    // Nothing inherited (fd 3 and 4 are the watcher's channels): no input, no output, no environment.
+    await Bun.spawn(["/bin/true"], { stdio: ["ignore", "ignore", "ignore"], env: {}, cwd: "/" }).exited;
+  } catch {
+    // no /bin/true: the command's spawn pays the first-spawn cost as it did
+  }
+}
+
 /** What the warm supervisor answers once it made the request its own (the watcher then waits for the ready report). */
 export const WARM_TAKEN = "taken";
 

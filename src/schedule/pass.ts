@@ -1,7 +1,8 @@
 // The scheduler's pass (SPEC §19), run by `li watch` on every wake-up: a list of steps in a fixed order,
 // each a small function over the ledger that returns what it changed. Runs whose leg ended are settled
 // first (their slots free up), then expired leases go back to their queues, due retries are queued, waiting
-// runs whose dependencies decided move on, and last each queue leases what this host may start.
+// runs whose dependencies decided move on, and last each queue leases what this host may start. Dispatch
+// also runs first, so a run just submitted does not wait for the other steps' reads (runSchedulePass).
 // Another kind of due work (a schedule's fire) is one more step that submits through submit.ts.
 
 import type { Ledger } from "../ledger/ledger.ts";
@@ -166,12 +167,26 @@ export async function runSchedulePass(env: ScheduleEnv, steps: readonly Schedule
   } catch (error) {
     errors.push({ step: "record_host", error });
   }
-  for (const step of steps) {
+  const runStep = async (step: ScheduleStep): Promise<boolean> => {
+    let changed = false;
     try {
-      for (const [key, n] of Object.entries(await step.run(env))) counts[`${step.name}.${key}`] = n;
+      for (const [key, n] of Object.entries(await step.run(env))) {
+        counts[`${step.name}.${key}`] = (counts[`${step.name}.${key}`] ?? 0) + n;
+        if (n > 0) changed = true;
+      }
     } catch (error) {
       errors.push({ step: step.name, error });
     }
-  }
+    return changed;
+  };
+  // Dispatch first: a run just submitted (the wake-up its commit sent) is leased before the other steps'
+  // reads, which it does not need; those steps may free a slot or queue a run, so dispatch runs again
+  // after them only when one of them changed something (an idle pass costs no more statements).
+  const last = steps.at(-1);
+  const dispatchFirst = last?.name === "dispatch" ? last : null;
+  if (dispatchFirst) await runStep(dispatchFirst);
+  let changed = false;
+  for (const step of dispatchFirst ? steps.slice(0, -1) : steps) if (await runStep(step)) changed = true;
+  if (dispatchFirst && changed) await runStep(dispatchFirst);
   return { counts, errors };
 }

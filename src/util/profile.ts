@@ -18,7 +18,7 @@ if (file) {
     mark("exit: the event loop drained");
     try {
       // node:fs only here: the entry that imports this module loads nothing for it.
-      (require("node:fs") as typeof import("node:fs")).appendFileSync(file, `${JSON.stringify({ pid: process.pid, marks })}\n`);
+      (require("node:fs") as typeof import("node:fs")).appendFileSync(file, `${JSON.stringify({ pid: process.pid, origin: performance.timeOrigin, marks })}\n`);
     } catch {
       // A profile that cannot be written is no failure of the command.
     }

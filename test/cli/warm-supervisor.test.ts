@@ -8,6 +8,7 @@ import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { onPostgres } from "../helpers/backends.ts";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
 import { collectLines } from "../helpers/lines.ts";
 import { ledgerRows, type LedgerRows } from "../helpers/ledger-rows.ts";
@@ -76,6 +77,16 @@ async function waitingSupervisor(w: Watcher, not: readonly number[] = []): Promi
   return validPid(pid, "the warm supervisor's pid");
 }
 
+/**
+ * Runs one run to its end, then finds the supervisor waiting for the next: not that run's, which still shows
+ * the waiting one's environment in /proc until it exits (the next is started a moment after its report).
+ */
+async function firstRunThenWaiting(h: Home, w: Watcher): Promise<number> {
+  const first = await untilEnded(h, await submit(h, "warm", ["true"]), w);
+  expect(first.status).toBe("completed");
+  return waitingSupervisor(w, [await supervisorOf(h, first.session_id!)]);
+}
+
 /** Submits a detached run to `queue` from `cwd`; returns its id. */
 async function submit(h: Home, queue: string, command: string[], options: { cwd?: string; env?: Record<string, string>; passEnv?: string[] } = {}): Promise<string> {
   const pass = [OWNER_VARIABLE, ...(options.passEnv ?? [])].flatMap((name) => ["--pass-env", name]);
@@ -113,9 +124,7 @@ describe("li watch's warm supervisor", () => {
     const h = newHome();
     expect((await li(["queue", "set", "warm", "--parallel=0"], { home: h.home })).code).toBe(0);
     const w = startWatcher(h, { FOO: "the watcher's", WATCHER_ONLY: "1" });
-    const first = await submit(h, "warm", ["true"]);
-    expect((await untilEnded(h, first, w)).status).toBe("completed");
-    const waiting = await waitingSupervisor(w);
+    const waiting = await firstRunThenWaiting(h, w);
 
     const work = join(h.dir, "work");
     mkdirSync(work);
@@ -139,8 +148,7 @@ describe("li watch's warm supervisor", () => {
     const h = newHome();
     expect((await li(["queue", "set", "warm", "--parallel=0"], { home: h.home })).code).toBe(0);
     const w = startWatcher(h);
-    expect((await untilEnded(h, await submit(h, "warm", ["true"]), w)).status).toBe("completed");
-    const waiting = await waitingSupervisor(w);
+    const waiting = await firstRunThenWaiting(h, w);
     signalPid(waiting, "SIGKILL", { what: "the waiting supervisor" });
     await untilGone(waiting);
 
@@ -159,8 +167,7 @@ describe("li watch's warm supervisor", () => {
     const hold = join(h.dir, "hold");
     expect((await li(["queue", "set", "warm", "--parallel=0"], { home: h.home })).code).toBe(0);
     const w = startWatcher(h, { LI_TEST_WARM_HOLD: hold });
-    expect((await untilEnded(h, await submit(h, "warm", ["true"]), w)).status).toBe("completed");
-    const waiting = await waitingSupervisor(w);
+    const waiting = await firstRunThenWaiting(h, w);
 
     writeFileSync(hold, "");
     const work = join(h.dir, "work");
@@ -196,6 +203,32 @@ describe("li watch's warm supervisor", () => {
       "running:schedule.running.leased",
       "completed:run.completed.ok",
     ]);
+  }, 90_000);
+
+  test("while it waits it holds its ledger open (SQLite's file, PostgreSQL's session), and the run it takes is recorded through it", async () => {
+    const h = newHome();
+    expect((await li(["queue", "set", "warm", "--parallel=0"], { home: h.home })).code).toBe(0);
+    const w = startWatcher(h);
+    const waiting = await waitingSupervisor(w);
+    const holdsLedger = () => {
+      const links: string[] = [];
+      for (const fd of readdirSync(`/proc/${waiting}/fd`)) {
+        if (fd === "3" || fd === "4") continue; // its channels to the watcher
+        try {
+          links.push(readlinkSync(`/proc/${waiting}/fd/${fd}`));
+        } catch {
+          // closed meanwhile
+        }
+      }
+      return onPostgres ? links.some((l) => l.startsWith("socket:")) : links.includes(join(h.home, "state.db"));
+    };
+    await until("the waiting supervisor to hold its ledger open", holdsLedger, { timeoutMs: 30_000 });
+    const id = await submit(h, "warm", ["true"]);
+    const ended = await untilEnded(h, id, w);
+    expect([ended.status, ended.attempts]).toEqual(["completed", 1]);
+    expect(await supervisorOf(h, ended.session_id!)).toBe(waiting);
+    w.proc.kill("SIGTERM");
+    await w.proc.exited;
   }, 90_000);
 
   test("kill -9 of the watcher: the supervisor waiting for it ends too", async () => {

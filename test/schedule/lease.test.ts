@@ -91,3 +91,58 @@ describe("crash safety", () => {
     expect(await t.ledger.backend.schedule.getRun(run.id)).toMatchObject({ status: "failed", status_reason_code: "run.failed.exit_nonzero", exit_code: 4 });
   });
 });
+
+describe("the pass's order", () => {
+  test("a queued run is leased before the pass's other steps read; a slot those steps free is used in the same pass", async () => {
+    const { t } = ledger();
+    const { runSchedulePass, SCHEDULE_STEPS } = await import("../../src/schedule/pass.ts");
+    // q: no limit; its run `ended` holds a leg that ended (the settle step's work) and `fresh` was just queued.
+    await setQueue(t.ledger, "q", { parallel: 0 });
+    const ended = await submitRun(t.ledger, { queue: "q", request, retries: 0 });
+    await leaseNext(t.ledger, "q", hostA);
+    const session = await t.ledger.createEntity("session", {});
+    await t.ledger.transact(async (tx) => tx.schedule.linkSession(ended.id, session.id, "host-a"));
+    await t.ledger.updateStatus("session", session.id, { newStatus: "completed", reasonCode: "run.completed.ok" });
+    const fresh = await submitRun(t.ledger, { queue: "q", request });
+    // one: one slot, held by a run whose leg ended; `next` waits for that slot.
+    await setQueue(t.ledger, "one", { parallel: 1 });
+    const holder = await submitRun(t.ledger, { queue: "one", request, retries: 0 });
+    await leaseNext(t.ledger, "one", hostA);
+    const held = await t.ledger.createEntity("session", {});
+    await t.ledger.transact(async (tx) => tx.schedule.linkSession(holder.id, held.id, "host-a"));
+    await t.ledger.updateStatus("session", held.id, { newStatus: "completed", reasonCode: "run.completed.ok" });
+    const next = await submitRun(t.ledger, { queue: "one", request });
+
+    const order: string[] = [];
+    const pass = await runSchedulePass(
+      {
+        ledger: t.ledger,
+        lessee: hostA,
+        startLeg: async (run) => {
+          order.push(`start ${run.id}`);
+          return { ok: true, sessionId: `s-${run.id}` };
+        },
+        log: (entry) => {
+          if (entry.action === "schedule_settle") order.push(`settle ${String(entry.run_id)}`);
+        },
+      },
+      SCHEDULE_STEPS,
+    );
+    expect(pass.errors).toEqual([]);
+    expect(order).toEqual([`start ${fresh.id}`, `settle ${ended.id}`, `settle ${holder.id}`, `start ${next.id}`]);
+    expect(pass.counts["dispatch.started"]).toBe(2);
+  });
+
+  test("a pass whose other steps change nothing dispatches once", async () => {
+    const { t } = ledger();
+    const { runSchedulePass, SCHEDULE_STEPS } = await import("../../src/schedule/pass.ts");
+    await setQueue(t.ledger, "q", { parallel: 0 });
+    const dispatch = SCHEDULE_STEPS.find((s) => s.name === "dispatch")!;
+    let dispatches = 0;
+    const counted = { ...dispatch, name: "dispatch", run: async (env: Parameters<typeof dispatch.run>[0]) => (dispatches++, dispatch.run(env)) };
+    const steps = [...SCHEDULE_STEPS.filter((s) => s.name !== "dispatch"), counted];
+    const env = { ledger: t.ledger, lessee: hostA, startLeg: async () => ({ ok: true as const, sessionId: "s" }), log: () => {} };
+    await runSchedulePass(env, steps);
+    expect(dispatches).toBe(1);
+  });
+});
