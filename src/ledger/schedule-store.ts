@@ -27,6 +27,12 @@ export interface QueueCounts {
 export interface ScheduleStore {
   getQueue(name: string): Awaitable<QueueRow | null>;
   listQueues(): Awaitable<QueueRow[]>;
+  /**
+   * The queues a dispatch may lease from now: not paused, holding a queued run (by name). One statement,
+   * so a watcher's pass reads every queue's state in one round trip, and a queue with nothing queued costs
+   * no write transaction.
+   */
+  queuesToDispatch(): Awaitable<QueueRow[]>;
   /** Inserts the queue unless it exists (a first submit to a queue creates it with the defaults). */
   ensureQueue(row: QueueRow): Awaitable<void>;
   /** Changes a queue's limits; returns rows changed (0: no such queue). */

@@ -215,6 +215,7 @@ beforeAll(async () => {
   // Scheduled runs (§19): leasing, the pass's candidates, the views' counts.
   const schedule = backend.schedule;
   await exercise("queues", () => schedule.listQueues());
+  await exercise("queues a dispatch may lease from (every watcher pass)", () => schedule.queuesToDispatch());
   await exercise("lease candidates of a queue", () => schedule.leaseCandidates("q", 50));
   await exercise("running runs of a queue, per host and fleet-wide", async () => {
     await schedule.countRunning("q", "h");

@@ -17,6 +17,20 @@ describe("queues", () => {
     expect(await listQueues(t.ledger)).toEqual([expect.objectContaining({ name: "gpu", running: 0, queued: 1, waiting: 0 })]);
   });
 
+  test("the queues a dispatch may lease from: those holding a queued run and not paused, by name, in one read", async () => {
+    const t = tempLedger();
+    await setQueue(t.ledger, "empty", { parallel: 1 });
+    await submitRun(t.ledger, { queue: "b", request });
+    await submitRun(t.ledger, { queue: "a", request });
+    await submitRun(t.ledger, { queue: "held", request });
+    await setQueue(t.ledger, "held", { paused: true });
+    const waiting = await submitRun(t.ledger, { queue: "later", request, after: [(await submitRun(t.ledger, { queue: "b", request })).id] });
+    expect(waiting.status).toBe("waiting_dependency");
+    expect((await t.ledger.backend.schedule.queuesToDispatch()).map((q) => q.name)).toEqual(["a", "b"]);
+    await setQueue(t.ledger, "held", { paused: false });
+    expect((await t.ledger.backend.schedule.queuesToDispatch()).map((q) => q.name)).toEqual(["a", "b", "held"]);
+  });
+
   test("a queue change wakes whoever waits on the ledger (a watcher sees it at its next pass, not its next poll)", async () => {
     const t = tempLedger();
     await setQueue(t.ledger, "q", {});

@@ -35,6 +35,11 @@ export class ScheduleStatements implements ScheduleStore {
     return this.db.all<QueueRow>("SELECT * FROM queues ORDER BY name", []);
   }
 
+  queuesToDispatch(): Promise<QueueRow[]> {
+    // Each EXISTS probes schedule_runs_queue_idx (queue, status, …) for one row.
+    return this.db.all<QueueRow>("SELECT q.* FROM queues q WHERE q.paused = 0 AND EXISTS (SELECT 1 FROM schedule_runs r WHERE r.queue = q.name AND r.status = 'queued') ORDER BY q.name", []);
+  }
+
   async ensureQueue(row: QueueRow): Promise<void> {
     await this.db.run(
       "INSERT INTO queues (name, parallel, scope, paused, lease_attempts, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
