@@ -1,7 +1,7 @@
-// The leg side of `li agent` (SPEC §8): a foreground leg, the detaching parent, the supervisor of a detached
-// leg, and the leg of a foreground queued run when its turn came. commands/agent.ts loads it with import() on
-// those paths only: `li agent --queue Q --detach`, which validates and records a scheduled run, loads none
-// of the leg machinery (test/meta/startup-graph.test.ts pins both).
+// The leg side of `li agent` (SPEC §8): a foreground leg, the supervisor of a detached leg, and the leg of a
+// foreground queued run when its turn came. commands/agent.ts loads it with import() on those paths only:
+// `li agent --queue Q --detach`, which validates and records a scheduled run, and the detaching parent of
+// `li agent --detach`, which starts the supervisor, load none of the leg machinery (test/meta/startup-graph.test.ts).
 import fs from "node:fs";
 import path from "node:path";
 import { ExitCode, LedgerUnavailableError, UnknownIdError } from "../util/errors.ts";
@@ -24,7 +24,7 @@ import type { ScheduledLegHooks } from "../schedule/leg.ts";
 import { cliPaths } from "./paths.ts";
 import { cliContext } from "./globals.ts";
 import { isTerminal, writeAll } from "./fd.ts";
-import { writeOut, writeNote } from "./io.ts";
+import { writeNote } from "./io.ts";
 import { mark } from "../util/profile.ts";
 
 /** How the settings are resolved for a request (commands/agent.ts's, from --cwd or the working directory). */
@@ -46,26 +46,8 @@ async function refuseUnknownBranchBeforeCreating(resume: string | null): Promise
   if (!findBranchSnapshot(paths.runsRoot, resume)) throw new UnknownIdError(resume, "-r");
 }
 
-/** A leg that is not queued (foreground or detached), once its flags and settings were read: exits by its outcome. */
-export async function runLeg(args: AgentArgs, passthrough: string[] | null, open: (patience: Patience) => Ledger, settings: Settings | null, workdir: string): Promise<number> {
-  const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, ...(settings ? { defaultLedgerRetry: settings.agentLedgerRetry, defaultKillGrace: settings.agentKillGrace, defaultStopLeftovers: settings.agentStopLeftovers } : {}), env: process.env });
-  mark("request parsed");
-  req.contractWarnings.forEach(note);
-  if (req.detach) {
-    // The supervisor's warnings go to its log: a bad --notify is worth saying here, where someone reads it.
-    if (req.notify !== null) (await LegNotifier.load({ notifyFlag: req.notify, settings: null, log: note })).resolve({ sessionId: "", branchId: "" });
-    // The detaching parent never uses the ledger: its early connection (and its slot of the host's, §20)
-    // is given back now, as the supervisor it waits for needs one.
-    (await import("../ledger/early-open.ts")).closeUnusedEarly();
-    const report = await (await import("../legs/detach.ts")).startDetached(process.argv.slice(2), process.env);
-    if (!report.ok) {
-      note(report.message);
-      return report.exit;
-    }
-    if (req.json) (await import("./output.ts")).writeJson({ session_id: report.session_id, branch_id: report.branch_id, run_id: report.run_id });
-    else writeOut(`${report.session_id}\n`);
-    return 0;
-  }
+/** A foreground leg that is not queued, its request parsed: exits by its outcome. */
+export async function runLeg(req: AgentRequest, open: (patience: Patience) => Ledger, settings: Settings | null, workdir: string): Promise<number> {
   // The entry point closes the ledger when the command ends.
   let ledger: Ledger | null = null;
   let unreachable: LedgerUnavailableError | null = null;

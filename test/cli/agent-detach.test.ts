@@ -73,6 +73,22 @@ describe("--detach", () => {
     }
   });
 
+  test("the detaching parent loads none of the leg machinery: its profile parses the request and has no 'leg modules loaded' step (a foreground leg's has)", async () => {
+    const home = agentHome();
+    const profile = path.join(home.scratch, "profile.jsonl");
+    const steps = (file: string) => fs.readFileSync(file, "utf8").trim().split("\n").map((line) => (JSON.parse(line) as { marks: [string, number, number][] }).marks.map(([name]) => name));
+    const r = await li(["agent", "--detach", "--", "true"], { home: home.home, env: { LI_PROFILE_FILE: profile } });
+    expect(r.code).toBe(0);
+    // The supervisor appends a line of its own when it exits: the parent's is the one that parsed the request.
+    const parent = steps(profile).filter((names) => names.includes("request parsed"));
+    expect(parent).toHaveLength(1);
+    expect(parent[0]).not.toContain("leg modules loaded");
+    await until("the detached leg to finish", async () => (await sessionRow(home.db, r.stdout.trim())).status !== "running");
+    const foreground = path.join(home.scratch, "foreground.jsonl");
+    expect((await li(["agent", "--", "true"], { home: home.home, env: { LI_PROFILE_FILE: foreground } })).code).toBe(0);
+    expect(steps(foreground)[0]).toContain("leg modules loaded");
+  }, 30_000);
+
   test("a detached start without persistence fails with 78", async () => {
     const home = agentHome();
     const r = await li(["agent", "--detach", "--", "true"], { home: home.home, env: { LI_DB: "/etc/passwd/state.db" } });

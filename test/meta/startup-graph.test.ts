@@ -134,6 +134,12 @@ describe("the start-up graph", () => {
     for (const module of legMachinery.filter((m) => m !== "src/legs/detach.ts")) expect(leg).toContain(module);
   });
 
+  test("li agent --detach's parent, which starts the supervisor, loads none of the leg machinery with what it uses (the profile shows it does not load cli/agent-leg.ts: agent-detach.test.ts)", () => {
+    const { modules } = loadedWith(...ENTRY(), chunkOf("src/cli/commands/agent.ts"), chunkOf("src/legs/detach.ts"));
+    expect(modules).toContain("src/legs/request.ts");
+    for (const lazy of ["src/cli/agent-leg.ts", "src/legs/agent.ts", "src/legs/leg.ts", "src/legs/spawn.ts", "src/legs/capture.ts", "src/legs/rundir.ts", "src/legs/notify.ts", "src/contracts/containment.ts"]) expect(modules).not.toContain(lazy);
+  });
+
   test("a leg, up to its command's start and its spool room, loads no node:crypto (~3 ms of CPU), on either backend", () => {
     const sqlite = loadedWith(...ENTRY(), chunkOf("src/cli/commands/agent.ts"), chunkOf("src/cli/agent-leg.ts"), chunkOf("src/cli/context.ts"), chunkOf("src/spool/reserve.ts"));
     expect(sqlite.modules).toContain("src/legs/watcher-link.ts");

@@ -1,19 +1,20 @@
 // `li agent [options] -- <command…>`: runs a command as a tracked leg (SPEC §8) and exits by its outcome.
-// This module reads the flags and the settings; the leg itself (cli/agent-leg.ts) and a scheduled run's
-// submit (cli/agent-queue.ts) load with import() on their own paths, so `li agent --queue Q --detach` loads
-// none of the leg machinery (test/meta/startup-graph.test.ts).
+// This module reads the flags, the settings and the request, and starts a detached leg's supervisor; the leg
+// itself (cli/agent-leg.ts) and a scheduled run's submit (cli/agent-queue.ts) load with import() on their own
+// paths, so neither `li agent --queue Q --detach` nor `li agent --detach`'s parent loads the leg machinery
+// (test/meta/startup-graph.test.ts).
 import path from "node:path";
 import { command } from "../command.ts";
 import { ExitCode, UsageError } from "../../util/errors.ts";
 import { EXIT_CODE_BY_STATUS } from "../../legs/outcome.ts";
-import type { AgentArgs } from "../../legs/request.ts";
+import { parseAgentRequest, type AgentArgs, type AgentRequest } from "../../legs/request.ts";
 import { heartbeatMsFromEnv } from "../../legs/heartbeat.ts";
 import { SUPERVISOR_ENV } from "../../legs/supervisor-argv.ts";
 import { hostOverrides } from "../../host/proc.ts";
 import { anySettingsFile } from "../../settings/lookup.ts";
 import type { Settings } from "../../settings/settings.ts";
 import { cliPaths } from "../paths.ts";
-import { writeNote } from "../io.ts";
+import { writeNote, writeOut } from "../io.ts";
 import { repeatedFlag } from "../repeated-flag.ts";
 import type { LegRunner, QueueArgs } from "../agent-queue.ts";
 import { mark } from "../../util/profile.ts";
@@ -102,11 +103,32 @@ export default command({
     const workdir = process.cwd();
     const settings = await agentSettings(args, workdir, note);
     mark("settings lookup");
+    const req = await parseAgentRequest(args, passthrough, { workdir, defaultTimeout: settings?.agentTimeout ?? null, ...(settings ? { defaultLedgerRetry: settings.agentLedgerRetry, defaultKillGrace: settings.agentKillGrace, defaultStopLeftovers: settings.agentStopLeftovers } : {}), env: process.env });
+    mark("request parsed");
+    req.contractWarnings.forEach(note);
+    if (req.detach) return detach(req);
     const { runLeg } = await import("../agent-leg.ts");
     mark("leg modules loaded");
-    return runLeg(args, passthrough, open, settings, workdir);
+    return runLeg(req, open, settings, workdir);
   },
 });
+
+/** The detaching parent of `li agent --detach`: starts the supervisor (which runs the leg) and prints the session id it recorded. */
+async function detach(req: AgentRequest): Promise<number> {
+  // The supervisor's warnings go to its log: a bad --notify is worth saying here, where someone reads it.
+  if (req.notify !== null) (await (await import("../../legs/notify.ts")).LegNotifier.load({ notifyFlag: req.notify, settings: null, log: note })).resolve({ sessionId: "", branchId: "" });
+  // The detaching parent never uses the ledger: its early connection (and its slot of the host's, §20)
+  // is given back now, as the supervisor it waits for needs one.
+  (await import("../../ledger/early-open.ts")).closeUnusedEarly();
+  const report = await (await import("../../legs/detach.ts")).startDetached(process.argv.slice(2), process.env);
+  if (!report.ok) {
+    note(report.message);
+    return report.exit;
+  }
+  if (req.json) (await import("../output.ts")).writeJson({ session_id: report.session_id, branch_id: report.branch_id, run_id: report.run_id });
+  else writeOut(`${report.session_id}\n`);
+  return 0;
+}
 
 /**
  * The settings (§15), resolved once per process from `--cwd` (else the working directory); null when
