@@ -1,7 +1,7 @@
 // The binary's entry: run the command, exit with the code it maps to. A ledger on a server starts
 // opening first (cli/early-ledger.ts), so the server's part of connecting overlaps main's loading.
 import { openLedgerEarly } from "./cli/early-ledger.ts";
-import { closeUnusedEarly } from "./ledger/early-open.ts";
+import { closeUnusedEarly, warmEarly } from "./ledger/early-open.ts";
 import { entryArgv } from "./legs/supervisor-argv.ts";
 import { isWarm, prepareWarm, takeWarmRequest, warmConnectionMs } from "./legs/warm-entry.ts";
 import { mark } from "./util/profile.ts";
@@ -18,6 +18,7 @@ if (isWarm(process.argv.slice(2), process.env)) {
   // A ledger on a server: its session opens while this waits (its LI_DB is the watcher's, as the run's
   // will be), and is given up after a while unused, so an idle watcher holds no connection or slot more.
   await openLedgerEarly(["agent"], { checkPaths: false });
+  warmEarly();
   const unused = setTimeout(closeUnusedEarly, warmConnectionMs(process.env));
   if (!(await takeWarmRequest(process.env))) process.exit(0);
   mark("warm: request taken");

@@ -14,6 +14,11 @@ export function openEarly(location: LedgerLocation, use: "reads" | "writes", hom
   early.startEarly(location.url, use, home);
 }
 
+/** Warms what was started early (a warm supervisor waiting for its run): postgres/early.ts warmStarted. */
+export function warmEarly(): void {
+  early?.warmStarted();
+}
+
 /** Closes what was started early and never taken over by the command. */
 export function closeUnusedEarly(): void {
   early?.closeUnadopted();

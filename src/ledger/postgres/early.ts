@@ -59,6 +59,46 @@ export function adoptEarly(url: string, use: PoolUse): PendingHandshake | undefi
   return shake;
 }
 
+/** Thrown to roll warmTriggers' transaction back. */
+const ROLL_BACK = new Error("roll back");
+
+/**
+ * Compiles, in this session's server backend, the triggers a leg's setup fires (status_transitions'
+ * notifications, plpgsql): a backend compiles a plpgsql function and plans its statements at its first
+ * call, 10-25 ms of the first history row a new session inserts on a loaded host, which would otherwise
+ * fall on the leg's setup. One row, of a session that does not exist, inserted in a transaction that is
+ * always rolled back: nothing is ever committed, no notification is sent (a rolled-back transaction sends
+ * none), and its seq is a negative number no committed row can hold, so no writer waits on it.
+ */
+async function warmTriggers(sql: import("bun").SQL): Promise<void> {
+  const id = `warm-${crypto.randomUUID()}`;
+  const seq = -1 - Math.floor(Math.random() * 1e9);
+  await sql
+    .begin(async (tx) => {
+      await tx.unsafe("INSERT INTO status_transitions (id, seq, entity_type, entity_id, status, reason_code, source, created_at) VALUES ($1, $2, 'session', $1, 'running', 'session.running.created', 'executor', 0)", [id, seq]);
+      throw ROLL_BACK;
+    })
+    .catch((error: unknown) => {
+      if (error !== ROLL_BACK) throw error;
+    });
+}
+
+/**
+ * Warms the sessions started early and not taken over yet (a warm supervisor while it waits, SPEC §19):
+ * once connected to a ledger whose tables exist in li's schema, its triggers are compiled (warmTriggers).
+ * Failures are nobody's: the command's own open and statements meet whatever is wrong and report it.
+ */
+export function warmStarted(): void {
+  for (const shake of started.values()) {
+    void shake.result
+      .then(async ({ client, first }) => {
+        if (first.version === null || first.currentSchema !== client.target.schema) return;
+        await warmTriggers(client.sql);
+      })
+      .catch(() => {});
+  }
+}
+
 /** Closes what no command took over (it failed its validation, or never opened the ledger). */
 export function closeUnadopted(): void {
   // One still connecting (a server that does not answer) is given up now, not at its connect timeout.

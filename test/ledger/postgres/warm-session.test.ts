@@ -1,6 +1,7 @@
 // li watch's warm supervisor on PostgreSQL (SPEC §19 dispatch, §20 budget): while it waits for a run it
 // holds its ledger session already open (a dispatch pays no connect), and it gives that session back after
-// a while unused, so an idle watcher holds no connection more; the run it takes later still runs.
+// a while unused, so an idle watcher holds no connection more; the run it takes later still runs. While it
+// waits it also compiles the triggers the leg's setup fires, in a transaction it always rolls back.
 
 import { afterAll, expect, test } from "bun:test";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
@@ -53,6 +54,15 @@ describePostgres("li watch's warm supervisor on PostgreSQL", () => {
     return asSuperuser(async (sql) => (await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${db.name} AND client_port = ANY(${ports})`)[0].n as number);
   }
 
+  /** status_transitions of `schema`: rows inserted ever (rolled back included, from the statistics) and rows it holds. */
+  async function history(schema: string): Promise<{ inserted: number; rows: number }> {
+    return asSuperuser(async (sql) => {
+      await sql`SELECT pg_stat_clear_snapshot()`;
+      const [row] = await sql.unsafe(`SELECT n_tup_ins::int AS inserted, (SELECT count(*)::int FROM "${schema}".status_transitions) AS rows FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'status_transitions'`, [schema]);
+      return row as { inserted: number; rows: number };
+    }, db.name);
+  }
+
   /** The supervisor `watcher` started ahead of need, by /proc: its child whose environment marks it so. */
   function warmOf(watcher: Subprocess): number[] {
     const found: number[] = [];
@@ -69,10 +79,11 @@ describePostgres("li watch's warm supervisor on PostgreSQL", () => {
     return found;
   }
 
-  test("while it waits it holds one ledger session; unused past its time it gives it back and waits on; the run it then takes runs", async () => {
+  test("while it waits it holds one ledger session and compiles the history's triggers in it, committing nothing; unused past its time it gives it back and waits on; the run it then takes runs", async () => {
     const home = join(tempDir("li-pg-warm-"), "home");
     const env = { LI_DB: db.url, LI_PG_SCHEMA: `warm_${process.pid}` };
     expect((await li(["queue", "set", "warm", "--parallel=0"], { home, env })).code).toBe(0);
+    const before = await history(env.LI_PG_SCHEMA);
     const watcher = Bun.spawn([LI_BINARY, "watch"], { env: liEnv(home, { ...env, LI_TEST_WARM_CONNECTION_MS: "3000" }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     spawned.push(watcher);
     const lines = collectLines(watcher.stdout).lines;
@@ -86,6 +97,13 @@ describePostgres("li watch's warm supervisor on PostgreSQL", () => {
     );
     await until("the warm supervisor's ledger session", async () => (await sessionsOf(warm)) === 1, { timeoutMs: 20_000, intervalMs: 50 });
     await until("the warm supervisor to give its session back", async () => (await sessionsOf(warm)) === 0, { timeoutMs: 30_000, intervalMs: 100 });
+    // While it waited it compiled the history's triggers in its session: one row inserted and rolled back
+    // (the table's insert count moved; its rows, and so the ledger's history, did not).
+    const after = await until("the warm supervisor's rolled-back history row in the statistics", async () => {
+      const now = await history(env.LI_PG_SCHEMA);
+      return now.inserted > before.inserted ? now : null;
+    }, { timeoutMs: 30_000, intervalMs: 200 });
+    expect(after.rows).toBe(before.rows);
     expect(isAlive(warm)).toBe(true);
     expect(warmOf(watcher)).toEqual([warm]);
 
