@@ -3,8 +3,9 @@
 // the first page, a status filter, a host filter, a text filter, and page 50 (reached by following the
 // `after` cursor of 49 pages). Every session has a leg, on one of four hosts (one session in 100,000 on a
 // fifth, rare host), with a command naming one of 1,000 targets; one in ten failed. Two worst cases are
-// printed too, without a ratio: a host almost no session ran on, and a text no session holds (a host or
-// a text is found by walking the index newest first until the page is full: those two walk every row).
+// printed too, without a ratio: a host almost no session ran on (sought in the session row's copy of its
+// current leg's host since migration 0012/0017; before it, a walk of every row) and a text no session holds
+// (a text is found by walking the index newest first until the page is full: that one walks every row).
 // Usage: bun bench/ui-list-scale.ts [--rows 1000000] [--runs 9] [--backend sqlite|postgres]
 // (build dist/li first; the PostgreSQL run starts the tests' throwaway cluster)
 
@@ -38,9 +39,10 @@ function fillStatements(n: number, now: number, numbers: string, hex: (i: string
   const failed = (i: string) => `(${i}) % 10 = 0`;
   const host = (i: string) => `CASE WHEN (${i}) % 100000 = 7 THEN 'rare' ELSE 'host-' || ((${i}) % 4) END`;
   return [
-    `INSERT INTO sessions (id, status, status_reason_code, created_at, updated_at, started_at, ended_at, exit_code, current_leg_id)
+    // The session row's copy of its leg's host (name, machine part of the id), as li writes it with current_leg_id.
+    `INSERT INTO sessions (id, status, status_reason_code, created_at, updated_at, started_at, ended_at, exit_code, current_leg_id, host_name, host_machine)
      SELECT ${id("i")}, CASE WHEN ${failed("i")} THEN 'failed' ELSE 'completed' END, CASE WHEN ${failed("i")} THEN 'run.failed.exit_nonzero' ELSE 'run.completed.ok' END,
-       ${now} - (${n} - i) - 5, ${now} - (${n} - i), ${now} - (${n} - i) - 5, ${now} - (${n} - i), CASE WHEN ${failed("i")} THEN 2 ELSE 0 END, 'leg-' || ${id("i")}
+       ${now} - (${n} - i) - 5, ${now} - (${n} - i), ${now} - (${n} - i) - 5, ${now} - (${n} - i), CASE WHEN ${failed("i")} THEN 2 ELSE 0 END, 'leg-' || ${id("i")}, ${host("i")}, ${host("i")}
      FROM ${numbers}`,
     `INSERT INTO legs (id, session_id, seq, run_id, state_root, artifact_root, command, host_id, host_name, started_at, ended_at, status, reason_code, exit_code)
      SELECT 'leg-' || ${id("i")}, ${id("i")}, 1, 'run-' || ${id("i")}, '/runs/' || ${id("i")}, '', '["make","target-' || ((i) % 1000) || '"]',

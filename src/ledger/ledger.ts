@@ -43,7 +43,7 @@ export interface PreparedCreate {
 
 /** Columns `createEntity` accepts in `fields`, per kind. */
 const CREATE_FIELDS: Readonly<Record<EntityKind, readonly string[]>> = {
-  session: ["invocation_id", "artifacts_path", "artifact_contract_json", "node_metadata", "current_leg_id", "linked_session_id", "started_at", "progression_id"],
+  session: ["invocation_id", "artifacts_path", "artifact_contract_json", "node_metadata", "current_leg_id", "host_name", "host_machine", "linked_session_id", "started_at", "progression_id"],
   invocation: ["started_at"],
   schedule_run: [
     "invocation_id",

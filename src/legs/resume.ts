@@ -10,7 +10,7 @@ import { applyTransition, validateTransition, type TransitionOutcome } from "../
 import { isTerminal, SESSION_TERMINAL_STATUSES } from "../lifecycle/policy.ts";
 import { NotFoundError, UnknownIdError, UsageError } from "../util/errors.ts";
 import { findBranchSnapshot } from "./rundir.ts";
-import { legRow, MARKER_KEYS, nodeMetadata, writeNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
+import { legRow, MARKER_KEYS, nodeMetadata, sessionHostFields, writeNewSession, type AlsoInSetup, type LegPlan } from "./setup.ts";
 import { storedObject } from "./stored-json.ts";
 
 /** The override of D1: reopening is the one sanctioned exit from a terminal status, and it is attributed. */
@@ -153,6 +153,7 @@ export async function setupResume(ledger: Ledger, plan: LegPlan, freshSessionId:
           ...(reopen ? { ended_at: null, exit_code: null, artifact_verification_json: null } : {}),
           node_metadata: mergedMarkers(row.node_metadata, plan),
           current_leg_id: plan.legId,
+          ...sessionHostFields({ host_id: plan.supervisor.hostId, host_name: plan.supervisor.hostName }),
           // §2, §6: the session row describes its current leg, so a `--save-dir` given with `-r` becomes the
           // session's artifact root here, in the same write (and the next plain resume inherits it, §7).
           artifacts_path: plan.run.artifactRoot,

@@ -6,7 +6,7 @@ import type { Awaitable } from "../util/awaitable.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { applyTransition, validateTransition, type AppliedTransition } from "../ledger/transition.ts";
 import type { ArtifactContract } from "../contracts/artifacts.ts";
-import type { ProcessIdentity } from "../host/proc.ts";
+import { machineOf, type ProcessIdentity } from "../host/proc.ts";
 import type { RunDir } from "./rundir.ts";
 
 export interface LegIds {
@@ -47,6 +47,14 @@ export function nodeMetadata(plan: LegPlan, command?: { pid: number; startTicks:
     host_id: plan.supervisor.hostId,
     ...(command ? { command_pid: command.pid, command_start_ticks: command.startTicks } : {}),
   };
+}
+
+/**
+ * The session row's copy of its current leg's host (li ls / li ui's host filter seeks it by index): written
+ * in every write that sets current_leg_id. The machine part of a host id (MACHINE:BOOT) names the host across reboots.
+ */
+export function sessionHostFields(leg: Pick<LegRow, "host_id" | "host_name">): { host_name: string | null; host_machine: string | null } {
+  return { host_name: leg.host_name ?? null, host_machine: leg.host_id === null ? null : machineOf(leg.host_id) };
 }
 
 export function legRow(plan: LegPlan, seq: number): LegRow {
@@ -129,7 +137,8 @@ export function newSessionRows(plan: LegPlan): NewSessionRows {
 export async function writeSessionRows(tx: Tx, ledger: Ledger, rows: NewSessionRows): Promise<AppliedTransition> {
   const { id, ...fields } = rows.session;
   const startedAt = rows.leg.started_at;
-  const prepared = ledger.prepareCreate("session", { id: String(id), source: "executor", actor: "li agent", fields });
+  // The host is the leg's (not the spooled session fields': an entry spooled before li kept it has none).
+  const prepared = ledger.prepareCreate("session", { id: String(id), source: "executor", actor: "li agent", fields: { ...fields, ...sessionHostFields(rows.leg) } });
   prepared.row.created_at = startedAt;
   prepared.row.updated_at = startedAt;
   if (await tx.getBranch(rows.branch.id)) await tx.rebindBranch(rows.branch.id, rows.branch.session_id, startedAt);
@@ -152,7 +161,7 @@ export async function setupContinuation(ledger: Ledger, plan: LegPlan, alsoInSet
     source: "executor",
     actor: "li agent",
     expectedStatuses: ["running"],
-    extraFields: { current_leg_id: plan.legId, node_metadata: nodeMetadata(plan) },
+    extraFields: { current_leg_id: plan.legId, ...sessionHostFields({ host_id: plan.supervisor.hostId, host_name: plan.supervisor.hostName }), node_metadata: nodeMetadata(plan) },
     alsoInTransaction: async (tx) => {
       await tx.insertLeg(legRow(plan, await tx.nextLegSeq(plan.sessionId)));
       await alsoInSetup?.(tx, plan);

@@ -29,7 +29,7 @@ export const POLICY_SPECS = {
     terminal: RUN_TERMINAL,
     edges: { running: RUN_TERMINAL },
     // §4's list, plus the message endpoints §8.2 step 9 writes with the final status.
-    extraFields: ["ended_at", "node_metadata", "exit_code", "artifacts_path", "artifact_verification_json", "current_leg_id", "first_msg_id", "last_msg_id"],
+    extraFields: ["ended_at", "node_metadata", "exit_code", "artifacts_path", "artifact_verification_json", "current_leg_id", "host_name", "host_machine", "first_msg_id", "last_msg_id"],
     reasonDomains: ["run", "session"],
     execution: true,
   },

@@ -124,7 +124,7 @@ describe("li ui: one source of truth", () => {
 });
 
 describe("li ui: the list's filters and pages are the ledger's query", () => {
-  type Entity = { id: string; host_name: string | null; command: string[] | null; updated_at: number };
+  type Entity = { id: string; host_name: string | null; command: string[] | null; updated_at: number; branch_id?: string | null };
   const ids = async (url: string, query: string) => ((await (await fetch(`${url}api/ls?${query}`)).json()) as { entities: Entity[] }).entities.map((e) => e.id);
 
   test("host and text filters find the newest matching rows however many newer rows do not match; pages follow by key, stable under new runs", async () => {
@@ -172,6 +172,18 @@ describe("li ui: the list's filters and pages are the ledger's query", () => {
     const [newestAlpha] = ((await (await fetch(`${url}api/ls?host=alpha&limit=1`)).json()) as { entities: Entity[] }).entities;
     expect(await ids(url, `host=alpha&limit=1&after=${newestAlpha!.updated_at}:${newestAlpha!.id}`)).toEqual([a1]);
     for (const bad of ["after=nonsense", "after=12:", "after=:x", `q=${"x".repeat(201)}`]) expect({ bad, status: (await fetch(`${url}api/ls?${bad}`)).status }).toEqual({ bad, status: 400 });
+    // The host is the current leg's, kept on the session row: resumed on beta's machine, a1 is beta's, no
+    // longer alpha's, by name, by the id's machine part and by the whole host id (MACHINE:BOOT).
+    const branch = all.find((e) => e.id === a1)!.branch_id!;
+    const moved = await li(["agent", "--json", "-r", branch, "--", "true", "moved"], { home, env: { LI_HOST_ID: "machine-b", LI_HOST_NAME: "beta" } });
+    expect(moved.code).toBe(0);
+    expect(await ids(url, "host=alpha&limit=50")).toEqual([a2]);
+    expect(await ids(url, "host=beta&limit=1")).toEqual([a1]);
+    expect(await ids(url, "host=machine-b&limit=50")).toEqual([a1]);
+    const movedHost = (JSON.parse((await li(["ls", "--json"], { home })).stdout) as { entities: (Entity & { host_id: string })[] }).entities.find((e) => e.id === a1)!.host_id;
+    expect(movedHost.startsWith("machine-b:")).toBe(true);
+    expect(await ids(url, `host=${encodeURIComponent(movedHost)}&limit=50`)).toEqual([a1]);
+    expect(await ids(url, "host=machine-b:another-boot&limit=50")).toEqual([]);
     proc.kill("SIGTERM");
     await proc.exited;
   });

@@ -228,5 +228,16 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
     "statements": [
       "-- PostgreSQL only. A run submitted with --after a session, invocation or play waits for that entity to end;\n-- 0015_watcher_wakeups woke the watchers only for a scheduled run's own events, so a waiting run whose\n-- dependency was not a scheduled run moved on only at a watcher's safety poll. Now the terminal event of\n-- any entity a run waits for wakes every watcher (li_fleet_<md5 of the schema>): any of them settles it.\nCREATE OR REPLACE FUNCTION li_notify_watchers() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$\nDECLARE\n  host text;\nBEGIN\n  IF EXISTS (SELECT 1 FROM inserted WHERE entity_type = 'schedule_run')\n     OR EXISTS (SELECT 1 FROM inserted t JOIN schedule_run_deps d ON d.depends_on_id = t.entity_id AND d.depends_on_kind = t.entity_type\n                WHERE t.terminal_event = 1) THEN\n    PERFORM pg_notify('li_fleet_' || md5(TG_TABLE_SCHEMA), TG_TABLE_SCHEMA || ':');\n  END IF;\n  IF NOT EXISTS (SELECT 1 FROM inserted WHERE terminal_event = 1) THEN\n    RETURN NULL;\n  END IF;\n  FOR host IN\n    SELECT c.host_id FROM inserted t\n      JOIN terminal_callbacks c ON c.scope = 'leg' AND c.session_id = t.entity_id AND c.enabled = 1 AND c.retired_at IS NULL\n      WHERE t.entity_type = 'session' AND t.terminal_event = 1\n    UNION\n    SELECT c.host_id FROM inserted t\n      JOIN terminal_callbacks c ON c.scope = 'standing' AND c.enabled = 1 AND c.retired_at IS NULL\n      WHERE t.terminal_event = 1\n        AND (c.filter_kinds IS NULL OR t.entity_type = ANY(SELECT jsonb_array_elements_text(c.filter_kinds::jsonb)))\n        AND (c.filter_ids IS NULL OR t.entity_id = ANY(SELECT jsonb_array_elements_text(c.filter_ids::jsonb)))\n    UNION\n    SELECT split_part(r.leased_by, ':', 1) FROM inserted t\n      JOIN schedule_runs r ON r.session_id = t.entity_id AND r.leased_by IS NOT NULL\n      WHERE t.entity_type = 'session' AND t.terminal_event = 1\n  LOOP\n    PERFORM pg_notify('li_host_' || md5(TG_TABLE_SCHEMA || ':' || host), TG_TABLE_SCHEMA || ':');\n  END LOOP;\n  RETURN NULL;\nEND $$;"
     ]
+  },
+  {
+    "name": "0017_session_host",
+    "hash": "580c2cd988f5e2333f27962ad70a6bf1f0fcb4b08d4c70d4a079f80871caed85",
+    "statements": [
+      "ALTER TABLE \"sessions\" ADD COLUMN \"host_name\" text;",
+      "ALTER TABLE \"sessions\" ADD COLUMN \"host_machine\" text;",
+      "-- Backfill: each session's current leg's host name and the machine part of its host id (MACHINE:BOOT).\nUPDATE \"sessions\" s SET \"host_name\" = l.\"host_name\", \"host_machine\" = split_part(l.\"host_id\", ':', 1)\nFROM \"legs\" l WHERE l.\"id\" = s.\"current_leg_id\";",
+      "CREATE INDEX \"sessions_host_name_idx\" ON \"sessions\" USING btree (\"host_name\",\"updated_at\",\"id\");",
+      "CREATE INDEX \"sessions_host_machine_idx\" ON \"sessions\" USING btree (\"host_machine\",\"updated_at\",\"id\");"
+    ]
   }
 ];

@@ -52,6 +52,10 @@ export const sessions = pgTable(
     exit_code: integer("exit_code"),
     current_leg_id: text("current_leg_id"),
     linked_session_id: text("linked_session_id"),
+    // The current leg's host, kept on the session row so a host filter is an index seek rather than a
+    // read of every session's leg (written with current_leg_id; the machine part of its host id, MACHINE:BOOT).
+    host_name: text("host_name"),
+    host_machine: text("host_machine"),
   },
   (t) => [
     check("sessions_status_check", statusIn("session", t.status)),
@@ -65,6 +69,9 @@ export const sessions = pgTable(
     index("sessions_running_idx").on(t.status, t.id).where(sql`${t.status} = 'running'`),
     // The prune nulls this soft reference per batch (§12.5); without an index that is a scan of every session.
     index("sessions_linked_idx").on(t.linked_session_id),
+    // li ls / li ui's host filter: a host's newest sessions by name or by machine, in the listing's order.
+    index("sessions_host_name_idx").on(t.host_name, t.updated_at, t.id),
+    index("sessions_host_machine_idx").on(t.host_machine, t.updated_at, t.id),
   ],
 );
 

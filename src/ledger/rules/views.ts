@@ -131,14 +131,21 @@ export function recentStatement(d: ViewDialect, kind: EntityKind, filter: Recent
     params.push(filter.after.updatedAt, filter.after.id);
     where.push(`(e.updated_at, e.id) < (${d.placeholder(params.length - 1)}, ${d.placeholder(params.length)})`);
   }
-  // Host (sessions only: recentKinds): the current leg's, read by its primary key for each session in
-  // the index's order until the page is full. A host id is MACHINE:BOOT: the machine part names the host
-  // across its reboots.
+  // Host (sessions only: recentKinds): the session row keeps its current leg's host name and machine (the
+  // machine part of a host id, MACHINE:BOOT, names the host across reboots), each with an index in the
+  // listing's order. A name and a machine are two indexes: each is walked newest first to the LIMIT in a
+  // branch of its own and the two merged below (an OR of both would sort every row of a busy host).
+  let hostBranches: [string, string] | null = null;
   if (filter.host !== undefined && kind === "session") {
     params.push(filter.host);
     const p = d.placeholder(params.length);
-    params.push(`${filter.host}:`);
-    where.push(`(l.host_name = ${p} OR l.host_id = ${p} OR substr(l.host_id, 1, ${filter.host.length + 1}) = ${d.placeholder(params.length)})`);
+    const colon = filter.host.indexOf(":");
+    if (colon === -1) hostBranches = [`e.host_name = ${p}`, `e.host_machine = ${p}`];
+    else {
+      // A whole host id: its machine's index, then the leg's own id (one boot of the machine).
+      params.push(filter.host.slice(0, colon));
+      hostBranches = [`e.host_name = ${p}`, `e.host_machine = ${d.placeholder(params.length)} AND l.host_id = ${p}`];
+    }
   }
   // Text: no index can find a substring, so rows are tested in the index's order until the page is full
   // (a text no row holds reads every row of the kind). The command is matched in its stored JSON, the text
@@ -161,10 +168,16 @@ export function recentStatement(d: ViewDialect, kind: EntityKind, filter: Recent
     where.push(`(${tests.join(" OR ")})`);
   }
   params.push(filter.limit);
+  const limit = d.placeholder(params.length);
+  const select = (and: readonly string[]) =>
+    `SELECT '${kind}' AS kind, e.id, e.status, e.status_reason_code AS reason, e.created_at, e.updated_at, ${times}, ${legs}
+       ${where.length + and.length > 0 ? `WHERE ${[...where, ...and].join(" AND ")}` : ""}
+       ORDER BY e.updated_at DESC, e.id DESC LIMIT ${limit}`;
+  if (hostBranches === null) return { sql: select([]), params };
+  // Both branches' rows, each a page at most; a session matching both (its name is its machine) once.
   return {
-    sql: `SELECT '${kind}' AS kind, e.id, e.status, e.status_reason_code AS reason, e.created_at, e.updated_at, ${times}, ${legs}
-       ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
-       ORDER BY e.updated_at DESC, e.id DESC LIMIT ${d.placeholder(params.length)}`,
+    sql: `SELECT * FROM (SELECT * FROM (${select([hostBranches[0]])}) by_name UNION SELECT * FROM (${select([hostBranches[1]])}) by_machine) h
+       ORDER BY h.updated_at DESC, h.id DESC LIMIT ${limit}`,
     params,
   };
 }

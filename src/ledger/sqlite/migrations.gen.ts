@@ -184,5 +184,16 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
     "statements": [
       "CREATE INDEX `schedule_runs_queue_counts_idx` ON `schedule_runs` (`status`,`queue`,`created_at`,`retry_at`);"
     ]
+  },
+  {
+    "name": "0012_session_host",
+    "hash": "9a700f1d206f39513e4558926182e0f6659c5ddbf427657074e73bdb147502bb",
+    "statements": [
+      "ALTER TABLE `sessions` ADD `host_name` text;",
+      "ALTER TABLE `sessions` ADD `host_machine` text;",
+      "-- Backfill: each session's current leg's host name and the machine part of its host id (MACHINE:BOOT).\nUPDATE `sessions` SET\n  `host_name` = (SELECT l.`host_name` FROM `legs` l WHERE l.`id` = `sessions`.`current_leg_id`),\n  `host_machine` = (SELECT CASE WHEN instr(l.`host_id`, ':') > 0 THEN substr(l.`host_id`, 1, instr(l.`host_id`, ':') - 1) ELSE l.`host_id` END FROM `legs` l WHERE l.`id` = `sessions`.`current_leg_id`)\nWHERE `current_leg_id` IS NOT NULL;",
+      "CREATE INDEX `sessions_host_name_idx` ON `sessions` (`host_name`,`updated_at`,`id`);",
+      "CREATE INDEX `sessions_host_machine_idx` ON `sessions` (`host_machine`,`updated_at`,`id`);"
+    ]
   }
 ];

@@ -21,10 +21,12 @@ describePostgres("li ui's list on PostgreSQL (§13)", () => {
   beforeAll(async () => {
     pg = await pgLedgerClient(db);
     const run = (text: string) => pg.sql.unsafe(text);
-    await run(`INSERT INTO sessions (id, status, status_reason_code, created_at, updated_at, current_leg_id)
-      SELECT 's' || g, CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'completed' END, 'run.completed.ok', g, g, 'l' || g FROM generate_series(1, ${N}) g`);
+    // Four busy hosts and one session (s7) on a rare one; the session row keeps its leg's host name and machine.
+    const host = "CASE WHEN g = 7 THEN 'rare' ELSE 'host-' || (g % 4) END";
+    await run(`INSERT INTO sessions (id, status, status_reason_code, created_at, updated_at, current_leg_id, host_name, host_machine)
+      SELECT 's' || g, CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'completed' END, 'run.completed.ok', g, g, 'l' || g, ${host}, ${host} FROM generate_series(1, ${N}) g`);
     await run(`INSERT INTO legs (id, session_id, seq, run_id, state_root, artifact_root, command, host_id, host_name, started_at, ended_at, status)
-      SELECT 'l' || g, 's' || g, 1, 'r' || g, '/runs/' || g, '', '["make","t' || (g % 100) || '"]', 'host-' || (g % 4) || ':boot', 'host-' || (g % 4), g, g, 'completed' FROM generate_series(1, ${N}) g`);
+      SELECT 'l' || g, 's' || g, 1, 'r' || g, '/runs/' || g, '', '["make","t' || (g % 100) || '"]', ${host} || ':boot', ${host}, g, g, 'completed' FROM generate_series(1, ${N}) g`);
     await run(`INSERT INTO branches (id, session_id, created_at, updated_at) SELECT 'b' || g, 's' || g, g, g FROM generate_series(1, ${N}) g`);
     await run("ANALYZE");
   }, 120_000);
@@ -41,11 +43,25 @@ describePostgres("li ui's list on PostgreSQL (§13)", () => {
 
   test("the first page, a status, a later page, a host, a text: the sessions walked by index, each row's leg, leg count and branch probed by index, no sort", async () => {
     const after = { updatedAt: N - 2000, id: `s${N - 2000}` };
-    for (const [what, filter] of [["first page", {}], ["status", { status: "failed" }], ["a later page", { after }], ["status, a later page", { status: "failed", after }], ["host", { host: "host-1" }], ["text", { text: "T7" }]] as const) {
+    for (const [what, filter] of [["first page", {}], ["status", { status: "failed" }], ["a later page", { after }], ["status, a later page", { status: "failed", after }], ["text", { text: "T7" }]] as const) {
       const result = await plan(filter);
       expect({ what, rows: result.rows }).toEqual({ what, rows: 50 });
       expect({ what, seqScans: result.plan.filter((l) => l.includes("Seq Scan")) }).toEqual({ what, seqScans: [] });
       expect({ what, sorts: result.plan.filter((l) => /^\s*(->\s*)?Sort\b/.test(l)) }).toEqual({ what, sorts: [] });
+    }
+    // A host: the session row's host name and machine, each index walked newest first to the LIMIT (the
+    // two pages merged: the only sort, over at most two pages); a rare host is a seek, not a read of every
+    // session's leg (the old code walked sessions_updated_idx through all 50,000 for the one row of "rare").
+    for (const [what, filter, rows] of [["a busy host", { host: "host-1" }, 50], ["a rare host", { host: "rare" }, 1], ["a rare host's id", { host: "rare:boot" }, 1], ["a rare host, status", { host: "rare", status: "completed" }, 1]] as const) {
+      const result = await plan(filter);
+      expect({ what, rows: result.rows }).toEqual({ what, rows });
+      expect({ what, seqScans: result.plan.filter((l) => l.includes("Seq Scan")) }).toEqual({ what, seqScans: [] });
+      // A busy host's rows are most rows: the planner may as well walk sessions_updated_idx to the LIMIT.
+      if (what === "a busy host") continue;
+      expect({ what, sessionsRead: result.plan.filter((l) => / on sessions e(_\d+)?\b/.test(l)).map((l) => l.replace(/^.*?(Index Scan( Backward)? using \w+|\w+ Scan).*$/, "$1")) }).toEqual({
+        what,
+        sessionsRead: ["Index Scan Backward using sessions_host_name_idx", "Index Scan Backward using sessions_host_machine_idx"],
+      });
     }
     // Host and text together: when the planner expects few rows to match both, it may read both tables
     // once and hash them (cheaper than walking the index past most rows); either way the page is right.
