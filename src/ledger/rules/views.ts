@@ -198,6 +198,8 @@ export function mergeRecent(perKind: readonly (readonly RecentRow[])[], limit: n
  */
 export function waitStateStatement(d: ViewDialect, kind: EntityKind, id: string): ViewStatement {
   const table = POLICIES[kind].table;
+  // An id compared with a reference column as that column compares (asReference: an invocation's id, COLLATE
+  // "C" on PostgreSQL, against sessions.invocation_id would miss sessions_invocation_idx and read every session).
   const newestOf = (invocation: string) => `(SELECT s.id FROM sessions s WHERE s.invocation_id = ${invocation} ORDER BY s.updated_at DESC, s.id DESC LIMIT 1)`;
   const backing =
     kind === "session"
@@ -205,7 +207,7 @@ export function waitStateStatement(d: ViewDialect, kind: EntityKind, id: string)
       : kind === "play"
         ? "e.session_id"
         : kind === "invocation"
-          ? newestOf("e.id")
+          ? newestOf(d.asReference("e.id"))
           : kind === "schedule_run"
             ? `COALESCE(e.session_id, ${newestOf("e.invocation_id")})`
             : d.typedNull("text");
@@ -214,7 +216,7 @@ export function waitStateStatement(d: ViewDialect, kind: EntityKind, id: string)
   // the run whose chain_parent_id links lead back to the id waited on, furthest down.
   const chain =
     kind === "schedule_run"
-      ? `WITH RECURSIVE chain(id, depth) AS (SELECT r.id, 0 FROM schedule_runs r WHERE r.id = ${d.placeholder(1)} UNION ALL SELECT c.id, chain.depth + 1 FROM schedule_runs c JOIN chain ON c.chain_parent_id = chain.id WHERE chain.depth < 10000) `
+      ? `WITH RECURSIVE chain(id, depth) AS (SELECT r.id, 0 FROM schedule_runs r WHERE r.id = ${d.placeholder(1)} UNION ALL SELECT c.id, chain.depth + 1 FROM schedule_runs c JOIN chain ON c.chain_parent_id = ${d.asReference("chain.id")} WHERE chain.depth < 10000) `
       : "";
   const target = kind === "schedule_run" ? "(SELECT id FROM chain ORDER BY depth DESC LIMIT 1)" : d.placeholder(1);
   return {
