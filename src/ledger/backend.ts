@@ -26,6 +26,8 @@ export interface Tx extends SweepWrites {
   insertEntity(kind: EntityKind, row: Record<string, unknown>): Awaitable<void>;
   getEntity(kind: EntityKind, id: string): Awaitable<EntityRow | null>;
   insertBranch(row: BranchRow): Awaitable<void>;
+  /** Inserts the branch unless one with its id exists (then nothing is written): whether it was inserted. One statement. */
+  insertBranchIfAbsent(row: BranchRow): Awaitable<boolean>;
   getBranch(id: string): Awaitable<BranchRow | null>;
   /** Points an existing branch at another session (a resume whose session was removed starts a new one, §10). */
   rebindBranch(id: string, sessionId: string, now: number): Awaitable<number>;

@@ -141,8 +141,8 @@ export async function writeSessionRows(tx: Tx, ledger: Ledger, rows: NewSessionR
   const prepared = ledger.prepareCreate("session", { id: String(id), source: "executor", actor: "li agent", fields: { ...fields, ...sessionHostFields(rows.leg) } });
   prepared.row.created_at = startedAt;
   prepared.row.updated_at = startedAt;
-  if (await tx.getBranch(rows.branch.id)) await tx.rebindBranch(rows.branch.id, rows.branch.session_id, startedAt);
-  else await tx.insertBranch(rows.branch);
+  // One statement for a new branch; a branch that exists (a resume whose session was removed) is pointed at the new session.
+  if (!(await tx.insertBranchIfAbsent(rows.branch))) await tx.rebindBranch(rows.branch.id, rows.branch.session_id, startedAt);
   const transition = await ledger.insertNew(tx, "session", prepared);
   await tx.insertLeg(rows.leg);
   return transition;

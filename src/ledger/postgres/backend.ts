@@ -337,6 +337,10 @@ class PgTx implements Tx {
     return legStore.insertBranch(this.sql, row);
   }
 
+  insertBranchIfAbsent(row: BranchRow): Promise<boolean> {
+    return legStore.insertBranchIfAbsent(this.sql, row);
+  }
+
   getBranch(id: string): Promise<BranchRow | null> {
     return legStore.getBranch(this.sql, id);
   }

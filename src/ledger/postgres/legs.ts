@@ -27,6 +27,16 @@ async function insert(sql: SQL, table: string, columns: readonly string[], row: 
 }
 
 export const insertBranch = (sql: SQL, row: BranchRow) => insert(sql, "branches", BRANCH_COLUMNS, row);
+
+/** The branch unless one with its id exists: whether it was inserted (one round trip, not a read and then an insert). */
+export async function insertBranchIfAbsent(sql: SQL, row: BranchRow): Promise<boolean> {
+  const values = row as unknown as Record<string, unknown>;
+  const result = await sql.unsafe(
+    `INSERT INTO branches (${BRANCH_COLUMNS.join(", ")}) VALUES (${BRANCH_COLUMNS.map((_, i) => `$${i + 1}`).join(", ")}) ON CONFLICT (id) DO NOTHING`,
+    BRANCH_COLUMNS.map((c) => values[c] ?? null),
+  );
+  return result.count === 1;
+}
 export const insertLeg = (sql: SQL, row: LegRow) => insert(sql, "legs", LEG_COLUMNS, row);
 export const insertMessage = (sql: SQL, row: MessageRow) => insert(sql, "messages", MESSAGE_COLUMNS, row);
 

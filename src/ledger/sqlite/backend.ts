@@ -269,6 +269,10 @@ class SqliteTx implements Tx {
     legStore.insertBranch(this.db, row);
   }
 
+  insertBranchIfAbsent(row: BranchRow): boolean {
+    return legStore.insertBranchIfAbsent(this.db, row);
+  }
+
   getBranch(id: string): BranchRow | null {
     return legStore.getBranch(this.db, id);
   }

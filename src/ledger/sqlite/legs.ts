@@ -23,8 +23,18 @@ function insert(db: Database, table: string, columns: readonly string[], row: ob
   db.query(`INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `$${c}`).join(", ")})`).run(params);
 }
 
+const BRANCH_COLUMNS = ["id", "session_id", "name", "metadata", "created_at", "updated_at"] as const;
+
 export function insertBranch(db: Database, row: BranchRow): void {
-  insert(db, "branches", ["id", "session_id", "name", "metadata", "created_at", "updated_at"], row);
+  insert(db, "branches", BRANCH_COLUMNS, row);
+}
+
+/** The branch unless one with its id exists: whether it was inserted. */
+export function insertBranchIfAbsent(db: Database, row: BranchRow): boolean {
+  const values = row as unknown as Record<string, unknown>;
+  const params: Params = {};
+  for (const c of BRANCH_COLUMNS) params[`$${c}`] = (values[c] ?? null) as string | number | null;
+  return db.query(`INSERT INTO branches (${BRANCH_COLUMNS.join(", ")}) VALUES (${BRANCH_COLUMNS.map((c) => `$${c}`).join(", ")}) ON CONFLICT (id) DO NOTHING`).run(params).changes === 1;
 }
 
 export function insertLeg(db: Database, row: LegRow): void {
