@@ -2,6 +2,7 @@
 
 import type { CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery, TransitionRow } from "./rows.ts";
 import type { Awaitable } from "../util/awaitable.ts";
+import type { NextTakeableQuery } from "./rules/owed.ts";
 
 /** How a claimed delivery ends: acknowledged, retried after a delay, or given up. */
 export type ClaimSettlement = { state: "acked" } | { state: "retry"; error: string; retryAfterSeconds: number } | { state: "dead"; error: string };
@@ -46,6 +47,12 @@ export interface NotifyStore {
   releaseConsumer(name: string): Awaitable<number>;
 
   owedToHandlers(query: OwedQuery): Awaitable<OwedDelivery[]>;
+  /**
+   * When the next delivery held back from `owedToHandlers` becomes free to take (a retry falls due, a claim
+   * expires) for host `hostId`'s handlers of `uid`, with `anyClaim` also any claim expiring on any host, after
+   * `after`; null: none.
+   */
+  nextTakeableAt(query: NextTakeableQuery): Awaitable<number | null>;
   /** Unacknowledged terminal events above the consumer's watermark, oldest seq first (a plain consumer). */
   owedToConsumer(name: string, limit: number): Awaitable<TransitionRow[]>;
   listDead(limit: number): Awaitable<DeadDelivery[]>;

@@ -58,6 +58,11 @@ export interface ScheduleStore {
   queuedTail(queue: string, limit: number): Awaitable<{ total: number; ids: string[] }>;
   /** Running runs whose lease ran out by `now`, oldest expiry first. */
   expiredLeases(now: number, limit: number): Awaitable<ScheduleRunRow[]>;
+  /**
+   * The earliest time a scheduled run falls due without a commit: a retry_wait run's retry_at, and with
+   * `leases` a running run's lease expiry (re-queued by the elected watcher), later than `after`. Null: none.
+   */
+  nextTimedAt(after: number, leases: boolean): Awaitable<number | null>;
   /** Runs in retry_wait whose next attempt is due by `now`. */
   dueRetries(now: number, limit: number): Awaitable<ScheduleRunRow[]>;
   /** Runs waiting for dependencies, longest waiting first. */

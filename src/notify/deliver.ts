@@ -26,3 +26,13 @@ export async function deliverOnce(ledger: Ledger, opts: DeliverOptions = {}): Pr
   summary.dead += buried;
   return summary;
 }
+
+/**
+ * When the next delivery this pass left behind becomes free to take (a retry falls due, a claim expires), on
+ * the ledger's clock; null: nothing is held back. With `bury` (the elected watcher) also any claim expiring on
+ * any host, which may have to be buried. The watcher sleeps until then rather than a whole safety poll.
+ */
+export async function nextDeliveryDueAt(ledger: Ledger, after: number, opts: Pick<DeliverOptions, "hostId" | "bury"> = {}): Promise<number | null> {
+  const hostId = opts.hostId === undefined ? handlerHost() : canonicalHost(opts.hostId);
+  return ledger.backend.notify.nextTakeableAt({ hostId, uid: handlerUid(), anyClaim: opts.bury !== false, after });
+}

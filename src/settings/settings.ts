@@ -29,8 +29,11 @@ export interface WatchSettings {
   readonly labels: readonly string[];
   /** Seconds within which a dead elected watcher's fleet-wide sweeps are taken over (§14 "Many hosts"). */
   readonly fleetLease: number;
-  /** Seconds between the watcher's safety polls (its wake-ups are the commits it is told of). */
-  readonly poll: number;
+  /**
+   * Seconds between the watcher's safety polls (its wake-ups are the commits it is told of, and the times its
+   * timed work falls due); null: the watcher's default (30 s while wake-ups hold, 1 s while they do not).
+   */
+  readonly poll: number | null;
 }
 
 export interface Settings {
@@ -112,7 +115,7 @@ const KEYS = {
   "watch.delivery_concurrency": { parse: positiveIntValue, fallback: DEFAULT_DELIVERY_CONCURRENCY },
   "watch.labels": { parse: labelsValue, fallback: [] as readonly string[] },
   "watch.fleet_lease": { parse: durationValue, fallback: 30 },
-  "watch.poll": { parse: durationValue, fallback: 1 },
+  "watch.poll": { parse: durationValue, fallback: null },
 } as const satisfies Record<string, { parse: KeyParser<unknown>; fallback: unknown; disabledByInvalid?: string; needsTrust?: NeedsTrust }>;
 
 type Key = keyof typeof KEYS;

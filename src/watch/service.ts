@@ -3,7 +3,7 @@
 import type { Ledger } from "../ledger/ledger.ts";
 import type { ChangeWake } from "../ledger/wake.ts";
 import { WatcherLockLostError, type WatcherLock } from "../ledger/watcher-lock.ts";
-import { deliverOnce, type DeliverOptions } from "../notify/deliver.ts";
+import { deliverOnce, nextDeliveryDueAt, type DeliverOptions } from "../notify/deliver.ts";
 import type { PassSummary } from "../notify/engine.ts";
 import { linkedFinalizer } from "../sweeps/linked.ts";
 import { orphanRunDirs } from "../sweeps/orphan-run-dirs.ts";
@@ -13,6 +13,7 @@ import { hostEnv, type SweepEnv } from "../sweeps/sweep.ts";
 import { ExitCode, LedgerUnavailableError } from "../util/errors.ts";
 import type { WatchLog } from "./log.ts";
 import { OutageLog } from "./outage.ts";
+import { watchSpool } from "./spool-wake.ts";
 import type { ReplayHooks } from "../spool/replay.ts";
 import { startUpDone } from "../util/jit.ts";
 import { HOST_SCHEDULE_STEPS, runSchedulePass, SCHEDULE_STEPS, type ScheduleEnv } from "../schedule/pass.ts";
@@ -25,7 +26,12 @@ export interface WatchConfig {
   phantomHours: number;
   /** Null: never prune (a watcher installed for notices never deletes history by surprise). */
   pruneKeepDays: number | null;
-  /** The safety poll between wake-ups (also what brings due retries round). Defaults to 1 s. */
+  /**
+   * The safety poll between wake-ups: the net for a wake-up lost, not what brings timed work round (the
+   * watcher sleeps until its next delivery retry, expiring claim, run retry, lease expiry or cron fire).
+   * Defaults to DEFAULT_POLL_SECONDS while wake-ups hold, and to one second while they do not (no file
+   * watching, a LISTEN down).
+   */
   pollSeconds?: number;
   /**
    * How often a watcher that is not the fleet's elected one tries the election (§14 "Many hosts"): a dead
@@ -95,6 +101,11 @@ export function onceExitCode(report: Pick<WatchReport, "errors" | "ledger_errors
   return report.ledger_errors > 0 ? ExitCode.unavailable : ExitCode.failure;
 }
 
+/** The default safety poll while wake-ups hold (§14 "Many hosts": LISTEN is the wake-up, the poll the net). */
+export const DEFAULT_POLL_SECONDS = 30;
+/** The poll while no wake-up holds, and the retry of a pass that could not reach the ledger. */
+const UNWATCHED_POLL_MS = 1000;
+
 /** Handler pairs per delivery pass; a full pass is followed at once by another. */
 const DELIVERY_LIMIT = 64;
 
@@ -120,7 +131,8 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
   const { ledger, wake, log, signal } = deps;
   const clockMs = deps.clockMs ?? (() => performance.now());
   const env = deps.sweepEnv ?? hostEnv();
-  const pollMs = (config.pollSeconds ?? 1) * 1000;
+  /** The poll now: as configured, else the default while wake-ups hold and a second while they do not. */
+  const pollMs = () => (config.pollSeconds !== undefined ? config.pollSeconds * 1000 : wake.watching ? DEFAULT_POLL_SECONDS * 1000 : UNWATCHED_POLL_MS);
   const intervalMs = config.sweepIntervalSeconds * 1000;
   const fleetLeaseMs = (config.fleetLeaseSeconds ?? 30) * 1000;
   /**
@@ -207,6 +219,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     try {
       const pass = await runSchedulePass({ ...deps.schedule, ledger, log, stopping: () => signal.aborted }, leading ? SCHEDULE_STEPS : HOST_SCHEDULE_STEPS);
       report.started_runs += pass.counts["dispatch.started"] ?? 0;
+      for (const n of Object.values(pass.counts)) activity += n;
       for (const { step, error } of pass.errors) fail(`schedule:${step}`, error);
       if (pass.errors.length === 0) outage.succeeded("schedule");
     } catch (error) {
@@ -374,13 +387,45 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     if (!leading) nextElectionAt = clockMs() + fleetLeaseMs;
   }
 
+  /**
+   * When timed work falls due without a commit (a delivery retry or an expiring claim; a run's retry or,
+   * for the elected watcher, an expiring lease), on the ledger's clock. Asked again only after a pass that
+   * followed a commit, did something, met an error or was itself woken by that time: an idle watcher's
+   * poll costs no query for it.
+   */
+  const timed: { seen: { generation: number; leading: boolean; dueAt: number | null } | null } = { seen: null };
+  /** Sum of what a pass did (its report's counters and the scheduler's counts): a change means ask again. */
+  let activity = 0;
+  const done = () => report.delivered + report.failed + report.dead + report.reaped + report.finalized + report.pruned_sessions + report.removed_run_dirs + report.replayed + report.schedule_fires + report.started_runs + report.errors + activity;
+  async function timedPass(generation: number, doneBefore: number): Promise<void> {
+    const seen = timed.seen;
+    const stale = seen === null || !wake.watching || seen.generation !== generation || seen.leading !== leading || done() !== doneBefore || (seen.dueAt !== null && ledger.now() >= seen.dueAt);
+    if (!stale) return;
+    try {
+      await ledger.ready();
+      const now = ledger.now();
+      const delivery = await nextDeliveryDueAt(ledger, now, { ...(deps.delivery?.hostId !== undefined ? { hostId: deps.delivery.hostId } : {}), bury: leading });
+      const runs = deps.schedule ? await ledger.backend.schedule.nextTimedAt(now, leading) : null;
+      const times = [delivery, runs].filter((t): t is number => t !== null);
+      timed.seen = { generation, leading, dueAt: times.length === 0 ? null : Math.min(...times) };
+    } catch (error) {
+      timed.seen = null;
+      fail("next_due", error);
+    }
+  }
+
+  // A leg of this host that spools its outcome wakes the watcher (the poll is tens of seconds).
+  const spoolWake = deps.spoolDir && !config.once ? watchSpool(deps.spoolDir) : null;
   let nextSweepAt = clockMs();
   for (;;) {
     if (signal.aborted) break;
     // Read before the work: a commit during the pass (including the pass's own) wakes the next one.
     const generation = wake.generation;
+    const spooled = spoolWake?.generation ?? 0;
     passStartedMs = clockMs();
     const held = await lockHeld();
+    const doneBefore = done();
+    const ledgerErrorsBefore = report.ledger_errors;
     if (held) {
       await elect();
       await replayPass();
@@ -392,16 +437,21 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
         if (signal.aborted) break;
       }
       await deliveryPass();
+      if (!config.once && !signal.aborted) await timedPass(generation, doneBefore);
       report.passes++;
     } else if (report.ended === "lock_lost") break;
     if (config.once) break;
-    // A skipped pass (the lock could not be checked: the ledger is away) waits a whole poll: the sweep it
-    // owes is overdue, and waiting until then would be no wait at all, a loop failing as fast as it can.
-    const cronWaitMs = cron.seen?.nextDueAt == null ? pollMs : (cron.seen.nextDueAt - ledger.now()) * 1000;
-    const cronOrElectionMs = leading ? cronWaitMs : nextElectionAt - clockMs();
-    const waitMs = held ? Math.max(0, Math.min(pollMs, nextSweepAt - clockMs(), cronOrElectionMs)) : pollMs;
-    await Promise.race([wake.changed(generation, waitMs), stopped]);
+    // A skipped pass (the lock could not be checked: the ledger is away) or one that could not reach the
+    // ledger tries again after a second at most, not a whole poll: the sweep it owes is overdue, and waiting
+    // until then would be no wait at all, a loop failing as fast as it can.
+    const poll = pollMs();
+    const retry = !held || report.ledger_errors !== ledgerErrorsBefore ? Math.min(poll, UNWATCHED_POLL_MS) : poll;
+    const untilLedger = (at: number | null | undefined) => (at == null ? retry : (at - ledger.now()) * 1000);
+    const cronOrElectionMs = leading ? untilLedger(cron.seen?.nextDueAt) : nextElectionAt - clockMs();
+    const waitMs = held ? Math.max(0, Math.min(retry, nextSweepAt - clockMs(), cronOrElectionMs, untilLedger(timed.seen?.dueAt))) : retry;
+    await Promise.race([wake.changed(generation, waitMs), stopped, ...(spoolWake ? [spoolWake.changed(spooled)] : [])]);
   }
+  spoolWake?.close();
   return report;
 }
 

@@ -44,7 +44,7 @@ const DEFAULTS = {
   agentStreamMax: null,
   agentKillGrace: 5,
   agentStopLeftovers: false,
-  watch: { sweepInterval: 30, phantomGrace: 60, phantomHours: 1, pruneKeepDays: null, deliveryConcurrency: 16, labels: [], fleetLease: 30, poll: 1 },
+  watch: { sweepInterval: 30, phantomGrace: 60, phantomHours: 1, pruneKeepDays: null, deliveryConcurrency: 16, labels: [], fleetLease: 30, poll: null },
 };
 
 describe("loadSettings: files and precedence", () => {
@@ -100,7 +100,7 @@ describe("loadSettings: files and precedence", () => {
       agentStreamMax: 512 * 1024 * 1024,
       agentKillGrace: 5,
       agentStopLeftovers: false,
-      watch: { sweepInterval: 10, phantomGrace: 90, phantomHours: 2, pruneKeepDays: 14, deliveryConcurrency: 16, labels: ["gpu", "linux"], fleetLease: 30, poll: 1 },
+      watch: { sweepInterval: 10, phantomGrace: 90, phantomHours: 2, pruneKeepDays: 14, deliveryConcurrency: 16, labels: ["gpu", "linux"], fleetLease: 30, poll: null },
     });
   });
 

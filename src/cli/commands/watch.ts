@@ -43,7 +43,7 @@ export default command({
     "prune-keep-days": { type: "string", valueHint: "DAYS", description: "also prune terminal sessions older than N days (default: never; watch.prune_keep_days). Never removes the pruned legs' files" },
     "delivery-concurrency": { type: "string", valueHint: "N", description: "at most N handlers run at once; after a kill -9 of the watcher at most these run again (default 16; watch.delivery_concurrency)" },
     "fleet-lease": { type: "string", valueHint: "DURATION", description: "PostgreSQL: how often a watcher that is not the fleet's elected one tries the election, so a dead one's fleet-wide sweeps (expired claims and leases, cron fires, the prune) are taken over within it (default 30s; watch.fleet_lease)" },
-    poll: { type: "string", valueHint: "DURATION", description: "the safety poll between wake-ups: what brings due retries and expired claims round when no commit wakes the watcher (default 1s; watch.poll)" },
+    poll: { type: "string", valueHint: "DURATION", description: "the safety net between wake-ups for a wake-up lost (due retries, expiring claims and leases and cron fires wake the watcher on time whatever it is; default 30s, 1s while no wake-up holds; watch.poll)" },
     "log-format": { type: "string", valueHint: "text|json", description: "text (default) or json: one line per action" },
     "metrics-file": { type: "string", valueHint: "PATH", description: "write the ledger's metrics (li ui's /metrics text) to PATH atomically at start, every 15 s and at stop, for node_exporter's textfile collector (name it *.prom)" },
   },
@@ -71,7 +71,7 @@ export default command({
       phantomHours: flags.phantomHours ?? settings.watch.phantomHours,
       pruneKeepDays: flags.pruneKeepDays ?? settings.watch.pruneKeepDays,
       fleetLeaseSeconds: flags.fleetLease ?? settings.watch.fleetLease,
-      pollSeconds: flags.poll ?? settings.watch.poll,
+      ...((flags.poll ?? settings.watch.poll) === null ? {} : { pollSeconds: (flags.poll ?? settings.watch.poll)! }),
     };
 
     const paths = cliPaths();

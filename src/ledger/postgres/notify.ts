@@ -6,7 +6,7 @@
 import type { SQL } from "bun";
 import type { ClaimSettlement, NotifyStore, OwedQuery } from "../notify-store.ts";
 import type { CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery, TransitionRow } from "../rows.ts";
-import { deliveryTakeable, owedToConsumerStatement, owedToHandlersStatement, type BuiltStatement } from "../rules/owed.ts";
+import { deliveryTakeable, type NextTakeableQuery, nextTakeableStatement, owedToConsumerStatement, owedToHandlersStatement, type BuiltStatement } from "../rules/owed.ts";
 import { eventContextOf } from "../rules/event-context.ts";
 import type { ViewStatement } from "../rules/views.ts";
 import { PG_DIALECT, PG_VIEWS } from "./dialect.ts";
@@ -119,6 +119,11 @@ export class PgNotifyStore implements NotifyStore {
     // Holding nothing back is the same rule judged at the end of time: every unsettled row is open then.
     const now = query.includeHeld ? Number.MAX_SAFE_INTEGER : this.now();
     return (await this.built(owedToHandlersStatement(PG_DIALECT, query, now, query.limit))).map(owedRow);
+  }
+
+  async nextTakeableAt(query: NextTakeableQuery): Promise<number | null> {
+    const t = (await this.built(nextTakeableStatement(PG_DIALECT, query)))[0]?.t;
+    return t == null ? null : Number(t);
   }
 
   async owedToConsumer(name: string, limit: number): Promise<TransitionRow[]> {

@@ -144,6 +144,33 @@ WHERE ${liveCallback("standing")} AND ${open} ${where}
   return { legs, standing };
 }
 
+export interface NextTakeableQuery {
+  hostId: string;
+  uid?: number;
+  anyClaim: boolean;
+  /** Only times later than this (the ledger's now). */
+  after: number;
+}
+
+/**
+ * When the next delivery held back from `owedToHandlersStatement` becomes free to take, as one number (null:
+ * none): the earliest retry due or claim expiring among the live handlers of host `hostId` (and `uid`), and
+ * with `anyClaim` the earliest claim expiring on any host (the elected watcher buries exhausted ones). A
+ * watcher with a long safety poll sleeps until then, not a whole poll (§14 "Many hosts"). Reads
+ * terminal_deliveries_state_idx: only unsettled rows. Only times after `after` (the pass's now): a row
+ * already due that the pass did not take (no longer owed: its consumer moved on) is no reason to wake.
+ */
+export function nextTakeableStatement(dialect: OwedDialect, filter: NextTakeableQuery): BuiltStatement {
+  const p = new Parameters(dialect);
+  const after = p.ref("after", filter.after);
+  const ofUid = filter.uid === undefined ? "" : ` AND c.uid = ${p.ref("uid", filter.uid)}`;
+  const host = `SELECT CASE WHEN d.state = 'claimed' THEN d.claimed_until ELSE COALESCE(d.next_attempt_at, 0) END AS t
+FROM terminal_deliveries d JOIN terminal_callbacks c ON c.consumer = d.consumer
+WHERE d.state IN ('claimed', 'retry') AND c.host_id = ${p.ref("host", filter.hostId)}${ofUid} AND c.enabled = 1 AND c.retired_at IS NULL`;
+  const claims = filter.anyClaim ? `\nUNION ALL SELECT d.claimed_until AS t FROM terminal_deliveries d WHERE d.state = 'claimed'` : "";
+  return p.built(`SELECT MIN(t) AS t FROM (${host}${claims}) due WHERE t > ${after}`);
+}
+
 /**
  * Every delivery owed in the ledger, on every host, as one count without parameters: the (handler, event)
  * pairs the delivery engine owes whatever their claim (never started, claimed, waiting to retry: what

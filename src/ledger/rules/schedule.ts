@@ -105,6 +105,17 @@ export class ScheduleStatements implements ScheduleStore {
     return this.db.all<ScheduleRunRow>("SELECT * FROM schedule_runs WHERE status = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?", [now, limit]);
   }
 
+  async nextTimedAt(after: number, leases: boolean): Promise<number | null> {
+    // Each MIN walks its own partial or leading index (schedule_runs_retry_idx; status first for leases).
+    const lease = leases ? ", (SELECT MIN(lease_expires_at) FROM schedule_runs WHERE status = 'running' AND lease_expires_at > ?) AS l" : ", NULL AS l";
+    const [row] = await this.db.all<{ r: number | null; l: number | null }>(
+      `SELECT (SELECT MIN(retry_at) FROM schedule_runs WHERE status = 'retry_wait' AND retry_at > ?) AS r${lease}`,
+      leases ? [after, after] : [after],
+    );
+    const times = [row?.r, row?.l].filter((t): t is number => t != null).map(Number);
+    return times.length === 0 ? null : Math.min(...times);
+  }
+
   dueRetries(now: number, limit: number): Promise<ScheduleRunRow[]> {
     return this.db.all<ScheduleRunRow>("SELECT * FROM schedule_runs WHERE status = 'retry_wait' AND retry_at <= ? ORDER BY retry_at LIMIT ?", [now, limit]);
   }

@@ -3,7 +3,7 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { TransitionRow, CallbackRow, CallbackScope, ConsumerRow, DeadDelivery, DeliveryRow, EventContext, OwedDelivery } from "../rows.ts";
 import type { ClaimSettlement, NotifyStore, OwedQuery } from "../notify-store.ts";
-import { deliveryTakeable, liveHandlerOnHostStatement, owedToConsumerStatement, owedToHandlersStatement } from "../rules/owed.ts";
+import { deliveryTakeable, type NextTakeableQuery, liveHandlerOnHostStatement, nextTakeableStatement, owedToConsumerStatement, owedToHandlersStatement } from "../rules/owed.ts";
 import { eventContextOf } from "../rules/event-context.ts";
 import type { ViewStatement } from "../rules/views.ts";
 import { SQLITE_DIALECT, SQLITE_VIEWS } from "./dialect.ts";
@@ -114,6 +114,12 @@ export class SqliteNotifyStore implements NotifyStore {
     const now = query.includeHeld ? Number.MAX_SAFE_INTEGER : this.now();
     const statement = owedToHandlersStatement(SQLITE_DIALECT, query, now, query.limit);
     return this.all<OwedDelivery>(statement.sql, statement.values as Params);
+  }
+
+  nextTakeableAt(query: NextTakeableQuery): number | null {
+    const statement = nextTakeableStatement(SQLITE_DIALECT, query);
+    const t = this.all<{ t: number | null }>(statement.sql, statement.values as Params)[0]?.t;
+    return t == null ? null : Number(t);
   }
 
   owedToConsumer(name: string, limit: number): TransitionRow[] {
