@@ -100,7 +100,8 @@ export class PgBackend implements Backend {
     return {
       key: `${conn.name}#${conn.schema}`,
       release: () => conn.release(),
-      onAnyKillRequest: (onNotice) => listenForKillRequests(conn.pool(), conn.schema, onNotice),
+      // The watcher's LISTEN client: one connection for its wake-ups and its legs' kill requests.
+      onAnyKillRequest: (onNotice) => listenForKillRequests(conn.listener(), conn.schema, onNotice),
     };
   }
 
@@ -228,7 +229,9 @@ export class PgBackend implements Backend {
   async watcherWake(hostId: string, onListen?: (state: ListenState) => void): Promise<ChangeWake> {
     // A refusal is told as the ledger's (host, port, database; never a password).
     const describe = (error: unknown) => this.conn.ledgerError(error)?.message ?? String((error as Error)?.message ?? error);
-    return listenForWatcher(() => this.conn.pool(), this.conn.schema, hostId, onListen, describe);
+    // On the LISTEN client, not the pool: a pool replaced after a call past its deadline would take the
+    // LISTEN with it, unnoticed; the LISTEN client's drops are told (listen_down, listen_back).
+    return listenForWatcher(() => this.conn.listener(), this.conn.schema, hostId, onListen, describe, (f) => this.conn.onListenerClosed(f));
   }
 
   /** The per-host advisory lock on a reserved connection (watch-lock.ts); its failures are named as the ledger's. */

@@ -121,6 +121,8 @@ export interface PoolShape {
    * sends them unnamed: one round trip each.
    */
   prepare?: boolean;
+  /** Called when one of the client's connections closes, after it is counted (closedConnections). */
+  onclose?: (error: unknown) => void;
 }
 
 /** Connections of this process that closed (the server ended them, the link dropped, or li closed a pool). */
@@ -166,8 +168,9 @@ export function clientOptions(target: PgTarget, shape: PoolShape = {}): Bun.SQL.
     prepare: shape.prepare ?? true,
     idleTimeout: 0,
     bigint: false,
-    onclose: () => {
+    onclose: (error: unknown) => {
       closedConnectionCount++;
+      shape.onclose?.(error);
     },
   };
 }

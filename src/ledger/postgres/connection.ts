@@ -343,15 +343,27 @@ export class PgConnection {
   }
 
   private listening: SQL | null = null;
+  private readonly listenerClosed = new Set<(error: unknown) => void>();
 
   /**
    * A client for LISTEN alone (its one connection is made by the first listen), kept when the pool is
-   * released: a leg without a watcher holds only it while its command runs (§20).
+   * released (a leg without a watcher holds only it while its command runs, §20) and when a call past its
+   * deadline replaces the pool (a LISTEN made on the pool would die with it, unnoticed). Bun re-subscribes
+   * its channels by itself after its connection drops; onListenerClosed tells of the drop.
    */
   listener(): SQL {
     if (this.closed) throw new LedgerUnavailableError(this.name, "the ledger was closed");
-    this.listening ??= new SQL(clientOptions(this.target, { ...this.options.shape, limits: this.limits, max: 1 }));
+    const onclose = (error: unknown) => {
+      for (const f of [...this.listenerClosed]) f(error);
+    };
+    this.listening ??= new SQL(clientOptions(this.target, { ...this.options.shape, limits: this.limits, max: 1, onclose }));
     return this.listening;
+  }
+
+  /** Calls `f` whenever the listener's connection closes (the server ended it, the link dropped); returns the removal. */
+  onListenerClosed(f: (error: unknown) => void): () => void {
+    this.listenerClosed.add(f);
+    return () => void this.listenerClosed.delete(f);
   }
 
   /**

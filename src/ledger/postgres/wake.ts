@@ -132,7 +132,14 @@ const LISTEN_MAX_PAUSE_MS = 5000;
  * away) is tried again with backoff until it is, told to `onListen` when it goes down and when it is back;
  * meanwhile `via` is "poll" (the watcher's safety poll is all there is).
  */
-export function listenForWatcher(client: () => Client, schema: string, host: string, onListen?: (state: ListenState) => void, describe: (error: unknown) => string = String): ChangeWake {
+export function listenForWatcher(
+  client: () => Client,
+  schema: string,
+  host: string,
+  onListen?: (state: ListenState) => void,
+  describe: (error: unknown) => string = String,
+  onClosed?: (f: (error: unknown) => void) => () => void,
+): ChangeWake {
   const signal = new ChangeSignal();
   const channels = watcherChannels(schema, host);
   let closed = false;
@@ -144,10 +151,28 @@ export function listenForWatcher(client: () => Client, schema: string, host: str
   const onNotice = (payload: string) => {
     if (!closed && noticeFor(payload, schema) !== null) signal.bump();
   };
-  // Bun's client re-subscribes by itself after a connection that was listening drops: that is a wake-up too.
+  // Bun's client re-subscribes by itself after a connection that was listening drops: that is a wake-up
+  // too, and the LISTEN is back (down since the drop, told by onClosed).
   const onResubscribed = () => {
-    if (!closed && listening) signal.bump();
+    if (closed || made.length === 0) return;
+    if (!listening) {
+      listening = true;
+      if (down) {
+        down = false;
+        onListen?.({ listening: true });
+      }
+    }
+    signal.bump();
   };
+  // The listening connection dropped after the LISTEN was made: down until Bun's re-subscription takes.
+  const stopClosed = onClosed?.((error) => {
+    if (closed || !listening) return;
+    listening = false;
+    if (!down) {
+      down = true;
+      onListen?.({ listening: false, message: describe(error ?? new Error("the listening connection closed")) });
+    }
+  });
   async function attempt(pauseMs: number): Promise<void> {
     if (closed) return;
     quietDriverRetries();
@@ -198,6 +223,7 @@ export function listenForWatcher(client: () => Client, schema: string, host: str
     },
     close: () => {
       closed = true;
+      stopClosed?.();
       if (retry !== null) clearTimeout(retry);
       for (const s of made) void s.unlisten().catch(() => {});
       signal.close();
