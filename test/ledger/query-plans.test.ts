@@ -320,6 +320,11 @@ describeSqliteOnly("query-plans")("query plans", () => {
         "SEARCH e USING INDEX sessions_host_machine_idx (host_machine=? AND (updated_at,id)<(?,?))",
       ]);
       expect(sessionsRead(planOf(`ui list ${name} --host id --limit 50`))).toEqual(["SEARCH e USING INDEX sessions_host_name_idx (host_name=?)", "SEARCH e USING INDEX sessions_host_machine_idx (host_machine=?)"]);
+      // With a status, the (host, status, updated_at, id) indexes: a busy host's few running rows, not all its rows.
+      expect(sessionsRead(planOf(`ui list ${name} --status --host --limit 50`))).toEqual([
+        "SEARCH e USING INDEX sessions_host_name_status_idx (host_name=? AND status=?)",
+        "SEARCH e USING INDEX sessions_host_machine_status_idx (host_machine=? AND status=?)",
+      ]);
       expect(planOf(`ui list ${name} text after a row --limit 50`)[0]).toBe("SEARCH e USING INDEX sessions_updated_idx ((updated_at,id)<(?,?))");
       // No index finds a text's rows among the others: the walk is the index's order, no sort.
       const plan = planOf(`ui list ${name} text --limit 50`);

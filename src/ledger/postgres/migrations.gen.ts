@@ -239,5 +239,13 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE INDEX \"sessions_host_name_idx\" ON \"sessions\" USING btree (\"host_name\",\"updated_at\",\"id\");",
       "CREATE INDEX \"sessions_host_machine_idx\" ON \"sessions\" USING btree (\"host_machine\",\"updated_at\",\"id\");"
     ]
+  },
+  {
+    "name": "0018_session_host_status",
+    "hash": "a1ef904fb815b13d56d216c92b7301b510d7f80a2baff12bd29c874787e6d978",
+    "statements": [
+      "CREATE INDEX \"sessions_host_name_status_idx\" ON \"sessions\" USING btree (\"host_name\",\"status\",\"updated_at\",\"id\");",
+      "CREATE INDEX \"sessions_host_machine_status_idx\" ON \"sessions\" USING btree (\"host_machine\",\"status\",\"updated_at\",\"id\");"
+    ]
   }
 ];

@@ -72,6 +72,9 @@ export const sessions = pgTable(
     // li ls / li ui's host filter: a host's newest sessions by name or by machine, in the listing's order.
     index("sessions_host_name_idx").on(t.host_name, t.updated_at, t.id),
     index("sessions_host_machine_idx").on(t.host_machine, t.updated_at, t.id),
+    // With a status too (running on a busy host: its few running rows, not every row of the host).
+    index("sessions_host_name_status_idx").on(t.host_name, t.status, t.updated_at, t.id),
+    index("sessions_host_machine_status_idx").on(t.host_machine, t.status, t.updated_at, t.id),
   ],
 );
 

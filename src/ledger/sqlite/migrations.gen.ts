@@ -195,5 +195,13 @@ export const MIGRATIONS: readonly EmbeddedMigration[] = [
       "CREATE INDEX `sessions_host_name_idx` ON `sessions` (`host_name`,`updated_at`,`id`);",
       "CREATE INDEX `sessions_host_machine_idx` ON `sessions` (`host_machine`,`updated_at`,`id`);"
     ]
+  },
+  {
+    "name": "0013_session_host_status",
+    "hash": "fbaa6e059d3e2c52cc9bb6ca2816bb3cba57cef15a4fe186431cb2cbc86a81a9",
+    "statements": [
+      "CREATE INDEX `sessions_host_name_status_idx` ON `sessions` (`host_name`,`status`,`updated_at`,`id`);",
+      "CREATE INDEX `sessions_host_machine_status_idx` ON `sessions` (`host_machine`,`status`,`updated_at`,`id`);"
+    ]
   }
 ];

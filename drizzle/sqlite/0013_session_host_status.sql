@@ -1,0 +1,2 @@
+CREATE INDEX `sessions_host_name_status_idx` ON `sessions` (`host_name`,`status`,`updated_at`,`id`);--> statement-breakpoint
+CREATE INDEX `sessions_host_machine_status_idx` ON `sessions` (`host_machine`,`status`,`updated_at`,`id`);
