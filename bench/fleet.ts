@@ -35,7 +35,7 @@ const WATCHER_COUNTS = values.watchers!.split(",").map(Number);
 const LEGS = Number(values.legs);
 const WAITS = Number(values.waits);
 /** The watchers' poll in seconds, when given (30s, 1h, 500ms…). */
-const POLL_SECONDS = values.poll ? durationSeconds(values.poll) : 1;
+const POLL_SECONDS = values.poll ? durationSeconds(values.poll) : 30; // li watch's default (30 s while its LISTEN holds)
 // The idle window holds two polls (at most a minute's worth), so the idle rate subtracted from the legs' window counts their passes.
 const IDLE_SECONDS = values.idle ? Number(values.idle) : Math.max(10, Math.min(2 * POLL_SECONDS, 60));
 
