@@ -211,12 +211,25 @@ export class PgBackend implements Backend {
     return this.conn.ledgerError(error);
   }
 
+  /** The server's start as last read, and the connection drops counted when it was asked (a restart drops every connection). */
+  private startSeen: { drops: number; started: number | null } | null = null;
+
   /**
    * Since when the ledger has been serving this process (§17 item 5): the later of the server's start
-   * and this process's last regain of the ledger after losing it (availability.ts). One round trip.
+   * and this process's last regain of the ledger after losing it (availability.ts). The start is asked of
+   * the server again only after a connection of this process closed or a call found the ledger
+   * unreachable (a restart does both): a watcher's sweep every 30 s costs no round trip for it.
    */
   async availableSince(): Promise<number | null> {
-    const started = this.injectedStart ?? (await this.run((sql) => serverStart(sql)));
+    let started = this.injectedStart;
+    if (started === null) {
+      const drops = closedConnections() + this.conn.reachability.losses;
+      if (this.startSeen?.drops === drops) started = this.startSeen.started;
+      else {
+        started = await this.run((sql) => serverStart(sql));
+        this.startSeen = { drops, started };
+      }
+    }
     return laterOf(started, this.conn.reachability.regainedAt);
   }
 

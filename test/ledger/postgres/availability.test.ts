@@ -42,6 +42,17 @@ describePostgres("PgBackend.availableSince (§17 item 5)", () => {
     expect(since).toBeGreaterThanOrEqual(after);
   });
 
+  test("asks the server for its start once while no connection of this process closed (a watcher's sweeps cost no round trip for it)", async () => {
+    const { ledger, raw } = await fresh();
+    await raw.sql`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`;
+    const asked = async () =>
+      Number((await raw.sql`SELECT COALESCE(SUM(calls), 0)::int AS n FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query LIKE '%pg_postmaster_start_time()%AS started%'`)[0].n);
+    const first = await ledger.backend.availableSince!();
+    const before = await asked();
+    for (let i = 0; i < 5; i++) expect(await ledger.backend.availableSince!()).toBe(first);
+    expect(await asked()).toBe(before);
+  });
+
   test("after a call failed as unreachable, the first answered call is the regain: later than the server's start", async () => {
     const { ledger } = await fresh();
     await ledger.backend.getEntity("session", "x");
