@@ -35,19 +35,27 @@ export interface ScheduleStep {
   run(env: ScheduleEnv): Promise<Record<string, number>>;
 }
 
-/** A watcher leaves a live foreground waiter's run to it; once that li process is gone, the run is anybody's on its host. */
-export function mayDispatch(run: ScheduleRunRow, hostId: string): boolean {
+/**
+ * A watcher leaves a live foreground waiter's run to it; once that li process is gone, the run is anybody's
+ * on its host. `waitingHere`: the run is left to a live waiter of this host, whose death no commit tells of
+ * (a kill -9), so the watcher looks again within a second rather than a safety poll.
+ */
+export function dispatchVerdict(run: ScheduleRunRow, hostId: string): { may: boolean; waitingHere: boolean } {
   let foreground;
   try {
     foreground = parseStoredRequest(run.id, run.request_json).foreground;
   } catch {
-    return false; // a request nobody could run: left for a person (li kill) rather than failed by guesswork
+    return { may: false, waitingHere: false }; // a request nobody could run: left for a person (li kill) rather than failed by guesswork
   }
-  if (!foreground) return true;
-  if (foreground.host_id !== hostId) return false;
+  if (!foreground) return { may: true, waitingHere: false };
+  if (foreground.host_id !== hostId) return { may: false, waitingHere: false };
   const seen = probeProcess(foreground.pid, foreground.start_ticks);
-  return seen === "dead" || seen === "reused";
+  const may = seen === "dead" || seen === "reused";
+  return { may, waitingHere: !may };
 }
+
+/** dispatch's count of candidates left to a live foreground waiter of this host: not work done, a reason to look again soon. */
+export const FOREGROUND_WAITING = "foreground_waiting";
 
 const settleEnded: ScheduleStep = {
   name: "settle",
@@ -114,12 +122,18 @@ const dispatch: ScheduleStep = {
     const { ledger, lessee, log } = env;
     let started = 0;
     let refused = 0;
+    let waiting = 0;
+    const mayTake = (c: ScheduleRunRow) => {
+      const verdict = dispatchVerdict(c, lessee.hostId);
+      if (verdict.waitingHere) waiting++;
+      return verdict.may;
+    };
     // One read first, of every queue: one with nothing queued (or paused) costs no write transaction (no write
     // lock on SQLite, no row lock on PostgreSQL), and the read is one round trip however many queues there are.
     for (const queue of await ledger.backend.schedule.queuesToDispatch()) {
       for (;;) {
-        if (env.stopping?.()) return { started, refused };
-        const run = await leaseNext(ledger, queue.name, lessee, { mayTake: (c) => mayDispatch(c, lessee.hostId) });
+        if (env.stopping?.()) return { started, refused, [FOREGROUND_WAITING]: waiting };
+        const run = await leaseNext(ledger, queue.name, lessee, { mayTake });
         if (!run) break;
         const start = await env.startLeg(run);
         if (start.ok) {
@@ -133,7 +147,7 @@ const dispatch: ScheduleStep = {
         }
       }
     }
-    return { started, refused };
+    return { started, refused, [FOREGROUND_WAITING]: waiting };
   },
 };
 

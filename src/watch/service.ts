@@ -16,7 +16,7 @@ import { OutageLog } from "./outage.ts";
 import { watchSpool } from "./spool-wake.ts";
 import type { ReplayHooks } from "../spool/replay.ts";
 import { startUpDone } from "../util/jit.ts";
-import { HOST_SCHEDULE_STEPS, runSchedulePass, SCHEDULE_STEPS, type ScheduleEnv } from "../schedule/pass.ts";
+import { FOREGROUND_WAITING, HOST_SCHEDULE_STEPS, runSchedulePass, SCHEDULE_STEPS, type ScheduleEnv } from "../schedule/pass.ts";
 
 export interface WatchConfig {
   /** One pass of everything, then return. */
@@ -213,13 +213,17 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     }
   }
 
+  /** A queued run is left to a live foreground waiter of this host: its death (a kill -9) commits nothing, so look again within a second. */
+  let foregroundWaiting = false;
   /** Scheduled runs: settle, expire, retry, dependencies, then lease and start what this host may run. */
   async function schedulePass(): Promise<void> {
     if (!deps.schedule) return;
     try {
       const pass = await runSchedulePass({ ...deps.schedule, ledger, log, stopping: () => signal.aborted }, leading ? SCHEDULE_STEPS : HOST_SCHEDULE_STEPS);
       report.started_runs += pass.counts["dispatch.started"] ?? 0;
-      for (const n of Object.values(pass.counts)) activity += n;
+      const waiting = `dispatch.${FOREGROUND_WAITING}`;
+      foregroundWaiting = (pass.counts[waiting] ?? 0) > 0;
+      for (const [key, n] of Object.entries(pass.counts)) if (key !== waiting) activity += n;
       for (const { step, error } of pass.errors) fail(`schedule:${step}`, error);
       if (pass.errors.length === 0) outage.succeeded("schedule");
     } catch (error) {
@@ -445,7 +449,7 @@ export async function runWatch(deps: WatchDeps, config: WatchConfig): Promise<Wa
     // ledger tries again after a second at most, not a whole poll: the sweep it owes is overdue, and waiting
     // until then would be no wait at all, a loop failing as fast as it can.
     const poll = pollMs();
-    const retry = !held || report.ledger_errors !== ledgerErrorsBefore ? Math.min(poll, UNWATCHED_POLL_MS) : poll;
+    const retry = !held || report.ledger_errors !== ledgerErrorsBefore || foregroundWaiting ? Math.min(poll, UNWATCHED_POLL_MS) : poll;
     const untilLedger = (at: number | null | undefined) => (at == null ? retry : (at - ledger.now()) * 1000);
     const cronOrElectionMs = leading ? untilLedger(cron.seen?.nextDueAt) : nextElectionAt - clockMs();
     const waitMs = held ? Math.max(0, Math.min(retry, nextSweepAt - clockMs(), cronOrElectionMs, untilLedger(timed.seen?.dueAt))) : retry;

@@ -6,7 +6,9 @@
 import { afterEach, expect, test } from "bun:test";
 import type { ChangeWake } from "../../src/ledger/wake.ts";
 import type { LogEntry } from "../../src/watch/log.ts";
-import { runWatch, type WatchConfig } from "../../src/watch/service.ts";
+import { runWatch, type WatchConfig, type WatchDeps } from "../../src/watch/service.ts";
+import { submitRun } from "../../src/schedule/submit.ts";
+import { startFixture } from "../helpers/sweep-fixtures.ts";
 import { addSchedule, validateSchedule } from "../../src/schedule/schedules.ts";
 import { scheduledRequest } from "../../src/schedule/schedule-request.ts";
 import { tempLedger, type TempLedger } from "../helpers/ledger.ts";
@@ -27,7 +29,7 @@ afterEach(async () => {
 });
 
 /** A watcher on `t` with the backend's wake-up, waiting until that wake-up holds; stopped after the test. */
-async function watcher(t: TempLedger, spoolDir?: string): Promise<{ entries: LogEntry[]; waits: () => number }> {
+async function watcher(t: TempLedger, spoolDir?: string, schedule?: WatchDeps["schedule"]): Promise<{ entries: LogEntry[]; waits: () => number }> {
   const base = await t.ledger.backend.wake();
   await until("the wake-up to be armed", () => base.watching);
   let waits = 0;
@@ -46,7 +48,7 @@ async function watcher(t: TempLedger, spoolDir?: string): Promise<{ entries: Log
   };
   const entries: LogEntry[] = [];
   const stop = new AbortController();
-  const running = runWatch({ ledger: t.ledger, wake, log: (e) => void entries.push(e), signal: stop.signal, delivery: { hostId: HOST, liHome: t.liHome }, ...(spoolDir ? { spoolDir } : {}) }, config);
+  const running = runWatch({ ledger: t.ledger, wake, log: (e) => void entries.push(e), signal: stop.signal, delivery: { hostId: HOST, liHome: t.liHome }, ...(spoolDir ? { spoolDir } : {}), ...(schedule ? { schedule } : {}) }, config);
   cleanups.push(async () => {
     stop.abort();
     await running;
@@ -113,4 +115,21 @@ test("an outcome a leg of this host spools is replayed at once, not at the next 
   await until("the spooled outcome replayed", () => w.entries.some((e) => e.action === "replay"), { timeoutMs: 30_000 });
   expect(w.entries.filter((e) => e.action === "replay").map((e) => e.session_id)).toEqual([sessionId]);
   expect(await t.rows().all<{ status: string }>("SELECT status FROM sessions WHERE id = ?", sessionId)).toEqual([{ status: "completed" }]);
+}, 60_000);
+
+test("a queued run left to a live foreground waiter of this host is taken within a second once that waiter dies (kill -9: nothing commits), not at the next poll an hour away", async () => {
+  const t = tempLedger();
+  const waiter = await startFixture("forever");
+  const base = scheduledRequest({ argv: ["true"], cwd: undefined, timeout: undefined, passEnv: [], workdir: "/", env: {} });
+  const run = await submitRun(t.ledger, { queue: "q", request: { ...base, foreground: { host_id: HOST, pid: waiter.pid, start_ticks: waiter.startTicks } } });
+  const started: string[] = [];
+  const w = await watcher(t, undefined, {
+    lessee: { hostId: HOST, labels: [] },
+    startLeg: async (r) => (started.push(r.id), { ok: true, sessionId: `session-of-${r.id}` }),
+  });
+  await until("the first pass to end", () => w.waits() >= 1);
+  expect(started).toEqual([]);
+  await waiter.stop();
+  await until("the run taken once its waiter died", () => started.length > 0, { timeoutMs: 30_000 });
+  expect(started).toEqual([run.id]);
 }, 60_000);
