@@ -7,7 +7,7 @@
 // Usage: bun bench/queue-scale.ts [--runs 10000] [--cli 200] [--reps 15]   (build dist/li first)
 
 import { Database } from "bun:sqlite";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -44,6 +44,23 @@ async function coldMs(argv: string[], reps = REPS): Promise<number> {
   return quantile(ms, 0.5);
 }
 
+/**
+ * Medians of `argv` on two ledgers in interleaved rounds (a then b, `reps` times): the machine's drift
+ * between two sequential measurements is larger than a flat listing's difference.
+ */
+async function interleavedMs(argv: string[], a: Record<string, string | undefined>, b: Record<string, string | undefined>, reps = REPS * 4): Promise<[number, number]> {
+  const ta: number[] = [];
+  const tb: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    for (const [environment, into] of [[a, ta], [b, tb]] as const) {
+      const start = performance.now();
+      await run(argv, environment);
+      into.push(performance.now() - start);
+    }
+  }
+  return [quantile(ta, 0.5), quantile(tb, 0.5)];
+}
+
 /** Processes per second for `n` runs of `argv(i)`, `lanes` at a time. */
 async function rate(n: number, lanes: number, argv: (i: number) => string[]): Promise<number> {
   let next = 0;
@@ -75,9 +92,15 @@ try {
 
   // Submits through the CLI (the queue is paused: nothing runs), and the floor: a CLI write of one row.
   const cliRate = await rate(CLI, 2, () => [LI, "agent", "--queue", "scale", "--detach", "--", "true"]);
-  const floorRate = await rate(CLI, 2, () => [LI, "state", "create", "team"]);
   // li ls with a page's worth queued (the same rows on the page as with the full queue): flat means full ≈ this.
   const pageLs = await coldMs([LI, "ls"]);
+  // A copy of that ledger (closed and checkpointed by every li that wrote it), to list beside the full one.
+  const pageHome = join(root, "page");
+  mkdirSync(pageHome, { mode: 0o700 });
+  for (const file of ["state.db", "state.db-wal", "state.db-shm"]) if (existsSync(join(home, file))) copyFileSync(join(home, file), join(pageHome, file));
+  const pageEnv = { ...env, LI_HOME: pageHome };
+  // The floor's rows come after the copy: on both ledgers the page shows queued runs only.
+  const floorRate = await rate(CLI, 2, () => [LI, "state", "create", "team"]);
 
   // The rest through the submit service, in one process.
   const ledger = openLedger(resolvePaths({ env: { LI_HOME: home } }), { create: false });
@@ -91,6 +114,7 @@ try {
   const fullQueueLs = await coldMs([LI, "queue", "ls"]);
   const fullLs = await coldMs([LI, "ls"]);
   const fullLsQueued = await coldMs([LI, "ls", "--kind", "schedule_run", "--status", "queued"]);
+  const [fullLsInterleaved, pageLsInterleaved] = await interleavedMs([LI, "ls"], env, pageEnv);
 
   // A watcher dispatching from the full queue, one at a time (each leg runs `true`).
   await run([LI, "queue", "set", "scale", "--parallel", "1"]);
@@ -122,6 +146,7 @@ try {
     `submit, the service in one process: ${serviceRate.toFixed(0)}/s`,
     `li queue ls: ${emptyQueueLs.toFixed(2)} ms empty, ${fullQueueLs.toFixed(2)} ms with ${RUNS} queued (${(fullQueueLs / emptyQueueLs).toFixed(2)}×)`,
     `li ls: ${emptyLs.toFixed(2)} ms empty, ${pageLs.toFixed(2)} ms with ${CLI} queued (a full page), ${fullLs.toFixed(2)} ms with ${RUNS} queued (${(fullLs / emptyLs).toFixed(2)}× empty, ${(fullLs / pageLs).toFixed(2)}× the full page); li ls --kind schedule_run --status queued: ${fullLsQueued.toFixed(2)} ms`,
+    `li ls, interleaved rounds: ${fullLsInterleaved.toFixed(2)} ms with ${RUNS} queued, ${pageLsInterleaved.toFixed(2)} ms with ${CLI} queued (the same page): ${(fullLsInterleaved / pageLsInterleaved).toFixed(2)}×`,
     `li watch resident: ${emptyRss.toFixed(1)} MB on an empty ledger, ${fullRss.toFixed(1)} MB dispatching from ${RUNS} queued (${(fullRss / emptyRss).toFixed(2)}×)`,
     ...Object.entries(plans).map(([q, plan]) => `plan: ${q}… → ${plan.join("; ")}`),
   ];
@@ -134,7 +159,7 @@ try {
       submit_floor_per_s: r2(floorRate),
       submit_service_per_s: r2(serviceRate),
       queue_ls_ms: { empty: r2(emptyQueueLs), full: r2(fullQueueLs), ratio: r2(fullQueueLs / emptyQueueLs) },
-      ls_ms: { empty: r2(emptyLs), page: r2(pageLs), full: r2(fullLs), ratio: r2(fullLs / emptyLs), ratio_to_page: r2(fullLs / pageLs), queued_only: r2(fullLsQueued) },
+      ls_ms: { empty: r2(emptyLs), page: r2(pageLs), full: r2(fullLs), ratio: r2(fullLs / emptyLs), ratio_to_page: r2(fullLs / pageLs), queued_only: r2(fullLsQueued), interleaved: { full: r2(fullLsInterleaved), page: r2(pageLsInterleaved), ratio: r2(fullLsInterleaved / pageLsInterleaved) } },
       watch_rss_mb: { empty: r2(emptyRss), full: r2(fullRss), ratio: r2(fullRss / emptyRss) },
       plans,
     }),
