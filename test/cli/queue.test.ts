@@ -1,50 +1,14 @@
 // Scheduled runs end to end through dist/li (SPEC §19): queues with slots, leases, dependencies, retries,
 // li kill, the foreground waiter and bad input — with real watchers and real legs, on either backend.
 
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
 import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
-import { collectLines } from "../helpers/lines.ts";
-import { ledgerRows, type LedgerRows } from "../helpers/ledger-rows.ts";
-import { tempDir } from "../helpers/temp-dirs.ts";
+import { watchHomes, type Home, type Watcher } from "../helpers/watch-homes.ts";
 import { isAlive, NeverHappens, OWNER_VARIABLE, signalPid, until, validPid } from "../helpers/until.ts";
 
-const spawned: Subprocess[] = [];
-afterAll(() => {
-  for (const p of spawned) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
-});
-
-const opened: LedgerRows[] = [];
-afterEach(async () => {
-  for (const rows of opened.splice(0)) await rows.close();
-});
-
-interface Home {
-  dir: string;
-  home: string;
-  rows: LedgerRows;
-}
-
-function newHome(): Home {
-  const dir = tempDir();
-  const home = join(dir, "home");
-  const rows = ledgerRows(home);
-  opened.push(rows);
-  return { dir, home, rows };
-}
-
-interface Watcher {
-  proc: Subprocess<"ignore", "pipe", "pipe">;
-  lines: string[];
-}
-
-function startWatcher(h: Home, env: Record<string, string> = {}): Watcher {
-  const proc = Bun.spawn([LI_BINARY, "watch"], { env: liEnv(h.home, env), cwd: h.dir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  spawned.push(proc);
-  return { proc, lines: collectLines(proc.stdout).lines };
-}
+const { spawned, newHome, startWatcher } = watchHomes();
 
 async function stopWatcher(w: Watcher): Promise<void> {
   w.proc.kill("SIGTERM");

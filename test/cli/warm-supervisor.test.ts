@@ -4,51 +4,16 @@
 // environment, nothing of the watcher's), a kill -9 of it while it waits or just after it took a run costs
 // no run, and it ends with its watcher.
 
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { onPostgres } from "../helpers/backends.ts";
-import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
-import { collectLines } from "../helpers/lines.ts";
-import { ledgerRows, type LedgerRows } from "../helpers/ledger-rows.ts";
-import { tempDir } from "../helpers/temp-dirs.ts";
+import { li } from "../helpers/cli.ts";
+import { watchHomes, type Home, type Watcher } from "../helpers/watch-homes.ts";
 import { NeverHappens, OWNER_VARIABLE, signalPid, until, untilGone, validPid } from "../helpers/until.ts";
 
-const spawned: Subprocess[] = [];
-afterAll(() => {
-  for (const p of spawned) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
-});
-
-const opened: LedgerRows[] = [];
-afterEach(async () => {
-  for (const rows of opened.splice(0)) await rows.close();
-});
-
-interface Home {
-  dir: string;
-  home: string;
-  rows: LedgerRows;
-}
-
-function newHome(): Home {
-  const dir = tempDir();
-  const home = join(dir, "home");
-  const rows = ledgerRows(home);
-  opened.push(rows);
-  return { dir, home, rows };
-}
-
-interface Watcher {
-  proc: Subprocess<"ignore", "pipe", "pipe">;
-  lines: string[];
-}
-
-function startWatcher(h: Home, env: Record<string, string> = {}): Watcher {
-  const proc = Bun.spawn([LI_BINARY, "watch", "--log-format", "json"], { env: liEnv(h.home, env), cwd: h.dir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  spawned.push(proc);
-  return { proc, lines: collectLines(proc.stdout).lines };
-}
+const { spawned, newHome, startWatcher } = watchHomes(["--log-format", "json"]);
 
 /** The supervisors `watcher` started ahead of need, by /proc: its children whose environment marks them so. */
 function warmOf(watcher: Subprocess): number[] {

@@ -2,37 +2,23 @@
 // delay ends (§14 "Many hosts", §19): the watcher sleeps until the next retry_at it knows of, not a whole
 // poll. Nothing commits between the failed attempt and its retry's due time, so only the watcher's own
 // timing can start it within the test. Both backends (the suite's LI_TEST_BACKEND).
-import { afterAll, afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { li, LI_BINARY, liEnv } from "../helpers/cli.ts";
-import { collectLines } from "../helpers/lines.ts";
-import { ledgerRows, type LedgerRows } from "../helpers/ledger-rows.ts";
-import { tempDir } from "../helpers/temp-dirs.ts";
+import { li } from "../helpers/cli.ts";
+import { watchHomes } from "../helpers/watch-homes.ts";
 import { OWNER_VARIABLE } from "../helpers/until.ts";
 
-const spawned: Subprocess[] = [];
-afterAll(() => {
-  for (const p of spawned) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
-});
-const opened: LedgerRows[] = [];
-afterEach(async () => {
-  for (const rows of opened.splice(0)) await rows.close();
-});
+const { newHome, startWatcher } = watchHomes();
 
 test("a run failing once with --retries 1 --retry-delay 2s is retried and completes under li watch --poll 1h --sweep-interval 1h", async () => {
-  const dir = tempDir();
-  const home = join(dir, "home");
-  const rows = ledgerRows(home);
-  opened.push(rows);
+  const h = newHome();
+  const { dir, home, rows } = h;
   const counter = join(dir, "count");
   const script = `n=$(cat "${counter}" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "${counter}"; [ $n -ge 2 ]`;
   const submitted = await li(["agent", "--detach", "--pass-env", OWNER_VARIABLE, "--queue", "q", "--retries", "1", "--retry-delay", "2s", "--", "sh", "-c", script], { home, cwd: dir });
   expect(submitted.stderr).toBe("");
   const first = submitted.stdout.trim();
-  const watcher = Bun.spawn([LI_BINARY, "watch", "--poll", "1h", "--sweep-interval", "1h"], { env: liEnv(home), cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  spawned.push(watcher);
-  const lines = collectLines(watcher.stdout).lines;
+  const { proc: watcher, lines } = startWatcher(h, {}, ["--poll", "1h", "--sweep-interval", "1h"]);
   const waited = await li(["wait", first, "--timeout", "30"], { home });
   watcher.kill("SIGTERM");
   await watcher.exited;
