@@ -14,9 +14,18 @@ import { browserAvailable, openPage, watchForTrouble, type Page } from "../helpe
 const DOCS_IMAGES = process.env.LI_UI_SCREENSHOTS === "1" ? path.join(import.meta.dir, "../../docs/ui") : tempDir("li-ui-shots-");
 const spawned: Subprocess[] = [];
 const pages: Page[] = [];
+/** The files whose creation ends a test's detached leg: made at the end too, so a failed test leaks no leg. */
+const goFiles: string[] = [];
 afterAll(() => {
   for (const p of pages) p.close();
   for (const p of spawned) if (p.exitCode === null) p.kill("SIGTERM");
+  for (const go of goFiles) {
+    try {
+      fs.writeFileSync(go, "");
+    } catch {
+      // Its directory is gone already: so is whatever waited on it.
+    }
+  }
 });
 
 const newHome = () => path.join(tempDir("li-ui-"), "home");
@@ -236,6 +245,7 @@ describe.skipIf(!browser)("li ui in a real browser", () => {
   test("a leg that ends while the page is open changes status without a reload within 1 s; its output appears live", async () => {
     const home = newHome();
     const go = path.join(tempDir("li-ui-go-"), "go");
+    goFiles.push(go);
     const detach = await li(["agent", "--detach", "--", "sh", "-c", 'echo first-line; while [ ! -e "$1" ]; do sleep 0.05; done; echo second-line', "sh", go], { home });
     expect(detach.code).toBe(0);
     const id = detach.stdout.trim();
@@ -299,6 +309,7 @@ describe.skipIf(!browser)("li ui in a real browser", () => {
   test("eight pages open at once in one browser all draw and all follow the ledger (one event stream per browser, not one per page)", async () => {
     const home = newHome();
     const go = path.join(tempDir("li-ui-go-"), "go");
+    goFiles.push(go);
     const detach = await li(["agent", "--detach", "--", "sh", "-c", 'while [ ! -e "$1" ]; do sleep 0.05; done', "sh", go], { home });
     expect(detach.code).toBe(0);
     const id = detach.stdout.trim();
